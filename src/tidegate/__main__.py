@@ -1,0 +1,5 @@
+import sys
+
+from tidegate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,245 @@
+"""Commands: run, review, debug, recover.
+
+Exit codes: 0 succeeded, 1 the run failed, 2 usage error, 3 apply-back conflict (nothing
+changed, .rej files written), 4 another run holds the repository lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from tidegate.cli.render import ProgressPrinter, print_report
+from tidegate.errors import TidegateError, UsageError
+from tidegate.flow.modes import Mode
+from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
+from tidegate.flow.transaction import execute
+from tidegate.recovery import recover_repository
+
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="tidegate",
+    help="Apply AI-proposed changes to your git repository safely: shadow worktree, "
+    "verification, retries, and a three-way merge back that never touches your index.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+RepoOpt = Annotated[
+    Path, typer.Option("--repo", help="The repository (default: current directory).")
+]
+ObjectiveOpt = Annotated[
+    str | None, typer.Option("--objective", help="What to do: edit blocks or prose.")
+]
+ObjectiveFileOpt = Annotated[
+    Path | None,
+    typer.Option("--objective-file", help="Read the objective from a file ('-': stdin)."),
+]
+VerifyOpt = Annotated[
+    str | None, typer.Option("--verify", help="Command run in the shadow via /bin/sh -c.")
+]
+PlannerOpt = Annotated[
+    str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
+]
+AttemptsOpt = Annotated[int, typer.Option("--max-attempts", min=1, max=20, help="Attempts (1-20).")]
+TimeoutOpt = Annotated[
+    float, typer.Option("--verify-timeout", min=1, help="Seconds before VERIFY is killed.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final report as JSON.")]
+KeepOpt = Annotated[bool, typer.Option("--keep-shadow", help="Keep the shadow worktree.")]
+
+
+def _objective(objective: str | None, objective_file: Path | None) -> tuple[str, Path]:
+    if (objective is None) == (objective_file is None):
+        raise UsageError("give exactly one of --objective and --objective-file")
+    if objective is not None:
+        return objective, Path.cwd()
+    assert objective_file is not None
+    if str(objective_file) == "-":
+        return sys.stdin.read(), Path.cwd()
+    try:
+        return objective_file.read_text(encoding="utf-8"), objective_file.resolve().parent
+    except OSError as exc:
+        raise UsageError(f"--objective-file {objective_file}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--objective-file {objective_file}: not UTF-8 text") from exc
+
+
+def _run(
+    mode: Mode,
+    repo: Path,
+    objective: str | None,
+    objective_file: Path | None,
+    verify: str | None,
+    planner: str,
+    max_attempts: int,
+    verify_timeout: float,
+    keep_shadow: bool,
+    as_json: bool,
+) -> None:
+    text, base = _objective(objective, objective_file)
+    request = RunRequest(
+        repo=repo,
+        mode=mode,
+        objective=text,
+        objective_base=base,
+        verify=verify,
+        planner=planner,
+        max_attempts=max_attempts,
+        verify_timeout_s=verify_timeout,
+        keep_shadow=keep_shadow,
+    )
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    observer = None if as_json else ProgressPrinter(err)
+    report = execute(request, observer=observer)
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        print_report(Console(highlight=False, soft_wrap=True), report)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def run(
+    mode: Annotated[Mode, typer.Option("--mode", help="patch, review or debug.")] = Mode.PATCH,
+    repo: RepoOpt = Path("."),
+    objective: ObjectiveOpt = None,
+    objective_file: ObjectiveFileOpt = None,
+    verify: VerifyOpt = None,
+    planner: PlannerOpt = "structured",
+    max_attempts: AttemptsOpt = 3,
+    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    keep_shadow: KeepOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose, verify in a shadow worktree, and merge the change back as unstaged edits."""
+    _run(
+        mode,
+        repo,
+        objective,
+        objective_file,
+        verify,
+        planner,
+        max_attempts,
+        verify_timeout,
+        keep_shadow,
+        as_json,
+    )
+
+
+@app.command()
+def review(
+    repo: RepoOpt = Path("."),
+    objective: ObjectiveOpt = None,
+    objective_file: ObjectiveFileOpt = None,
+    verify: VerifyOpt = None,
+    planner: PlannerOpt = "structured",
+    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    as_json: JsonOpt = False,
+) -> None:
+    """Review only: run the checks in a shadow and report findings. Changes nothing."""
+    _run(
+        Mode.REVIEW,
+        repo,
+        objective,
+        objective_file,
+        verify,
+        planner,
+        1,
+        verify_timeout,
+        False,
+        as_json,
+    )
+
+
+@app.command()
+def debug(
+    repo: RepoOpt = Path("."),
+    objective: ObjectiveOpt = None,
+    objective_file: ObjectiveFileOpt = None,
+    verify: VerifyOpt = None,
+    planner: PlannerOpt = "structured",
+    max_attempts: AttemptsOpt = 3,
+    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    keep_shadow: KeepOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Review and analyse first, then run the patch cycle."""
+    _run(
+        Mode.DEBUG,
+        repo,
+        objective,
+        objective_file,
+        verify,
+        planner,
+        max_attempts,
+        verify_timeout,
+        keep_shadow,
+        as_json,
+    )
+
+
+@app.command()
+def recover(
+    repo: RepoOpt = Path("."),
+    rollback: Annotated[
+        bool,
+        typer.Option("--rollback", help="Undo interrupted apply-backs instead of finishing them."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Finish (or --rollback) apply-backs a crash interrupted; remove stale shadows."""
+    summary = recover_repository(repo, rollback=rollback)
+    if as_json:
+        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
+    else:
+        out = Console(highlight=False)
+        if not summary.journals and not summary.removed_shadows:
+            out.print("nothing to recover")
+        for j in summary.journals:
+            out.print(f"run {j.run_id}: apply-back {j.action}; {len(j.finished)} path(s) written")
+            for path in j.diverged:
+                out.print(f"  left alone (changed since the crash): {path}", markup=False)
+        for path in summary.removed_shadows:
+            out.print(f"removed stale shadow {path}", markup=False)
+    raise typer.Exit(0 if summary.clean else 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: turns every usage error into one line on stderr and exit code 2."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        result = app(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("tidegate: aborted\n")
+        return 130
+    except typer.TyperException as exc:  # the CLI parser's usage errors
+        sys.stderr.write(f"tidegate: error: {exc.format_message()}\n")
+        return EXIT_USAGE
+    except UsageError as exc:
+        sys.stderr.write(f"tidegate: error: {exc}\n")
+        return EXIT_USAGE
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        sys.stderr.write(f"tidegate: error: {where}: {first['msg']}\n")
+        return EXIT_USAGE
+    except TidegateError as exc:
+        sys.stderr.write(f"tidegate: error: {exc}\n")
+        return int(getattr(exc, "exit_code", 1))
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Rendering for people: phase progress on stderr and the final report on stdout."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tidegate.flow.modes import Phase
+from tidegate.flow.report import FlowReport, PhaseEvent
+
+_MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]", "skipped": "[dim]-[/dim]"}
+
+
+class ProgressPrinter:
+    """A PhaseObserver that prints one line per phase as the run goes."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._attempt = 0
+
+    def phase_started(self, attempt: int, phase: Phase) -> None:
+        if attempt != self._attempt:
+            self._attempt = attempt
+            self.console.print(f"[bold]attempt {attempt}[/bold]")
+
+    def phase_finished(self, event: PhaseEvent) -> None:
+        mark = _MARK[event.status]
+        detail = escape(event.detail)
+        self.console.print(
+            f"  {mark} {event.phase:<15} [dim]{event.duration_ms:>8.1f} ms[/dim]  {detail}"
+        )
+
+
+def print_report(console: Console, report: FlowReport) -> None:
+    colour = {"succeeded": "green", "failed": "red", "conflict": "yellow"}[report.status]
+    console.print(
+        f"[bold {colour}]{report.status}[/bold {colour}] {report.mode} run {report.run_id} "
+        f"after {report.attempts} attempt(s): {escape(report.message)}",
+        highlight=False,
+    )
+    if report.failure_phase:
+        console.print(f"  failed in {report.failure_phase} ({report.error_class})")
+    if report.changed_files:
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        table.add_column("change")
+        table.add_column("path")
+        table.add_column("before sha256")
+        table.add_column("after sha256")
+        for f in report.changed_files:
+            table.add_row(
+                f.action, f.path, (f.before_sha256 or "-")[:16], (f.after_sha256 or "-")[:16]
+            )
+        console.print(table)
+    if report.diff_sha256:
+        console.print(f"  diff sha256 {report.diff_sha256}  (T0 {report.t0_ref})")
+    for finding in report.findings:
+        where = f"{finding.path}:{finding.line or ''} " if finding.path else ""
+        console.print(f"  [{finding.severity}] {where}{finding.message}", markup=False)
+    if report.rejects:
+        console.print(f"  rejects written to {report.rejects_dir}:")
+        for rej in report.rejects:
+            console.print(f"    {rej}", markup=False)
+    if report.feedback and report.status != "succeeded":
+        console.print("  last feedback:", markup=False)
+        for line in report.feedback[-1].splitlines()[:15]:
+            console.print(f"    {line}", markup=False)
+    for note in report.notes:
+        console.print(f"  note: {note}", markup=False)

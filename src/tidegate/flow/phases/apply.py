@@ -1,0 +1,81 @@
+"""APPLY and ROLLBACK: the only phases that change the shadow work tree."""
+
+from __future__ import annotations
+
+import os
+
+from tidegate.errors import ErrorClass, GitError, PhaseError
+from tidegate.flow.state import RunState
+from tidegate.workspace.fs import LocalFS, creation_mode
+
+
+def apply(state: RunState) -> str:
+    """Bring the shadow to the candidate tree: ``git apply --3way`` for the diff, a
+    three-way ``git merge-file`` for whole-file edits; then check the shadow now holds
+    exactly the validated candidate."""
+    proposal = state.attempt.proposal
+    assert proposal is not None and state.attempt.candidate_tree is not None
+    shadow = state.shadow
+    if proposal.diff and proposal.diff.strip():
+        diff = proposal.diff if proposal.diff.endswith("\n") else proposal.diff + "\n"
+        try:
+            shadow.git.run(
+                "apply",
+                "--3way",
+                "--whitespace=nowarn",
+                "-",
+                input=diff.encode("utf-8", "surrogateescape"),
+            )
+        except GitError as exc:
+            raise PhaseError(
+                ErrorClass.AST_VALIDATION_ERROR,
+                "the diff did not apply in the shadow",
+                exc.stderr,
+            ) from exc
+    fs = LocalFS(shadow.path)
+    for edit in proposal.edits:
+        if edit.content is None:
+            if fs.read(edit.path).kind != "missing":
+                fs.remove(edit.path)
+            continue
+        content = _merged_content(state, edit.path, edit.content)
+        mode = creation_mode(edit.executable)
+        fs.write_file(edit.path, content, mode, f".tidegate-apply-{os.getpid()}")
+    tree = shadow.stage_paths([c.path for c in state.attempt.changes])
+    if tree != state.attempt.candidate_tree:
+        raise PhaseError(
+            ErrorClass.UNKNOWN,
+            f"the shadow holds tree {tree[:12]}, not the validated candidate "
+            f"{state.attempt.candidate_tree[:12]}",
+        )
+    return f"shadow at candidate tree {tree[:12]}"
+
+
+def _merged_content(state: RunState, path: str, theirs: bytes) -> bytes:
+    """Three-way merge of the shadow's content, T0's, and the edit (trivial at T0)."""
+    ours = state.tree.read_bytes(path)
+    if ours is None:
+        return theirs
+    t0 = state.repo.git.run(
+        "cat-file", "--filters", f"--path={path}", f"{state.snapshot.commit}:{path}", check=False
+    )
+    if t0.returncode != 0:
+        return theirs
+    base = t0.stdout
+    if ours == base:
+        return theirs
+    files = []
+    for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+        f = state.scratch / f"apply-merge.{name}"
+        f.write_bytes(data)
+        files.append(str(f))
+    res = state.shadow.git.run("merge-file", "-p", *files, check=False)
+    if res.returncode != 0:
+        raise PhaseError(ErrorClass.AST_VALIDATION_ERROR, f"{path}: whole-file edit conflicts")
+    return res.stdout
+
+
+def rollback(state: RunState) -> str:
+    """Restore the shadow to T0, whatever the failed attempt left (conflicts included)."""
+    state.shadow.reset()
+    return "shadow reset to T0"

@@ -1,0 +1,55 @@
+"""The shared base of every mode: PREFLIGHT, CONTEXT, EXPLORE (all read-only)."""
+
+from __future__ import annotations
+
+import re
+
+from tidegate.errors import ErrorClass, PhaseError
+from tidegate.flow.state import RunState
+
+_PATH_TOKEN = re.compile(r"[\w./-]+\.[A-Za-z0-9]+|[\w.-]+/[\w./-]+")
+
+
+def preflight(state: RunState) -> str:
+    """The shadow exists and is at T0; the main repository is still there."""
+    if not (state.repo.root / ".git").exists():
+        raise PhaseError(ErrorClass.UNKNOWN, f"{state.repo.root}: the repository disappeared")
+    head = state.shadow.git.rev_parse("HEAD")
+    if head != state.snapshot.commit:
+        raise PhaseError(ErrorClass.UNKNOWN, "the shadow worktree is not at T0")
+    return f"shadow at {state.snapshot.commit[:12]}"
+
+
+def context(state: RunState) -> str:
+    """Summarise the dirty state T0 captured: what differs from HEAD, what is staged."""
+    git = state.repo.git
+    snap = state.snapshot
+    dirty = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.commit).stdout
+    dirty_count = len([p for p in dirty.split(b"\0") if p])
+    staged_count = 0
+    if snap.index_tree is not None:
+        staged = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.index_tree).stdout
+        staged_count = len([p for p in staged.split(b"\0") if p])
+    return f"T0 differs from HEAD in {dirty_count} path(s), {staged_count} staged"
+
+
+def explore(state: RunState) -> str:
+    """Resolve the paths the objective names against T0 and record their hashes."""
+    candidates = sorted(set(_PATH_TOKEN.findall(state.request.objective)))
+    if not candidates:
+        return "the objective names no paths"
+    res = state.repo.git.run(
+        "ls-tree",
+        "-z",
+        "--full-tree",
+        state.snapshot.commit,
+        "--",
+        *candidates,
+        env={"GIT_LITERAL_PATHSPECS": "1"},
+    )
+    for entry in res.stdout.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition(b"\t")
+        state.context_files[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+    return f"{len(state.context_files)} named path(s) found at T0"

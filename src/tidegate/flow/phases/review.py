@@ -1,0 +1,57 @@
+"""REVIEW, REPORT and ANALYZE_ISSUES: findings without touching the main work tree."""
+
+from __future__ import annotations
+
+from tidegate.feedback.classify import diagnose
+from tidegate.flow.phases.planning import _request
+from tidegate.flow.phases.verify import run_verify
+from tidegate.flow.state import RunState
+from tidegate.planners.base import Finding
+
+
+def review(state: RunState) -> str:
+    """Ask the planner for findings and run the configured checks in the shadow (at T0)."""
+    if state.attempt.number > 1:
+        return f"reusing the {len(state.findings)} finding(s) of attempt 1"
+    findings = list(state.planner.review(_request(state), state.tree))
+    command = state.request.verify
+    if command:
+        result = run_verify(state, command, "review")
+        if result.ok:
+            state.notes.append(f"review: `{command}` passes at T0")
+        else:
+            diag = diagnose(command, result)
+            findings.append(Finding(f"`{command}`: {diag.summary}", source="verify"))
+            findings.extend(
+                Finding(f"failing test {t}", source="verify") for t in diag.failing_tests
+            )
+            for loc in diag.locations:
+                path, _, rest = loc.partition(":")
+                line, _, msg = rest.partition(":")
+                findings.append(
+                    Finding(
+                        msg.strip() or "error location",
+                        path=path,
+                        line=int(line) if line.isdigit() else None,
+                        source="verify",
+                    )
+                )
+        state.shadow.reset()  # what the checks wrote in the shadow goes
+    state.findings = findings
+    return f"{len(findings)} finding(s)"
+
+
+def report(state: RunState) -> str:
+    by_severity: dict[str, int] = {}
+    for f in state.findings:
+        by_severity[f.severity] = by_severity.get(f.severity, 0) + 1
+    summary = ", ".join(f"{n} {sev}" for sev, n in sorted(by_severity.items())) or "no findings"
+    return summary
+
+
+def analyze_issues(state: RunState) -> str:
+    """Order the findings for the planner: errors first, then by location."""
+    rank = {"error": 0, "warning": 1, "info": 2}
+    state.findings.sort(key=lambda f: (rank.get(f.severity, 3), f.path or "", f.line or 0))
+    located = sum(1 for f in state.findings if f.path)
+    return f"{len(state.findings)} issue(s) to address, {located} with a location"

@@ -1,0 +1,73 @@
+"""VALIDATE and AST_VALIDATE: judge the candidate tree before the shadow is touched."""
+
+from __future__ import annotations
+
+from tidegate.errors import ErrorClass, PhaseError
+from tidegate.flow.state import RunState
+from tidegate.git import Git
+from tidegate.validate.policy import Limits, check_change
+from tidegate.validate.syntax import check_syntax
+from tidegate.workspace.candidate import build_candidate
+from tidegate.workspace.changes import diff_trees
+
+
+def validate(state: RunState) -> str:
+    proposal = state.attempt.proposal
+    assert proposal is not None
+    git = state.repo.git
+    if proposal.diff and proposal.edits:
+        overlap = diff_paths(git, proposal.diff) & {e.path for e in proposal.edits}
+        if overlap:
+            raise PhaseError(
+                ErrorClass.AST_VALIDATION_ERROR,
+                f"changed both by the diff and by a whole-file edit: {', '.join(sorted(overlap))}",
+            )
+    index_file = state.scratch / f"candidate-{state.attempt.number}.index"
+    tree = build_candidate(git, state.snapshot.commit, proposal, index_file)
+    changes = diff_trees(git, state.snapshot.commit, tree)
+    if not changes:
+        raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
+    problems = check_change(git, changes, state.shadow.path, Limits())
+    if problems:
+        raise PhaseError(
+            ErrorClass.AST_VALIDATION_ERROR,
+            f"the change breaks the diff policy: {problems[0]}",
+            "The change was refused by the diff policy:\n" + "\n".join(f"  {p}" for p in problems),
+        )
+    state.attempt.candidate_tree = tree
+    state.attempt.changes = changes
+    return f"{len(changes)} path(s) in the candidate tree {tree[:12]}"
+
+
+def ast_validate(state: RunState) -> str:
+    problems, checked = check_syntax(state.repo.git, state.attempt.changes)
+    if problems:
+        raise PhaseError(
+            ErrorClass.AST_VALIDATION_ERROR,
+            f"the change introduces a syntax error: {problems[0]}",
+            "The change introduces syntax errors:\n" + "\n".join(f"  {p}" for p in problems),
+        )
+    return f"{checked} file(s) parsed"
+
+
+def diff_paths(git: Git, diff: str) -> set[str]:
+    """Every path a unified diff names (both sides of a rename), as git parses it."""
+    out = git.run(
+        "apply", "--numstat", "-z", "-", input=diff.encode("utf-8", "surrogateescape"), check=False
+    ).stdout
+    paths: set[str] = set()
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        if not record:
+            i += 1
+            continue
+        tail = record.split(b"\t", 2)[-1]
+        if tail:
+            paths.add(tail.decode("utf-8", "surrogateescape"))
+            i += 1
+        else:  # a rename: the old and new names follow as two fields
+            paths.update(f.decode("utf-8", "surrogateescape") for f in fields[i + 1 : i + 3])
+            i += 3
+    return paths

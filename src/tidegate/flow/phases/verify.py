@@ -1,0 +1,70 @@
+"""VERIFY runs the user's checks in the shadow; SHRINK turns a failure into feedback."""
+
+from __future__ import annotations
+
+import os
+
+from tidegate.errors import ErrorClass, PhaseError
+from tidegate.exec.runner import CommandResult, run_command, shell_argv
+from tidegate.feedback.classify import diagnose
+from tidegate.flow.modes import Mode
+from tidegate.flow.state import RunState
+from tidegate.git import scrubbed_env
+
+
+def verify(state: RunState) -> str:
+    proposal = state.attempt.proposal
+    assert proposal is not None
+    for check in proposal.checks:
+        content = state.tree.read_bytes(check.path)
+        if content is None or check.contains.encode("utf-8") not in content:
+            raise PhaseError(
+                ErrorClass.LOGIC,
+                f"verify-contains failed: {check.path} does not contain {check.contains[:60]!r}",
+            )
+    command = state.request.verify
+    if not command:
+        state.notes.append("no --verify command: the change was validated but not verified")
+        return f"{len(proposal.checks)} content check(s); no verify command"
+    result = run_verify(state, command, f"verify-{state.attempt.number}")
+    state.attempt.verify = result
+    if not result.ok:
+        diag = diagnose(command, result)
+        state.attempt.diagnosis = diag
+        raise PhaseError(diag.error_class, diag.summary, diag.feedback)
+    return f"`{command}` passed in {result.duration_s:.2f}s"
+
+
+def run_verify(state: RunState, command: str, label: str) -> CommandResult:
+    """Run a shell command through the published interpreter in the shadow."""
+    env = scrubbed_env({"TIDEGATE_RUN_ID": state.run_id, "TIDEGATE_SHADOW": str(state.shadow.path)})
+    for key in ("GIT_OPTIONAL_LOCKS", "GIT_PAGER", "PAGER", "LC_ALL"):
+        # git's safety settings are for tidegate's own git calls, not the user's command.
+        if key in os.environ:
+            env[key] = os.environ[key]
+        else:
+            env.pop(key, None)
+    return run_command(
+        shell_argv(command),
+        cwd=state.shadow.path,
+        timeout_s=state.request.verify_timeout_s,
+        spill_dir=state.scratch / "output",
+        env=env,
+        label=label,
+    )
+
+
+def shrink(state: RunState) -> str:
+    """Patch/debug: keep the failure's precise feedback for the next attempt.
+    Review: condense the findings."""
+    if state.request.mode is Mode.REVIEW:
+        errors = sum(1 for f in state.findings if f.severity == "error")
+        return f"{len(state.findings)} finding(s), {errors} error(s)"
+    error = state.attempt.error
+    if error is None:
+        return "nothing to shrink"
+    text = f"Attempt {state.attempt.number} failed ({error.error_class.value}): {error.message}"
+    if error.feedback and error.feedback != error.message:
+        text += "\n" + error.feedback
+    state.feedback.append(text)
+    return f"{len(text)} characters of feedback for the next attempt"

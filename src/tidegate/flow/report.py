@@ -1,0 +1,103 @@
+"""The final report of a run: what ``--json`` prints, one object with snake_case keys."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Status = Literal["succeeded", "failed", "conflict"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChangedFile(_Model):
+    """One path of the verified change: SHA-256 of its content at T0 and after the change
+    (work-tree bytes; null for a path that did not exist on that side)."""
+
+    path: str
+    action: Literal["create", "modify", "delete"]
+    before_sha256: str | None
+    after_sha256: str | None
+    before_mode: str | None = None
+    after_mode: str | None = None
+
+
+class AppliedFile(_Model):
+    """What APPLY_BACK did to one path of the main work tree, attested by the host."""
+
+    path: str
+    action: Literal["write", "delete", "unchanged"]
+    merged: bool
+    before_sha256: str | None
+    after_sha256: str | None
+
+
+class PhaseEvent(_Model):
+    """The audit record of one phase in one attempt."""
+
+    attempt: int
+    phase: str
+    effect: str
+    status: Literal["ok", "failed", "skipped"]
+    duration_ms: float
+    detail: str = ""
+    error_class: str | None = None
+
+
+class FindingOut(_Model):
+    message: str
+    path: str | None = None
+    line: int | None = None
+    severity: str = "error"
+    source: str = "planner"
+
+
+class VerifyOut(_Model):
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    output_file: str | None = None
+
+
+class FlowReport(_Model):
+    status: Status
+    mode: str
+    run_id: str
+    repo: str
+    attempts: int
+    max_attempts: int
+    failure_phase: str | None = None
+    error_class: str | None = None
+    message: str = ""
+    strategy: Literal["worktree"] = "worktree"
+    fs_mode: Literal["read-only", "read-write"]
+    planner: str
+    t0_ref: str | None = None
+    t0_commit: str | None = None
+    head: str | None = None
+    diff: str = ""
+    diff_sha256: str | None = None
+    changed_files: list[ChangedFile] = []
+    applied_files: list[AppliedFile] = []
+    rejects: list[str] = []
+    rejects_dir: str | None = None
+    findings: list[FindingOut] = []
+    feedback: list[str] = []
+    verify: VerifyOut | None = None
+    phases: list[PhaseEvent] = []
+    notes: list[str] = []
+    duration_s: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == "succeeded":
+            return 0
+        if self.status == "conflict":
+            return 3
+        if self.error_class == "RESOURCE_LOCK_ERROR":
+            return 4
+        return 1

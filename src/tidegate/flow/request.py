@@ -1,0 +1,26 @@
+"""What a caller asks for: a validated, immutable run request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tidegate.flow.modes import Mode
+
+DEFAULT_VERIFY_TIMEOUT_S = 600.0
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    repo: Path
+    mode: Mode = Mode.PATCH
+    objective: str
+    objective_base: Path = Field(default_factory=Path.cwd)
+    """Directory that relative ``patch-file:`` paths in the objective are resolved against."""
+    verify: str | None = None
+    planner: str = "structured"
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    verify_timeout_s: float = Field(default=DEFAULT_VERIFY_TIMEOUT_S, gt=0)
+    keep_shadow: bool = False

@@ -1,0 +1,82 @@
+"""The mutable state a run's phases share, and the T0 view planners read through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tidegate.errors import PhaseError
+from tidegate.exec.runner import CommandResult
+from tidegate.feedback.classify import Diagnosis
+from tidegate.flow.report import AppliedFile, ChangedFile
+from tidegate.flow.request import RunRequest
+from tidegate.planners.base import Finding, Plan, Planner, Proposal
+from tidegate.workspace.changes import PathChange
+from tidegate.workspace.fs import LocalFS, WorkspaceFS
+from tidegate.workspace.repo import Repository
+from tidegate.workspace.shadow import ShadowWorktree
+from tidegate.workspace.snapshot import T0Snapshot
+
+
+class ShadowTreeView:
+    """Planners' read-only view of T0: the shadow's files, read before APPLY touches them."""
+
+    def __init__(self, shadow_root: Path) -> None:
+        self._fs = LocalFS(shadow_root)
+
+    def read_bytes(self, path: str) -> bytes | None:
+        try:
+            entry = self._fs.read(path)
+        except ValueError:
+            return None
+        return entry.content if entry.kind == "file" else None
+
+    def is_executable(self, path: str) -> bool:
+        try:
+            entry = self._fs.read(path)
+        except ValueError:
+            return False
+        return entry.kind == "file" and entry.executable
+
+
+@dataclass
+class AttemptState:
+    number: int
+    plan: Plan | None = None
+    proposal: Proposal | None = None
+    candidate_tree: str | None = None
+    changes: list[PathChange] = field(default_factory=list)
+    verify: CommandResult | None = None
+    diagnosis: Diagnosis | None = None
+    error: PhaseError | None = None
+
+
+@dataclass
+class RunState:
+    request: RunRequest
+    run_id: str
+    repo: Repository
+    snapshot: T0Snapshot
+    shadow: ShadowWorktree
+    workspace: WorkspaceFS
+    planner: Planner
+    scratch: Path
+    attempt: AttemptState = field(default_factory=lambda: AttemptState(0))
+    context_files: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)
+    failed_proposals: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    diff: str = ""
+    changed_files: list[ChangedFile] = field(default_factory=list)
+    applied_files: list[AppliedFile] = field(default_factory=list)
+    rejects: list[str] = field(default_factory=list)
+    rejects_dir: Path | None = None
+
+    @property
+    def tree(self) -> ShadowTreeView:
+        return ShadowTreeView(self.shadow.path)
+
+    @property
+    def last_feedback(self) -> str | None:
+        return self.feedback[-1] if self.feedback else None

@@ -1,0 +1,254 @@
+"""The transaction runner: bootstrap, attempts with retries, terminal failure mapping,
+cleanup, and the final FlowReport.
+
+Bootstrap (run lock, T0 snapshot, shadow worktree) changes nothing in the user's work tree
+or index; if it fails the run ends with nothing applied. An attempt is retried only when
+its error class is retryable and the condition changed (new feedback, a new proposal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tidegate.errors import ErrorClass, GitError, PhaseError, RepositoryLockedError
+from tidegate.flow.modes import Mode, fs_mode
+from tidegate.flow.pipeline import PhaseObserver, run_attempt
+from tidegate.flow.report import ChangedFile, FindingOut, FlowReport, PhaseEvent, VerifyOut
+from tidegate.flow.request import RunRequest
+from tidegate.flow.state import AttemptState, RunState
+from tidegate.git import Git
+from tidegate.planners import Planner, make_planner
+from tidegate.workspace.changes import PathChange, Version
+from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
+from tidegate.workspace.lock import RunLock
+from tidegate.workspace.repo import Repository, discover
+from tidegate.workspace.shadow import ShadowWorktree
+from tidegate.workspace.snapshot import ensure_excluded, take_snapshot
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def execute(
+    request: RunRequest, observer: PhaseObserver | None = None, planner: Planner | None = None
+) -> FlowReport:
+    """Run ``request`` to completion. Usage errors raise; every run failure is a report."""
+    started = time.monotonic()
+    repo = discover(request.repo)
+    if planner is None:
+        planner = make_planner(
+            request.planner,
+            request.objective,
+            request.objective_base,
+            needs_edits=request.mode is not Mode.REVIEW,
+        )
+    run_id = new_run_id()
+    lock = RunLock(repo.runtime_dir, run_id)
+    try:
+        lock.acquire()
+    except RepositoryLockedError as exc:
+        return _bootstrap_failure(
+            request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
+        )
+    scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-run-{run_id}-"))
+    shadow: ShadowWorktree | None = None
+    try:
+        try:
+            ensure_excluded(repo)
+            snapshot = take_snapshot(repo, run_id, scratch)
+            shadow = ShadowWorktree.create(repo, snapshot.commit, run_id)
+        except (GitError, OSError) as exc:
+            return _bootstrap_failure(
+                request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
+            )
+        workspace: WorkspaceFS = LocalFS(repo.root)
+        if request.mode is Mode.REVIEW:
+            workspace = ReadOnlyFS(workspace)
+        state = RunState(
+            request=request,
+            run_id=run_id,
+            repo=repo,
+            snapshot=snapshot,
+            shadow=shadow,
+            workspace=workspace,
+            planner=planner,
+            scratch=scratch,
+        )
+        events: list[PhaseEvent] = []
+        error = _attempts(state, events, observer)
+        if lock.took_over:
+            state.notes.append(
+                f"took over a stale run lock left by pid {lock.took_over.get('pid')}"
+            )
+        if request.keep_shadow:
+            state.notes.append(f"shadow kept at {shadow.path}")
+        return _report(state, events, error, started)
+    finally:
+        if shadow is not None and not request.keep_shadow:
+            shadow.remove()
+        lock.release()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _attempts(
+    state: RunState, events: list[PhaseEvent], observer: PhaseObserver | None
+) -> PhaseError | None:
+    previous_condition: str | None = None
+    error: PhaseError | None = None
+    for number in range(1, state.request.max_attempts + 1):
+        state.attempt = AttemptState(number)
+        error = run_attempt(state, events, observer)
+        if error is None:
+            return None
+        if state.attempt.proposal is not None:
+            state.failed_proposals.setdefault(state.attempt.proposal.fingerprint(), number)
+        if not error.retryable:
+            return error
+        condition = f"{error.error_class.value}\n{error.feedback}"
+        if condition == previous_condition:
+            state.notes.append(
+                f"attempt {number} failed exactly like attempt {number - 1}; not retrying "
+                "without a changed condition"
+            )
+            return error
+        previous_condition = condition
+    return error
+
+
+def _report(
+    state: RunState, events: list[PhaseEvent], error: PhaseError | None, started: float
+) -> FlowReport:
+    attempt = state.attempt
+    status = "succeeded"
+    if error is not None:
+        status = "conflict" if error.error_class is ErrorClass.CONFLICT else "failed"
+    failure_phase = None
+    if error is not None:
+        failure_phase = next(
+            (
+                e.phase
+                for e in reversed(events)
+                if e.status == "failed"
+                and e.attempt == attempt.number
+                and e.phase not in ("ROLLBACK", "SHRINK")
+            ),
+            None,
+        )
+    diff, changed = "", []
+    if attempt.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
+        diff = final_diff(state.repo.git, state.snapshot.commit, attempt.candidate_tree)
+        changed = [_changed_file(state.repo.git, c) for c in attempt.changes]
+    verify = None
+    if attempt.verify is not None and state.request.verify:
+        verify = VerifyOut(
+            command=state.request.verify,
+            exit_code=attempt.verify.exit_code,
+            timed_out=attempt.verify.timed_out,
+            duration_s=round(attempt.verify.duration_s, 3),
+        )
+    return FlowReport(
+        status=status,  # type: ignore[arg-type]
+        mode=state.request.mode.value,
+        run_id=state.run_id,
+        repo=str(state.repo.root),
+        attempts=attempt.number,
+        max_attempts=state.request.max_attempts,
+        failure_phase=failure_phase,
+        error_class=error.error_class.value if error else None,
+        message=error.message if error else _success_message(state),
+        fs_mode=fs_mode(state.request.mode),  # type: ignore[arg-type]
+        planner=state.planner.name,
+        t0_ref=state.snapshot.ref,
+        t0_commit=state.snapshot.commit,
+        head=state.snapshot.head,
+        diff=diff,
+        diff_sha256=hashlib.sha256(diff.encode("utf-8", "surrogateescape")).hexdigest()
+        if diff
+        else None,
+        changed_files=changed,
+        applied_files=state.applied_files,
+        rejects=state.rejects,
+        rejects_dir=str(state.rejects_dir) if state.rejects_dir else None,
+        findings=[FindingOut(**f.__dict__) for f in state.findings],
+        feedback=state.feedback,
+        verify=verify,
+        phases=events,
+        notes=state.notes,
+        duration_s=round(time.monotonic() - started, 3),
+    )
+
+
+def _success_message(state: RunState) -> str:
+    if state.request.mode is Mode.REVIEW:
+        return f"review finished with {len(state.findings)} finding(s); nothing was changed"
+    written = sum(1 for f in state.applied_files if f.action != "unchanged")
+    return f"verified change applied as unstaged edits to {written} path(s)"
+
+
+def final_diff(git: Git, t0: str, tree: str) -> str:
+    res = git.run(
+        "diff",
+        "--binary",
+        "--no-renames",
+        "--full-index",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        t0,
+        tree,
+    )
+    return res.stdout.decode("utf-8", "surrogateescape")
+
+
+def _changed_file(git: Git, change: PathChange) -> ChangedFile:
+    return ChangedFile(
+        path=change.path,
+        action=change.action,  # type: ignore[arg-type]
+        before_sha256=_content_sha(git, change.before, change.path),
+        after_sha256=_content_sha(git, change.after, change.path),
+        before_mode=change.before.mode if change.before else None,
+        after_mode=change.after.mode if change.after else None,
+    )
+
+
+def _content_sha(git: Git, version: Version | None, path: str) -> str | None:
+    if version is None:
+        return None
+    if version.is_regular:
+        data = git.worktree_bytes(version.blob, path)
+    else:
+        data = git.blob_bytes(version.blob) if version.mode == "120000" else version.blob.encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _bootstrap_failure(
+    request: RunRequest,
+    repo: Repository,
+    run_id: str,
+    planner: Planner,
+    error_class: ErrorClass,
+    message: str,
+    started: float,
+) -> FlowReport:
+    return FlowReport(
+        status="failed",
+        mode=request.mode.value,
+        run_id=run_id,
+        repo=str(repo.root),
+        attempts=0,
+        max_attempts=request.max_attempts,
+        failure_phase="BOOTSTRAP",
+        error_class=error_class.value,
+        message=message,
+        fs_mode=fs_mode(request.mode),  # type: ignore[arg-type]
+        planner=planner.name,
+        head=repo.head,
+        duration_s=round(time.monotonic() - started, 3),
+    )

@@ -1,0 +1,158 @@
+"""The only module that runs git.
+
+Every call is an argv list (never a shell string) with a scrubbed environment: no pager,
+no credential or terminal prompts, no fsmonitor, no split index, hooks pointed at an empty
+directory, and ``GIT_OPTIONAL_LOCKS=0`` so that even read-only commands never refresh the
+caller's index. Variables that would redirect git (``GIT_DIR``, ``GIT_INDEX_FILE``,
+``GIT_WORK_TREE`` ...) are removed from the inherited environment and only set on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tidegate.errors import GitError
+
+_REDIRECTING_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_DIFF_OPTS",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_TRACE",
+)
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "tidegate",
+    "GIT_AUTHOR_EMAIL": "tidegate@localhost",
+    "GIT_COMMITTER_NAME": "tidegate",
+    "GIT_COMMITTER_EMAIL": "tidegate@localhost",
+}
+
+
+@cache
+def _empty_hooks_dir() -> str:
+    return tempfile.mkdtemp(prefix="tidegate-nohooks-")
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every git child gets: the caller's, minus redirections, plus safety."""
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING_VARS}
+    env.update(
+        {
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "GIT_ASKPASS": "",
+            "SSH_ASKPASS": "",
+            "LC_ALL": "C",
+        }
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+_SAFETY_CONFIG = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.splitIndex=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "credential.helper=",
+    "-c",
+    "advice.detachedHead=false",
+    "-c",
+    "color.ui=false",
+)
+
+
+@dataclass(frozen=True)
+class GitResult:
+    argv: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", errors="surrogateescape")
+
+
+class Git:
+    """git bound to one working directory (a work tree or a git dir)."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def run(
+        self,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        input: bytes | None = None,
+        check: bool = True,
+        ok_codes: Sequence[int] = (0,),
+    ) -> GitResult:
+        argv = [
+            "git",
+            *_SAFETY_CONFIG,
+            "-c",
+            f"core.hooksPath={_empty_hooks_dir()}",
+            *args,
+        ]
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=self.cwd,
+                env=scrubbed_env(env),
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise GitError(list(args), -1, f"cannot run git: {exc}") from exc
+        result = GitResult(
+            list(args), proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
+        )
+        if check and proc.returncode not in ok_codes:
+            raise GitError(list(args), proc.returncode, result.stderr)
+        return result
+
+    def out(self, *args: str, env: Mapping[str, str] | None = None) -> str:
+        """Run and return stdout as text with the trailing newline removed."""
+        return self.run(*args, env=env).text.rstrip("\n")
+
+    def rev_parse(self, rev: str) -> str | None:
+        res = self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        return res.text.strip() if res.returncode == 0 else None
+
+    def blob_bytes(self, blob: str) -> bytes:
+        return self.run("cat-file", "blob", blob).stdout
+
+    def worktree_bytes(self, blob: str, path: str) -> bytes:
+        """A blob as it would be checked out at ``path`` (smudge filters, eol conversion)."""
+        return self.run("cat-file", "--filters", f"--path={path}", blob).stdout
+
+    def hash_worktree_file(self, file: Path, path: str) -> str:
+        """The blob id git would record for ``file`` at ``path`` (clean filters applied)."""
+        return self.out("hash-object", f"--path={path}", "--", str(file))

@@ -1,0 +1,102 @@
+"""The planner port: what PLAN, PATCH and REVIEW ask of whoever proposes changes.
+
+A planner only reads (through a ``TreeView`` of the T0 state) and returns data. It never
+writes: APPLY turns its ``Proposal`` into effects in the shadow, and the host, not the
+planner, attests what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+
+class TreeView(Protocol):
+    """Read-only access to the repository as it was at T0."""
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The file's bytes, or None when there is no regular file at ``path``."""
+        ...
+
+    def is_executable(self, path: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    message: str
+    path: str | None = None
+    line: int | None = None
+    severity: Literal["error", "warning", "info"] = "error"
+    source: str = "planner"
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    objective: str
+    mode: str
+    attempt: int
+    feedback: str | None = None
+    findings: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    summary: str
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """Full new content for a path (``content`` None deletes it)."""
+
+    path: str
+    content: bytes | None
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class ContentCheck:
+    """An assertion VERIFY makes on the shadow after APPLY."""
+
+    path: str
+    contains: str
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed change: a unified diff, whole-file edits, or both (diff applied first)."""
+
+    diff: str | None = None
+    edits: tuple[FileEdit, ...] = ()
+    checks: tuple[ContentCheck, ...] = field(default=())
+
+    def fingerprint(self) -> str:
+        """Identity of the change itself, used to refuse a retry that repeats a failure."""
+        canon = {
+            "diff": self.diff,
+            "edits": [
+                [
+                    e.path,
+                    None if e.content is None else hashlib.sha256(e.content).hexdigest(),
+                    e.executable,
+                ]
+                for e in self.edits
+            ],
+        }
+        return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.diff and self.diff.strip()) and not self.edits
+
+
+class Planner(Protocol):
+    name: str
+
+    def plan(self, request: PlanRequest, tree: TreeView) -> Plan: ...
+
+    def patch(self, request: PlanRequest, plan: Plan, tree: TreeView) -> Proposal: ...
+
+    def review(self, request: PlanRequest, tree: TreeView) -> list[Finding]: ...

@@ -1,0 +1,166 @@
+"""The structured objective format: edit blocks a person (or a script) writes by hand.
+
+::
+
+    Fix the sign in add().            <- free text before the first directive
+
+    edit-file: calc.py
+    replace: return a - b
+    with: return a + b
+    verify-contains: return a + b
+
+    create-file: docs/NOTE.md
+    content: <<<
+    several lines,
+    kept verbatim
+    >>>
+
+    delete-file: old.txt
+    rename-file: a.txt
+    to: b.txt
+    chmod-file: run.sh
+    executable: true
+    patch-file: fix.diff
+
+A value is the rest of its line, or a block opened by ``<<<`` (or ``<<<TAG``) and closed
+by a line holding only ``>>>`` (or ``TAG``); a block's value keeps every line's newline.
+After the first directive only directives, blank lines and ``#`` comments may appear.
+Errors name the line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tidegate.errors import UsageError
+
+STARTERS = ("edit-file", "create-file", "delete-file", "rename-file", "chmod-file", "patch-file")
+_FOLLOWERS = {
+    "edit-file": ("replace", "with", "verify-contains"),
+    "create-file": ("content", "executable", "verify-contains"),
+    "delete-file": (),
+    "rename-file": ("to",),
+    "chmod-file": ("executable",),
+    "patch-file": (),
+}
+_DIRECTIVE = re.compile(r"^([a-z][a-z-]*):(?: (.*)|)$")
+
+
+class ObjectiveError(UsageError):
+    pass
+
+
+@dataclass
+class Block:
+    kind: str
+    path: str
+    line: int
+    replacements: list[tuple[str, str]] = field(default_factory=list)
+    content: str | None = None
+    executable: bool | None = None
+    to: str | None = None
+    checks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Objective:
+    text: str
+    prose: str
+    blocks: list[Block]
+
+    @property
+    def has_edits(self) -> bool:
+        return bool(self.blocks)
+
+
+def parse_objective(text: str, source: str = "objective") -> Objective:
+    lines = text.splitlines()
+    prose: list[str] = []
+    blocks: list[Block] = []
+    pending_replace: tuple[str, int] | None = None
+    i = 0
+    while i < len(lines):
+        lineno = i + 1
+        raw = lines[i]
+        m = _DIRECTIVE.match(raw.rstrip("\r"))
+        if m is None or (not blocks and m.group(1) not in STARTERS):
+            if blocks and raw.strip() and not raw.lstrip().startswith("#"):
+                raise ObjectiveError(
+                    f"{source}:{lineno}: expected a directive ('key: value'), got {raw.strip()[:60]!r}"
+                )
+            if not blocks:
+                prose.append(raw)
+            i += 1
+            continue
+        key, value = m.group(1), m.group(2) or ""
+        value, i = _read_value(lines, i, value, source)
+        if key in STARTERS:
+            if pending_replace is not None:
+                raise ObjectiveError(f"{source}:{pending_replace[1]}: 'replace:' has no 'with:'")
+            if not value.strip():
+                raise ObjectiveError(f"{source}:{lineno}: '{key}:' needs a path")
+            blocks.append(Block(kind=key, path=value.strip(), line=lineno))
+            continue
+        if not blocks:
+            raise ObjectiveError(f"{source}:{lineno}: '{key}:' before any file directive")
+        block = blocks[-1]
+        if key not in _FOLLOWERS.get(block.kind, ()):
+            allowed = ", ".join(_FOLLOWERS[block.kind]) or "nothing"
+            raise ObjectiveError(
+                f"{source}:{lineno}: '{key}:' does not belong to '{block.kind}:' (allowed: {allowed})"
+            )
+        if key == "replace":
+            if pending_replace is not None:
+                raise ObjectiveError(f"{source}:{lineno}: two 'replace:' without 'with:'")
+            if value == "":
+                raise ObjectiveError(f"{source}:{lineno}: 'replace:' text is empty")
+            pending_replace = (value, lineno)
+        elif key == "with":
+            if pending_replace is None:
+                raise ObjectiveError(f"{source}:{lineno}: 'with:' without 'replace:'")
+            block.replacements.append((pending_replace[0], value))
+            pending_replace = None
+        elif key == "content":
+            block.content = value
+        elif key == "executable":
+            if value.strip() not in ("true", "false"):
+                raise ObjectiveError(f"{source}:{lineno}: 'executable:' takes true or false")
+            block.executable = value.strip() == "true"
+        elif key == "to":
+            block.to = value.strip()
+        elif key == "verify-contains":
+            block.checks.append(value)
+    if pending_replace is not None:
+        raise ObjectiveError(f"{source}:{pending_replace[1]}: 'replace:' has no 'with:'")
+    for block in blocks:
+        _check_complete(block, source)
+    return Objective(text=text, prose="\n".join(prose).strip(), blocks=blocks)
+
+
+def _read_value(lines: list[str], i: int, value: str, source: str) -> tuple[str, int]:
+    """Return the directive's value and the index of the next unread line."""
+    opener = re.fullmatch(r"<<<([A-Za-z0-9_]*)", value.strip())
+    if opener is None:
+        return value, i + 1
+    terminator = opener.group(1) or ">>>"
+    body: list[str] = []
+    j = i + 1
+    while j < len(lines):
+        if lines[j].rstrip("\r") == terminator:
+            return "".join(line + "\n" for line in body), j + 1
+        body.append(lines[j])
+        j += 1
+    raise ObjectiveError(f"{source}:{i + 1}: block opened here is never closed with {terminator!r}")
+
+
+def _check_complete(block: Block, source: str) -> None:
+    where = f"{source}:{block.line}"
+    if block.kind == "edit-file" and not block.replacements and not block.checks:
+        raise ObjectiveError(f"{where}: 'edit-file: {block.path}' has no 'replace:'/'with:' pair")
+    if block.kind == "create-file" and block.content is None:
+        raise ObjectiveError(f"{where}: 'create-file: {block.path}' has no 'content:'")
+    if block.kind == "rename-file" and not block.to:
+        raise ObjectiveError(f"{where}: 'rename-file: {block.path}' has no 'to:'")
+    if block.kind == "chmod-file" and block.executable is None:
+        raise ObjectiveError(f"{where}: 'chmod-file: {block.path}' has no 'executable:'")

@@ -1,0 +1,57 @@
+"""What a proposal changed, as git sees it: tree-to-tree differences with blob ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tidegate.git import Git
+
+ZERO = "0" * 40
+
+
+@dataclass(frozen=True)
+class Version:
+    """One side of a path: its git mode (``100644``, ``100755``, ``120000``, ``160000``) and blob."""
+
+    mode: str
+    blob: str
+
+    @property
+    def is_regular(self) -> bool:
+        return self.mode in ("100644", "100755")
+
+    @property
+    def executable(self) -> bool:
+        return self.mode == "100755"
+
+
+@dataclass(frozen=True)
+class PathChange:
+    path: str
+    before: Version | None
+    after: Version | None
+
+    @property
+    def action(self) -> str:
+        if self.before is None:
+            return "create"
+        if self.after is None:
+            return "delete"
+        return "modify"
+
+
+def diff_trees(git: Git, old: str, new: str) -> list[PathChange]:
+    """Every path that differs between two trees (renames as delete + create)."""
+    raw = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new).stdout
+    fields = raw.split(b"\0")
+    changes: list[PathChange] = []
+    i = 0
+    while i + 1 < len(fields) and fields[i]:
+        meta = fields[i].decode().lstrip(":").split()
+        path = fields[i + 1].decode("utf-8", "surrogateescape")
+        old_mode, new_mode, old_blob, new_blob = meta[0], meta[1], meta[2], meta[3]
+        before = None if old_mode == "000000" else Version(old_mode, old_blob)
+        after = None if new_mode == "000000" else Version(new_mode, new_blob)
+        changes.append(PathChange(path, before, after))
+        i += 2
+    return changes

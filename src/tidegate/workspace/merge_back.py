@@ -1,0 +1,221 @@
+"""APPLY_BACK planning: three-way merge of every changed path, before any write.
+
+For each path the verified change touched we have three versions: base (T0), ours (the
+user's main work tree now) and theirs (the shadow after the change). The outcome per path:
+
+* ours == base          -> take theirs (write, create or delete)
+* ours == theirs        -> nothing to do
+* all three are text    -> ``git merge-file``; a clean merge is written, markers are a conflict
+* anything else         -> conflict (both sides created, deleted or changed a binary, ...)
+
+The git index is never read for writing, never written. Staged content stays staged
+because only work-tree files change. Untracked and ignored files are never in a change
+set unless the change itself created the path, and then an existing file is a conflict.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tidegate.git import Git
+from tidegate.workspace.changes import PathChange, Version
+from tidegate.workspace.fs import Entry, UnsafePathError, WorkspaceFS, creation_mode
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    """One write of an apply-back: ``new`` None means delete."""
+
+    path: str
+    old: Entry
+    new: Entry
+    merged: bool = False
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str
+    reason: str
+    rejected_diff: str
+
+
+@dataclass
+class MergePlan:
+    ops: list[PlannedOp] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def plan_merge(git: Git, fs: WorkspaceFS, changes: list[PathChange], scratch: Path) -> MergePlan:
+    """Compute every path's outcome. Pure with respect to the work tree: only reads."""
+    plan = MergePlan()
+    for change in changes:
+        _plan_one(git, fs, change, scratch, plan)
+    return plan
+
+
+def _plan_one(
+    git: Git, fs: WorkspaceFS, change: PathChange, scratch: Path, plan: MergePlan
+) -> None:
+    path = change.path
+    base = _materialise(git, change.before, path)
+    theirs = _materialise(git, change.after, path)
+    rejected = _rejected_diff(path, base, theirs)
+
+    def conflict(reason: str) -> None:
+        plan.conflicts.append(Conflict(path, reason, rejected))
+
+    if any(v is not None and v.mode == "160000" for v in (change.before, change.after)):
+        conflict("submodule changes are not applied back")
+        return
+    try:
+        ours = fs.read(path)
+    except UnsafePathError as exc:
+        conflict(f"unsafe path in the work tree: {exc}")
+        return
+
+    if _same(git, fs, ours, change.before, base, path):
+        if theirs.kind == "missing":
+            plan.ops.append(PlannedOp(path, ours, Entry("missing")))
+        else:
+            plan.ops.append(PlannedOp(path, ours, _with_mode(theirs, ours)))
+        return
+    if _same(git, fs, ours, change.after, theirs, path):
+        plan.unchanged.append(path)
+        return
+    if ours.kind == "missing":
+        conflict("you deleted this file since the run started; the change edits it")
+        return
+    if base.kind == "missing":
+        conflict("you created this path since the run started, with different content")
+        return
+    if theirs.kind == "missing":
+        conflict("you changed this file since the run started; the change deletes it")
+        return
+    if not (ours.kind == base.kind == theirs.kind == "file"):
+        conflict("changed on both sides and not a regular file on every side")
+        return
+    assert ours.content is not None and base.content is not None and theirs.content is not None
+    if base.content == theirs.content:
+        # The change only flipped the executable bit; the user edited the content.
+        new_exec = theirs.executable
+        plan.ops.append(PlannedOp(path, ours, _file(ours.content, ours, new_exec)))
+        return
+    if any(b"\0" in c[:8000] for c in (ours.content, base.content, theirs.content)):
+        conflict("binary file changed both by you and by the change")
+        return
+    merged, clean = _merge_file(git, ours.content, base.content, theirs.content, scratch)
+    if not clean:
+        conflict("your edits since the run started overlap the change")
+        return
+    new_exec = theirs.executable if ours.executable == base.executable else ours.executable
+    if merged == ours.content and new_exec == ours.executable:
+        plan.unchanged.append(path)
+        return
+    plan.ops.append(PlannedOp(path, ours, _file(merged, ours, new_exec), merged=True))
+
+
+def _materialise(git: Git, version: Version | None, path: str) -> Entry:
+    """A T0 or shadow version of a path in work-tree form (filters and eol applied)."""
+    if version is None:
+        return Entry("missing")
+    if version.mode == "120000":
+        return Entry("symlink", git.blob_bytes(version.blob))
+    if version.mode == "160000":
+        return Entry("other")
+    mode = 0o755 if version.executable else 0o644
+    return Entry("file", git.worktree_bytes(version.blob, path), mode)
+
+
+def _same(
+    git: Git, fs: WorkspaceFS, ours: Entry, version: Version | None, wt: Entry, path: str
+) -> bool:
+    """Is the work tree's entry the given version? Files compare the way git does: by the
+    blob their cleaned content would hash to, plus the executable bit."""
+    if version is None or wt.kind == "missing":
+        return ours.kind == "missing"
+    if ours.kind != wt.kind:
+        return False
+    if ours.kind == "symlink":
+        return ours.content == wt.content
+    if ours.kind != "file":
+        return False
+    if ours.executable != version.executable:
+        return False
+    if ours.content == wt.content:
+        return True
+    return git.hash_worktree_file(fs.root / path, path) == version.blob
+
+
+def _with_mode(theirs: Entry, ours: Entry) -> Entry:
+    if theirs.kind != "file":
+        return theirs
+    assert theirs.content is not None
+    return _file(theirs.content, ours, theirs.executable)
+
+
+def _file(content: bytes, ours: Entry, executable: bool) -> Entry:
+    """A file entry keeping the user's permission bits, with the executable bits as decided."""
+    if ours.kind == "file" and ours.mode is not None:
+        mode = ours.mode
+        if executable and not ours.executable:
+            mode |= (mode & 0o444) >> 2  # grant x where r is granted, as chmod +x does
+        elif not executable and ours.executable:
+            mode &= ~0o111
+    else:
+        mode = creation_mode(executable)
+    return Entry("file", content, mode)
+
+
+def _merge_file(
+    git: Git, ours: bytes, base: bytes, theirs: bytes, scratch: Path
+) -> tuple[bytes, bool]:
+    digest = hashlib.sha256(ours + base + theirs).hexdigest()[:16]
+    files = []
+    for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+        f = scratch / f"merge-{digest}.{name}"
+        f.write_bytes(data)
+        files.append(str(f))
+    res = git.run(
+        "merge-file",
+        "-p",
+        "-L",
+        "yours",
+        "-L",
+        "T0",
+        "-L",
+        "tidegate",
+        *files,
+        check=False,
+    )
+    for name in files:
+        Path(name).unlink(missing_ok=True)
+    return res.stdout, res.returncode == 0
+
+
+def _rejected_diff(path: str, base: Entry, theirs: Entry) -> str:
+    """The change for one path as a unified diff, for the ``.rej`` file."""
+    if base.kind not in ("file", "missing") or theirs.kind not in ("file", "missing"):
+        return f"# {path}: {base.kind} -> {theirs.kind} (not shown as text)\n"
+    old = base.content or b""
+    new = theirs.content or b""
+    if b"\0" in old[:8000] or b"\0" in new[:8000]:
+        return (
+            f"# {path}: binary file, sha256 {hashlib.sha256(old).hexdigest()} -> "
+            f"{hashlib.sha256(new).hexdigest()}\n"
+        )
+    a = "/dev/null" if base.kind == "missing" else f"a/{path}"
+    b = "/dev/null" if theirs.kind == "missing" else f"b/{path}"
+    lines = difflib.unified_diff(
+        old.decode("utf-8", "surrogateescape").splitlines(keepends=True),
+        new.decode("utf-8", "surrogateescape").splitlines(keepends=True),
+        a,
+        b,
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)

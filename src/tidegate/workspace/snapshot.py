@@ -1,0 +1,79 @@
+"""The T0 snapshot: HEAD, the index and the work tree, frozen as a commit.
+
+Built through a temporary copy of the index (``GIT_INDEX_FILE``), so the user's own index
+file is only ever read. The copy keeps git's stat cache, which makes ``git add -A`` hash
+only the files that changed since the user last touched the index.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidegate.errors import GitError
+from tidegate.git import IDENTITY
+from tidegate.workspace.repo import Repository
+
+REF_PREFIX = "refs/tidegate/runs"
+
+
+@dataclass(frozen=True)
+class T0Snapshot:
+    run_id: str
+    head: str
+    commit: str
+    """Commit whose tree is the work tree at T0 (tracked + untracked-not-ignored), parent HEAD."""
+    index_tree: str | None
+    """Tree of the staged state at T0; None while the index has unresolved conflicts."""
+
+    @property
+    def ref(self) -> str:
+        return f"{REF_PREFIX}/{self.run_id}/t0"
+
+
+def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
+    """Record the T0 state of ``repo`` under ``refs/tidegate/runs/<run_id>/``."""
+    git = repo.git
+    temp_index = scratch / "t0.index"
+    if repo.index_path.exists():
+        shutil.copyfile(repo.index_path, temp_index)
+    env = {"GIT_INDEX_FILE": str(temp_index), **IDENTITY}
+    index_tree: str | None
+    try:
+        index_tree = git.out("write-tree", env=env)
+    except GitError:
+        index_tree = None  # unmerged entries: the staged state has no tree of its own
+    git.run("add", "--all", "--", ":/", env=env)
+    tree = git.out("write-tree", env=env)
+    commit = git.out(
+        "commit-tree", tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
+    )
+    snapshot = T0Snapshot(run_id=run_id, head=repo.head, commit=commit, index_tree=index_tree)
+    git.run("update-ref", snapshot.ref, commit, "")
+    if index_tree is not None:
+        staged = git.out(
+            "commit-tree",
+            index_tree,
+            "-p",
+            repo.head,
+            "-m",
+            f"tidegate T0 index for {run_id}",
+            env=env,
+        )
+        git.run("update-ref", f"{REF_PREFIX}/{run_id}/index", staged, "")
+    temp_index.unlink(missing_ok=True)
+    return snapshot
+
+
+def ensure_excluded(repo: Repository) -> None:
+    """Add ``.tidegate/`` to ``.git/info/exclude`` (the only edit tidegate makes there)."""
+    exclude = repo.common_dir / "info" / "exclude"
+    line = "/.tidegate/"
+    existing = exclude.read_text(encoding="utf-8", errors="replace") if exclude.exists() else ""
+    if any(entry.strip() in (line, ".tidegate/", ".tidegate") for entry in existing.splitlines()):
+        return
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    prefix = "" if not existing or existing.endswith("\n") else "\n"
+    with exclude.open("a", encoding="utf-8") as fh:
+        fh.write(f"{prefix}# tidegate runtime files (rejects, notes)\n{line}\n")

@@ -61,9 +61,14 @@ def print_report(console: Console, report: FlowReport) -> None:
         console.print(f"  rejects written to {report.rejects_dir}:")
         for rej in report.rejects:
             console.print(f"    {rej}", markup=False)
-    if report.feedback and report.status != "succeeded":
-        console.print("  last feedback:", markup=False)
-        for line in report.feedback[-1].splitlines()[:15]:
+    for number, text in enumerate(report.feedback, start=1):
+        console.print(f"  feedback from attempt {number}:", markup=False)
+        lines = text.splitlines()
+        for line in lines[:15]:
             console.print(f"    {line}", markup=False)
+        if len(lines) > 15:
+            console.print(
+                f"    ... ({len(lines) - 15} more lines in the --json report)", markup=False
+            )
     for note in report.notes:
         console.print(f"  note: {note}", markup=False)

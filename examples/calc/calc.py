@@ -1,0 +1,11 @@
+"""A tiny calculator with a bug for tidegate's demo."""
+
+
+def add(a, b):
+    """Return the sum of a and b."""
+    return a - b
+
+
+def mul(a, b):
+    """Return the product of a and b."""
+    return a * b

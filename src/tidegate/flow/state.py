@@ -12,6 +12,7 @@ from tidegate.flow.report import AppliedFile, ChangedFile
 from tidegate.flow.request import RunRequest
 from tidegate.planners.base import Finding, Plan, Planner, Proposal
 from tidegate.workspace.changes import PathChange
+from tidegate.workspace.fidelity import Fidelity
 from tidegate.workspace.fs import LocalFS, WorkspaceFS
 from tidegate.workspace.repo import Repository
 from tidegate.workspace.shadow import ShadowWorktree
@@ -72,6 +73,7 @@ class RunState:
     applied_files: list[AppliedFile] = field(default_factory=list)
     rejects: list[str] = field(default_factory=list)
     rejects_dir: Path | None = None
+    fidelity: Fidelity | None = None
 
     @property
     def tree(self) -> ShadowTreeView:

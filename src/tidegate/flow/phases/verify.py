@@ -10,6 +10,7 @@ from tidegate.feedback.classify import diagnose
 from tidegate.flow.modes import Mode
 from tidegate.flow.state import RunState
 from tidegate.git import scrubbed_env
+from tidegate.workspace.fidelity import python_fidelity
 
 
 def verify(state: RunState) -> str:
@@ -44,6 +45,15 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             env[key] = os.environ[key]
         else:
             env.pop(key, None)
+    if state.fidelity is None:
+        state.fidelity = python_fidelity(command, state.repo.root, state.shadow.path, env)
+        if note := state.fidelity.note():
+            state.notes.append(note)
+    if state.fidelity.pythonpath:
+        existing = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join(
+            state.fidelity.pythonpath + ([existing] if existing else [])
+        )
     return run_command(
         shell_argv(command),
         cwd=state.shadow.path,

@@ -1,0 +1,151 @@
+"""Shadow fidelity: make sure a verification in the shadow tests the shadow's code.
+
+An editable install (``pip install -e .``) makes an interpreter import the package from
+the *main* work tree: ``pytest`` run in the shadow would then test the user's unmodified
+code and pass or fail for the wrong reason. We find the interpreter the verify command
+will use, ask it where it imports from, and look for paths inside the main work tree —
+in ``sys.path`` (legacy ``.pth`` editables) or in setuptools' ``__editable__`` finders and
+``.pth`` files of its site-packages. Each such path is mapped to the same place in the
+shadow and put first on ``PYTHONPATH``, which Python searches before site-packages and
+before the editable finders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_PROBE = (
+    "import json, site, sys\n"
+    "dirs = list(site.getsitepackages()) + [site.getusersitepackages()]\n"
+    "print(json.dumps({'path': sys.path, 'site': dirs}))\n"
+)
+_PYTHON_NAMES = ("python", "python3")
+
+
+@dataclass
+class Fidelity:
+    interpreter: str | None = None
+    main_paths: list[str] = field(default_factory=list)
+    pythonpath: list[str] = field(default_factory=list)
+
+    def note(self) -> str | None:
+        if not self.main_paths:
+            return None
+        return (
+            f"{self.interpreter} imports from the main work tree ({', '.join(self.main_paths)}, "
+            "an editable install); the shadow's copies are put first on PYTHONPATH for VERIFY"
+        )
+
+
+def python_fidelity(
+    command: str, main_root: Path, shadow_root: Path, env: dict[str, str]
+) -> Fidelity:
+    """Detect an editable install of the main work tree for the verify command's Python."""
+    interpreter = find_interpreter(command, env)
+    if interpreter is None:
+        return Fidelity()
+    probe = _probe(interpreter, env)
+    if probe is None:
+        return Fidelity(interpreter)
+    root = str(main_root)
+    found: list[str] = [p for p in probe["path"] if _inside(p, root)]
+    for site_dir in probe["site"]:
+        found.extend(_editable_targets(Path(site_dir), root))
+    mains = list(dict.fromkeys(found))
+    shadow_paths = []
+    for path in mains:
+        rel = os.path.relpath(path, root)
+        target = shadow_root if rel == "." else shadow_root / rel
+        if target.is_dir():
+            shadow_paths.append(str(target))
+    return Fidelity(interpreter, mains, list(dict.fromkeys(shadow_paths)))
+
+
+def find_interpreter(command: str, env: dict[str, str]) -> str | None:
+    """The Python executable a shell command will run, when it can be told."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    words = [w for w in words if "=" not in w.split("/")[0]]  # skip VAR=value prefixes
+    if not words:
+        return None
+    exe = shutil.which(words[0], path=env.get("PATH"))
+    if exe is None:
+        return None
+    name = os.path.basename(exe)
+    if name.startswith(_PYTHON_NAMES):
+        return exe
+    try:
+        with open(exe, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    shebang = first[2:].decode("utf-8", "replace").split()
+    if not shebang:
+        return None
+    if os.path.basename(shebang[0]) == "env" and len(shebang) > 1:
+        return shutil.which(shebang[1], path=env.get("PATH"))
+    return shebang[0] if os.path.basename(shebang[0]).startswith(_PYTHON_NAMES) else None
+
+
+def _probe(interpreter: str, env: dict[str, str]) -> dict[str, list[str]] | None:
+    clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    try:
+        res = subprocess.run(
+            [interpreter, "-c", _PROBE],
+            env=clean,
+            cwd="/",
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+        data = json.loads(res.stdout) if res.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _editable_targets(site_dir: Path, root: str) -> list[str]:
+    """Directories inside ``root`` named by editable-install files in ``site_dir``."""
+    if not site_dir.is_dir():
+        return []
+    found: list[str] = []
+    for entry in site_dir.iterdir():
+        name = entry.name
+        if not (
+            name.endswith(".pth") or (name.startswith("__editable__") and name.endswith(".py"))
+        ):
+            continue
+        try:
+            text = entry.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if root not in text:
+            continue
+        for token in _quoted_or_lines(text):
+            if _inside(token, root):
+                path = Path(token)
+                # A finder maps a package to its directory: its parent goes on sys.path.
+                found.append(str(path.parent if name.endswith(".py") else path))
+    return found
+
+
+def _quoted_or_lines(text: str) -> list[str]:
+    tokens = [line.strip() for line in text.splitlines()]
+    for quote in ("'", '"'):
+        parts = text.split(quote)
+        tokens.extend(parts[1::2])
+    return tokens
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

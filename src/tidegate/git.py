@@ -1,8 +1,8 @@
 """The only module that runs git.
 
 Every call is an argv list (never a shell string) with a scrubbed environment: no pager,
-no credential or terminal prompts, no fsmonitor, no split index, hooks pointed at an empty
-directory, and ``GIT_OPTIONAL_LOCKS=0`` so that even read-only commands never refresh the
+no credential or terminal prompts, no fsmonitor, no split index, hooks disabled
+(``core.hooksPath=/dev/null``), and ``GIT_OPTIONAL_LOCKS=0`` so that even read-only commands never refresh the
 caller's index. Variables that would redirect git (``GIT_DIR``, ``GIT_INDEX_FILE``,
 ``GIT_WORK_TREE`` ...) are removed from the inherited environment and only set on purpose.
 """
@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from tidegate.errors import GitError
@@ -36,6 +34,10 @@ _REDIRECTING_VARS = (
     "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR",
     "GIT_TRACE",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
 )
 
 IDENTITY = {
@@ -44,11 +46,6 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "tidegate",
     "GIT_COMMITTER_EMAIL": "tidegate@localhost",
 }
-
-
-@cache
-def _empty_hooks_dir() -> str:
-    return tempfile.mkdtemp(prefix="tidegate-nohooks-")
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -116,7 +113,7 @@ class Git:
             "git",
             *_SAFETY_CONFIG,
             "-c",
-            f"core.hooksPath={_empty_hooks_dir()}",
+            "core.hooksPath=/dev/null",  # no hook can exist below a device file
             *args,
         ]
         try:

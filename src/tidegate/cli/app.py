@@ -7,6 +7,7 @@ changed, .rej files written), 4 another run holds the repository lock.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -214,15 +215,21 @@ def recover(
     raise typer.Exit(0 if summary.clean else 1)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # Unwind normally so the shadow worktree and the lock are cleaned up.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: turns every usage error into one line on stderr and exit code 2."""
     args = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         result = app(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        sys.stderr.write("tidegate: aborted\n")
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("tidegate: interrupted (an apply-back is never left half-done; see git status)\n")
         return 130
     except typer.TyperException as exc:  # the CLI parser's usage errors
         sys.stderr.write(f"tidegate: error: {exc.format_message()}\n")

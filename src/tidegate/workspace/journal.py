@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -50,18 +51,24 @@ def apply_ops(fs: WorkspaceFS, ops: list[PlannedOp], runtime_dir: Path, run_id: 
     if not ops:
         return
     jdir = journal_root(runtime_dir) / run_id
-    records = _write_journal(jdir, ops, run_id)
-    done: list[dict[str, Any]] = []
-    for count, rec in enumerate(records, start=1):
-        current = fs.read(rec["path"]).digest()
-        if current != rec["old"]["digest"]:
-            _undo(fs, jdir, done)
-            shutil.rmtree(jdir, ignore_errors=True)
-            raise ApplyBackRace(rec["path"])
-        _put(fs, jdir, rec, "new")
-        done.append(rec)
-        maybe_crash("apply_back.after_write", count)
-    shutil.rmtree(jdir)
+    # Ctrl-C and SIGTERM wait until the writes are done: only SIGKILL (or a power cut) can
+    # interrupt them, and the journal covers that.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        records = _write_journal(jdir, ops, run_id)
+        done: list[dict[str, Any]] = []
+        for count, rec in enumerate(records, start=1):
+            current = fs.read(rec["path"]).digest()
+            if current != rec["old"]["digest"]:
+                _undo(fs, jdir, done)
+                shutil.rmtree(jdir, ignore_errors=True)
+                raise ApplyBackRace(rec["path"])
+            _put(fs, jdir, rec, "new")
+            done.append(rec)
+            maybe_crash("apply_back.after_write", count)
+        shutil.rmtree(jdir)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def pending_journals(runtime_dir: Path) -> list[Path]:

@@ -44,7 +44,7 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
         index_tree = git.out("write-tree", env=env)
     except GitError:
         index_tree = None  # unmerged entries: the staged state has no tree of its own
-    git.run("add", "--all", "--", ":/", env=env)
+    git.run("add", "--all", env=env)  # runs at the top of the work tree: the whole tree
     tree = git.out("write-tree", env=env)
     commit = git.out(
         "commit-tree", tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env

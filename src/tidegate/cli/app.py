@@ -229,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
-        sys.stderr.write("tidegate: interrupted (an apply-back is never left half-done; see git status)\n")
+        sys.stderr.write(
+            "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
+        )
         return 130
     except typer.TyperException as exc:  # the CLI parser's usage errors
         sys.stderr.write(f"tidegate: error: {exc.format_message()}\n")

@@ -47,6 +47,19 @@ class PhaseEvent(_Model):
     error_class: str | None = None
 
 
+class AttemptEvent(_Model):
+    """The audit record of one attempt."""
+
+    attempt: int
+    status: Literal["succeeded", "failed"]
+    failure_phase: str | None = None
+    error_class: str | None = None
+    retryable: bool | None = None
+    proposal_sha256: str | None = None
+    candidate_tree: str | None = None
+    duration_ms: float
+
+
 class FindingOut(_Model):
     message: str
     path: str | None = None
@@ -88,6 +101,7 @@ class FlowReport(_Model):
     findings: list[FindingOut] = []
     feedback: list[str] = []
     verify: VerifyOut | None = None
+    attempt_events: list[AttemptEvent] = []
     phases: list[PhaseEvent] = []
     notes: list[str] = []
     duration_s: float = 0.0

@@ -8,7 +8,7 @@ from pathlib import Path
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
 from tidegate.feedback.classify import Diagnosis
-from tidegate.flow.report import AppliedFile, ChangedFile
+from tidegate.flow.report import AppliedFile, AttemptEvent, ChangedFile
 from tidegate.flow.request import RunRequest
 from tidegate.planners.base import Finding, Plan, Planner, Proposal
 from tidegate.workspace.changes import PathChange
@@ -68,6 +68,7 @@ class RunState:
     feedback: list[str] = field(default_factory=list)
     failed_proposals: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    attempt_events: list[AttemptEvent] = field(default_factory=list)
     diff: str = ""
     changed_files: list[ChangedFile] = field(default_factory=list)
     applied_files: list[AppliedFile] = field(default_factory=list)

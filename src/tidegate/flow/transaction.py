@@ -19,7 +19,14 @@ from pathlib import Path
 from tidegate.errors import ErrorClass, GitError, PhaseError, RepositoryLockedError
 from tidegate.flow.modes import Mode, fs_mode
 from tidegate.flow.pipeline import PhaseObserver, run_attempt
-from tidegate.flow.report import ChangedFile, FindingOut, FlowReport, PhaseEvent, VerifyOut
+from tidegate.flow.report import (
+    AttemptEvent,
+    ChangedFile,
+    FindingOut,
+    FlowReport,
+    PhaseEvent,
+    VerifyOut,
+)
 from tidegate.flow.request import RunRequest
 from tidegate.flow.state import AttemptState, RunState
 from tidegate.git import Git
@@ -122,6 +129,30 @@ def _attempts(
     return error
 
 
+def _attempt_event(
+    state: RunState, events: list[PhaseEvent], error: PhaseError | None, started: float
+) -> AttemptEvent:
+    attempt = state.attempt
+    return AttemptEvent(
+        attempt=attempt.number,
+        status="failed" if error else "succeeded",
+        failure_phase=_failure_phase(events, attempt.number) if error else None,
+        error_class=error.error_class.value if error else None,
+        retryable=error.retryable if error else None,
+        proposal_sha256=attempt.proposal.fingerprint() if attempt.proposal else None,
+        candidate_tree=attempt.candidate_tree,
+        duration_ms=round((time.monotonic() - started) * 1000, 2),
+    )
+
+
+def _failure_phase(events: list[PhaseEvent], attempt: int) -> str | None:
+    """The phase that failed the attempt (not a recovery phase that ran after it)."""
+    return next(
+        (e.phase for e in events if e.attempt == attempt and e.status == "failed"),
+        None,
+    )
+
+
 def _report(
     state: RunState, events: list[PhaseEvent], error: PhaseError | None, started: float
 ) -> FlowReport:
@@ -129,18 +160,7 @@ def _report(
     status = "succeeded"
     if error is not None:
         status = "conflict" if error.error_class is ErrorClass.CONFLICT else "failed"
-    failure_phase = None
-    if error is not None:
-        failure_phase = next(
-            (
-                e.phase
-                for e in reversed(events)
-                if e.status == "failed"
-                and e.attempt == attempt.number
-                and e.phase not in ("ROLLBACK", "SHRINK")
-            ),
-            None,
-        )
+    failure_phase = _failure_phase(events, attempt.number) if error else None
     diff, changed = "", []
     if attempt.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
         diff = final_diff(state.repo.git, state.snapshot.commit, attempt.candidate_tree)
@@ -179,6 +199,7 @@ def _report(
         findings=[FindingOut(**f.__dict__) for f in state.findings],
         feedback=state.feedback,
         verify=verify,
+        attempt_events=state.attempt_events,
         phases=events,
         notes=state.notes,
         duration_s=round(time.monotonic() - started, 3),

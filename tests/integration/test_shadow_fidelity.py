@@ -94,3 +94,15 @@ def test_no_note_without_an_editable_install(committed_repo: Repo) -> None:
     )
     assert report.status == "succeeded", report.message
     assert not any("editable" in note for note in report.notes)
+
+
+def test_relative_command_in_an_ignored_dir_gets_a_hint(committed_repo: Repo) -> None:
+    committed_repo.write("build/run-checks", "#!/bin/sh\nexit 0\n", mode=0o755)
+    report = committed_repo.run(
+        "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n",
+        verify="build/run-checks",
+    )
+    assert report.status == "failed"
+    assert report.error_class == "DEPENDENCY_ERROR"
+    assert report.attempts == 1
+    assert str(committed_repo.root / "build/run-checks") in report.message

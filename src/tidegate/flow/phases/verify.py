@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
@@ -32,8 +33,30 @@ def verify(state: RunState) -> str:
     if not result.ok:
         diag = diagnose(command, result)
         state.attempt.diagnosis = diag
-        raise PhaseError(diag.error_class, diag.summary, diag.feedback)
+        summary = diag.summary
+        if diag.error_class is ErrorClass.DEPENDENCY_ERROR and (
+            hint := _missing_in_shadow(state, command)
+        ):
+            summary += f" ({hint})"
+        raise PhaseError(diag.error_class, summary, diag.feedback)
     return f"`{command}` passed in {result.duration_s:.2f}s"
+
+
+def _missing_in_shadow(state: RunState, command: str) -> str | None:
+    """Explain a relative command path that only exists in the main work tree (ignored
+    files such as .venv/ are not in the shadow)."""
+    try:
+        first = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return None
+    if first.startswith("/") or "/" not in first:
+        return None
+    if (state.repo.root / first).exists() and not (state.shadow.path / first).exists():
+        return (
+            f"{first} exists in your work tree but is not tracked, so the shadow does not "
+            f"have it; use its absolute path: {state.repo.root / first}"
+        )
+    return None
 
 
 def run_verify(state: RunState, command: str, label: str) -> CommandResult:

@@ -66,9 +66,10 @@ def _objective(objective: str | None, objective_file: Path | None) -> tuple[str,
         return objective, Path.cwd()
     assert objective_file is not None
     if str(objective_file) == "-":
-        return sys.stdin.read(), Path.cwd()
+        return sys.stdin.buffer.read().decode("utf-8"), Path.cwd()
     try:
-        return objective_file.read_text(encoding="utf-8"), objective_file.resolve().parent
+        text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
+        return text, objective_file.resolve().parent
     except OSError as exc:
         raise UsageError(f"--objective-file {objective_file}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

@@ -75,7 +75,11 @@ class Objective:
 
 
 def parse_objective(text: str, source: str = "objective") -> Objective:
-    lines = text.splitlines()
+    # Split on "\n" only: str.splitlines() would also break at \f, \x1c, U+2028 ... and
+    # blocks must keep those, and every \r of a CRLF text, verbatim.
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     prose: list[str] = []
     blocks: list[Block] = []
     pending_replace: tuple[str, int] | None = None
@@ -93,7 +97,7 @@ def parse_objective(text: str, source: str = "objective") -> Objective:
                 prose.append(raw)
             i += 1
             continue
-        key, value = m.group(1), m.group(2) or ""
+        key, value = m.group(1), (m.group(2) or "").rstrip("\r")
         value, i = _read_value(lines, i, value, source)
         if key in STARTERS:
             if pending_replace is not None:

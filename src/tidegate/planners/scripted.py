@@ -77,7 +77,8 @@ class ScriptedPlanner:
             )
             return inner.patch(request, plan, tree)
         if "diff_file" in entry:
-            return Proposal(diff=(self.base_dir / entry["diff_file"]).read_text(encoding="utf-8"))
+            data = (self.base_dir / entry["diff_file"]).read_bytes()
+            return Proposal(diff=data.decode("utf-8", "surrogateescape"))
         return Proposal(diff=entry.get("diff"))
 
     def review(self, request: PlanRequest, tree: TreeView) -> list[Finding]:

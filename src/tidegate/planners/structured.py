@@ -28,7 +28,8 @@ class StructuredPlanner:
             if block.kind == "patch-file":
                 file = (base_dir / block.path).expanduser()
                 try:
-                    self._diffs.append(file.read_text(encoding="utf-8", errors="surrogateescape"))
+                    # Bytes, not text mode: a diff of CRLF files must keep its \r exactly.
+                    self._diffs.append(file.read_bytes().decode("utf-8", "surrogateescape"))
                 except OSError as exc:
                     raise UsageError(f"patch-file {block.path}: {exc.strerror}") from exc
 

@@ -210,8 +210,8 @@ def _rejected_diff(path: str, base: Entry, theirs: Entry) -> str:
     a = "/dev/null" if base.kind == "missing" else f"a/{path}"
     b = "/dev/null" if theirs.kind == "missing" else f"b/{path}"
     lines = difflib.unified_diff(
-        old.decode("utf-8", "surrogateescape").splitlines(keepends=True),
-        new.decode("utf-8", "surrogateescape").splitlines(keepends=True),
+        _lines(old.decode("utf-8", "surrogateescape")),
+        _lines(new.decode("utf-8", "surrogateescape")),
         a,
         b,
     )
@@ -219,3 +219,10 @@ def _rejected_diff(path: str, base: Entry, theirs: Entry) -> str:
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at "\n" only, each keeping its newline (and any \r before it)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines

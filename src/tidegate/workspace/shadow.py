@@ -33,21 +33,12 @@ class ShadowWorktree:
         return cls(repo, path, t0_commit)
 
     def stage_paths(self, paths: list[str]) -> str:
-        """Stage exactly ``paths`` (adds, edits, deletions) and return the resulting tree.
-
-        Only the named paths are examined, so the cost does not grow with the repository.
-        """
+        """Record exactly ``paths`` (adds, edits, deletions) in the shadow's index and return
+        the resulting tree. Only the named paths are examined, so the cost does not grow
+        with the repository; paths that exist nowhere are ignored."""
         if paths:
             payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-            self.git.run(
-                "add",
-                "--all",
-                "--force",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                env={"GIT_LITERAL_PATHSPECS": "1"},
-                input=payload,
-            )
+            self.git.run("update-index", "--add", "--remove", "-z", "--stdin", input=payload)
         return self.git.out("write-tree", env=IDENTITY)
 
     def reset(self) -> None:

@@ -35,7 +35,11 @@ def context(state: RunState) -> str:
 
 def explore(state: RunState) -> str:
     """Resolve the paths the objective names against T0 and record their hashes."""
-    candidates = sorted(set(_PATH_TOKEN.findall(state.request.objective)))
+    candidates = sorted(
+        token
+        for token in set(_PATH_TOKEN.findall(state.request.objective))
+        if not token.startswith("/") and ".." not in token.split("/")
+    )
     if not candidates:
         return "the objective names no paths"
     res = state.repo.git.run(
@@ -46,7 +50,10 @@ def explore(state: RunState) -> str:
         "--",
         *candidates,
         env={"GIT_LITERAL_PATHSPECS": "1"},
+        check=False,
     )
+    if res.returncode != 0:
+        return f"could not resolve the named paths: {res.stderr.strip()[:200]}"
     for entry in res.stdout.split(b"\0"):
         if not entry:
             continue

@@ -59,17 +59,24 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final repo
 KeepOpt = Annotated[bool, typer.Option("--keep-shadow", help="Keep the shadow worktree.")]
 
 
-def _objective(objective: str | None, objective_file: Path | None) -> tuple[str, Path]:
-    if (objective is None) == (objective_file is None):
-        raise UsageError("give exactly one of --objective and --objective-file")
+def _objective(
+    objective: str | None, objective_file: Path | None, required: bool
+) -> tuple[str, Path, str]:
+    """The objective text, the directory its relative paths start from, and its name."""
+    if objective is not None and objective_file is not None:
+        raise UsageError("give only one of --objective and --objective-file")
+    if objective is None and objective_file is None:
+        if required:
+            raise UsageError("give one of --objective and --objective-file")
+        return "", Path.cwd(), "objective"
     if objective is not None:
-        return objective, Path.cwd()
+        return objective, Path.cwd(), "objective"
     assert objective_file is not None
     if str(objective_file) == "-":
-        return sys.stdin.buffer.read().decode("utf-8"), Path.cwd()
+        return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
     try:
         text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
-        return text, objective_file.resolve().parent
+        return text, objective_file.resolve().parent, str(objective_file)
     except OSError as exc:
         raise UsageError(f"--objective-file {objective_file}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -88,12 +95,13 @@ def _run(
     keep_shadow: bool,
     as_json: bool,
 ) -> None:
-    text, base = _objective(objective, objective_file)
+    text, base, source = _objective(objective, objective_file, required=mode is not Mode.REVIEW)
     request = RunRequest(
         repo=repo,
         mode=mode,
         objective=text,
         objective_base=base,
+        objective_source=source,
         verify=verify,
         planner=planner,
         max_attempts=max_attempts,

@@ -19,6 +19,8 @@ class RunRequest(BaseModel):
     objective: str
     objective_base: Path = Field(default_factory=Path.cwd)
     """Directory that relative ``patch-file:`` paths in the objective are resolved against."""
+    objective_source: str = "objective"
+    """How errors in the objective name it (a file name, or 'objective')."""
     verify: str | None = None
     planner: str = "structured"
     max_attempts: int = Field(default=3, ge=1, le=20)

@@ -55,6 +55,7 @@ def execute(
             request.objective,
             request.objective_base,
             needs_edits=request.mode is not Mode.REVIEW,
+            source=request.objective_source,
         )
     run_id = new_run_id()
     lock = RunLock(repo.runtime_dir, run_id)
@@ -111,7 +112,9 @@ def _attempts(
     error: PhaseError | None = None
     for number in range(1, state.request.max_attempts + 1):
         state.attempt = AttemptState(number)
+        start = time.monotonic()
         error = run_attempt(state, events, observer)
+        state.attempt_events.append(_attempt_event(state, events, error, start))
         if error is None:
             return None
         if state.attempt.proposal is not None:

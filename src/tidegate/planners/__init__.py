@@ -19,10 +19,12 @@ from tidegate.planners.scripted import ScriptedPlanner
 from tidegate.planners.structured import StructuredPlanner
 
 
-def make_planner(spec: str, objective: str, base_dir: Path, needs_edits: bool) -> Planner:
+def make_planner(
+    spec: str, objective: str, base_dir: Path, needs_edits: bool, source: str = "objective"
+) -> Planner:
     """``structured`` (default, no model) or ``scripted:PATH`` (a replayed contract double)."""
     if spec == "structured":
-        planner = StructuredPlanner.from_text(objective, base_dir)
+        planner = StructuredPlanner.from_text(objective, base_dir, source)
         if needs_edits and not planner.objective.has_edits:
             raise UsageError(
                 "the structured planner needs edit blocks in the objective "

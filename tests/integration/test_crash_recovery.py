@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, tidegate_cli
+from tidegate.errors import UsageError
 
 OLD: dict[str, tuple[bytes, int] | None] = {
     "a.txt": (b"one\ntwo\nthree\n", 0o644),
@@ -224,21 +226,18 @@ def test_crash_then_recover_rollback_restores_old(crash_repo: Repo, tmp_path: Pa
     assert repo.status() == ""
 
 
-def test_next_run_takes_over_the_stale_lock_and_recover_still_works(
+def test_next_run_is_refused_until_the_interrupted_apply_back_is_recovered(
     crash_repo: Repo, tmp_path: Path
 ) -> None:
     repo = crash_repo
     index = repo.index_bytes()
     holder = _crash(repo, tmp_path, 2)
-    states = _states(repo)
+    before = repo.tree_state(with_mtimes=True)
 
-    # No recover first: the killed run's lock is stale (its flock died with it).
-    report = repo.run("edit-file: unrelated.txt\nreplace: unrelated\nwith: related\n")
-
-    assert report.status == "succeeded", report.message
-    assert f"took over a stale run lock left by pid {holder['pid']}" in report.notes
-    assert repo.read("unrelated.txt") == "related\n"
-    assert _states(repo) == states  # the interrupted apply-back is left for recover
+    # A new run would snapshot a half-applied tree: it must refuse and change nothing.
+    with pytest.raises(UsageError, match="tidegate recover"):
+        repo.run("edit-file: unrelated.txt\nreplace: unrelated\nwith: related\n")
+    assert repo.tree_state(with_mtimes=True) == before
     assert repo.index_bytes() == index
 
     summary = _recover(repo, tmp_path)
@@ -246,4 +245,34 @@ def test_next_run_takes_over_the_stale_lock_and_recover_still_works(
     assert set(_states(repo).values()) == {"new"}
     assert _journal_dirs(repo) == []
     assert _shadows(repo) == []
+    report = repo.run("edit-file: unrelated.txt\nreplace: unrelated\nwith: related\n")
+    assert report.status == "succeeded", report.message
+    assert repo.read("unrelated.txt") == "related\n"
     assert repo.index_bytes() == index
+
+
+def test_a_run_killed_before_apply_back_leaves_the_tree_alone_and_its_lock_is_taken_over(
+    crash_repo: Repo, tmp_path: Path
+) -> None:
+    repo = crash_repo
+    before = repo.tree_state(with_mtimes=True)
+    res = tidegate_cli(
+        "run",
+        "--repo",
+        str(repo.root),
+        "--objective",
+        OBJECTIVE,
+        "--json",
+        env=_env(tmp_path, TIDEGATE_FAULT="phase.VERIFY"),
+    )
+    assert res.returncode == -signal.SIGKILL, res.stderr
+    assert repo.tree_state(with_mtimes=True) == before
+    holder = json.loads((repo.root / ".git" / "tidegate" / "run.lock").read_text())
+
+    report = repo.run("edit-file: unrelated.txt\nreplace: unrelated\nwith: related\n")
+    assert report.status == "succeeded", report.message
+    assert f"took over a stale run lock left by pid {holder['pid']}" in report.notes
+    summary = _recover(repo, tmp_path)
+    assert summary["journals"] == []
+    assert _shadows(repo) == []
+    assert not list((tmp_path / "tmp").glob("tidegate-run-*")), "scratch dir not removed"

@@ -6,6 +6,7 @@ import time
 from typing import Protocol
 
 from tidegate.errors import ErrorClass, PhaseError
+from tidegate.faults import maybe_crash
 from tidegate.flow.modes import EFFECTS, MODE_PHASES, Phase, When
 from tidegate.flow.phases import PHASES
 from tidegate.flow.report import PhaseEvent
@@ -30,6 +31,7 @@ def run_attempt(
             continue
         if when is When.ON_SUCCESS and failed:
             continue
+        maybe_crash(f"phase.{phase.value}", state.attempt.number)
         if observer:
             observer.phase_started(state.attempt.number, phase)
         start = time.monotonic()

@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tidegate.errors import ErrorClass, GitError, PhaseError, RepositoryLockedError
+from tidegate.errors import ErrorClass, GitError, PhaseError, RepositoryLockedError, UsageError
 from tidegate.flow.modes import Mode, fs_mode
 from tidegate.flow.pipeline import PhaseObserver, run_attempt
 from tidegate.flow.report import (
@@ -33,9 +33,10 @@ from tidegate.git import Git
 from tidegate.planners import Planner, make_planner
 from tidegate.workspace.changes import PathChange, Version
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
+from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import ShadowWorktree
+from tidegate.workspace.shadow import SCRATCH_PREFIX, ShadowWorktree
 from tidegate.workspace.snapshot import ensure_excluded, take_snapshot
 
 
@@ -65,7 +66,14 @@ def execute(
         return _bootstrap_failure(
             request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
         )
-    scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-run-{run_id}-"))
+    pending = pending_journals(repo.runtime_dir)
+    if pending:
+        lock.release()
+        raise UsageError(
+            f"an apply-back interrupted by a crash is pending (run {pending[0].name}); "
+            "run `tidegate recover` (or `tidegate recover --rollback`) first"
+        )
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-"))
     shadow: ShadowWorktree | None = None
     try:
         try:

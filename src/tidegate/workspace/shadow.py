@@ -13,6 +13,7 @@ from tidegate.git import IDENTITY, Git
 from tidegate.workspace.repo import Repository
 
 SHADOW_PREFIX = "tidegate-shadow-"
+SCRATCH_PREFIX = "tidegate-run-"
 
 
 class ShadowWorktree:
@@ -55,7 +56,8 @@ class ShadowWorktree:
 
 
 def remove_stale_shadows(repo: Repository) -> list[str]:
-    """Remove tidegate shadows of runs that are no longer alive. Call with the run lock held."""
+    """Remove tidegate shadows of runs that are no longer alive, and those runs' scratch
+    directories. Call with the run lock held."""
     listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
     removed: list[str] = []
     for entry in listing:
@@ -69,5 +71,9 @@ def remove_stale_shadows(repo: Repository) -> list[str]:
         repo.git.run("worktree", "remove", "--force", "--force", path, check=False)
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
+        run_id = os.path.basename(path)[len(SHADOW_PREFIX) :].rsplit("-", 1)[0]
+        # The run's scratch directory was made beside its shadow.
+        for scratch in Path(path).parent.glob(f"{SCRATCH_PREFIX}{run_id}-*"):
+            shutil.rmtree(scratch, ignore_errors=True)
     repo.git.run("worktree", "prune", check=False)
     return removed

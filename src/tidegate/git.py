@@ -146,6 +146,36 @@ class Git:
     def blob_bytes(self, blob: str) -> bytes:
         return self.run("cat-file", "blob", blob).stdout
 
+    def read_blobs(self, blobs: Sequence[str]) -> dict[str, bytes]:
+        """Raw contents of many objects through one ``git cat-file --batch``."""
+        if not blobs:
+            return {}
+        unique = list(dict.fromkeys(blobs))
+        out = self.run(
+            "cat-file", "--batch", input="".join(b + "\n" for b in unique).encode()
+        ).stdout
+        contents: dict[str, bytes] = {}
+        pos = 0
+        for blob in unique:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            if len(header) < 3:
+                raise GitError(["cat-file", "--batch"], 0, f"{blob}: {out[pos:end].decode()}")
+            size = int(header[2])
+            contents[blob] = out[end + 1 : end + 1 + size]
+            pos = end + 1 + size + 1
+        return contents
+
+    def blob_sizes(self, blobs: Sequence[str]) -> dict[str, int]:
+        """Sizes of many objects through one ``git cat-file --batch-check``."""
+        if not blobs:
+            return {}
+        unique = list(dict.fromkeys(blobs))
+        out = self.run(
+            "cat-file", "--batch-check", input="".join(b + "\n" for b in unique).encode()
+        ).text
+        return {b: int(line.split()[2]) for b, line in zip(unique, out.splitlines(), strict=True)}
+
     def worktree_bytes(self, blob: str, path: str) -> bytes:
         """A blob as it would be checked out at ``path`` (smudge filters, eol conversion)."""
         return self.run("cat-file", "--filters", f"--path={path}", blob).stdout

@@ -369,6 +369,7 @@ def test_binary_files_from_a_git_binary_patch(repo: Repo, tmp_path: Path) -> Non
     repo.write("img/logo.bin", logo)
     repo.write("f.txt", LINES)
     repo.commit_all()
+    repo.write(".tidegate/config.toml", "[validate]\nallow_binary = true\n")
     new_logo = logo[:1000] + _blob(3, 500) + logo[1500:]
     created = _blob(4, 1200)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tidegate.config import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
 from tidegate.feedback.classify import Diagnosis
@@ -62,6 +63,7 @@ class RunState:
     workspace: WorkspaceFS
     planner: Planner
     scratch: Path
+    config: TidegateConfig
     attempt: AttemptState = field(default_factory=lambda: AttemptState(0))
     context_files: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)

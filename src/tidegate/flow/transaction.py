@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tidegate.config import load_config
 from tidegate.errors import ErrorClass, GitError, PhaseError, RepositoryLockedError, UsageError
 from tidegate.flow.modes import Mode, fs_mode
 from tidegate.flow.pipeline import PhaseObserver, run_attempt
@@ -50,6 +51,7 @@ def execute(
     """Run ``request`` to completion. Usage errors raise; every run failure is a report."""
     started = time.monotonic()
     repo = discover(request.repo)
+    config = load_config(repo.root)
     if planner is None:
         planner = make_planner(
             request.planner,
@@ -96,6 +98,7 @@ def execute(
             workspace=workspace,
             planner=planner,
             scratch=scratch,
+            config=config,
         )
         events: list[PhaseEvent] = []
         error = _attempts(state, events, observer)

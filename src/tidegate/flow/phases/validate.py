@@ -5,7 +5,7 @@ from __future__ import annotations
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
 from tidegate.git import Git
-from tidegate.validate.policy import Limits, check_change
+from tidegate.validate.policy import change_stats, check_change
 from tidegate.validate.syntax import check_syntax
 from tidegate.workspace.candidate import build_candidate
 from tidegate.workspace.changes import diff_trees
@@ -27,7 +27,8 @@ def validate(state: RunState) -> str:
     changes = diff_trees(git, state.snapshot.commit, tree)
     if not changes:
         raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
-    problems = check_change(git, changes, state.shadow.path, Limits())
+    stats = change_stats(git, state.snapshot.commit, tree)
+    problems = check_change(git, changes, stats, state.shadow.path, state.config.validate_)
     if problems:
         raise PhaseError(
             ErrorClass.AST_VALIDATION_ERROR,

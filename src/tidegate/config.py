@@ -1,0 +1,110 @@
+"""Project configuration: ``[tool.tidegate]`` in ``pyproject.toml`` and ``.tidegate/config.toml``.
+
+``.tidegate/config.toml`` (local, never committed: ``.tidegate/`` is excluded) overrides
+``pyproject.toml`` key by key. Unknown keys are refused, naming the file, so a typo never
+silently weakens a limit::
+
+    [tool.tidegate.validate]          # in .tidegate/config.toml: [validate]
+    max_files = 50
+    max_lines_added = 2000
+    max_lines_removed = 2000
+    max_bytes = 1048576
+    allow_binary = false
+    protected = [".github/workflows/**", ".env*"]
+    comment_guard = true
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tidegate.errors import UsageError
+
+DEFAULT_PROTECTED = (
+    ".git/**",
+    ".tidegate/**",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    ".env",
+    ".env.*",
+    "**/.env",
+    "**/.env.*",
+)
+
+
+class ValidationConfig(BaseModel):
+    """Limits and path policy applied to every proposed change before it is applied."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_files: int = Field(default=200, ge=1)
+    max_lines_added: int = Field(default=10_000, ge=0)
+    max_lines_removed: int = Field(default=10_000, ge=0)
+    max_bytes: int = Field(default=5 * 1024 * 1024, ge=0)
+    """Total size of the new content of every changed file."""
+    allow_binary: bool = False
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    """Globs (``*`` within a segment, ``**`` across segments) no change may touch."""
+    comment_guard: bool = True
+    """Refuse rewrites of existing comments unless the objective asks for comment changes."""
+
+
+class TidegateConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
+
+
+def load_config(root: Path) -> TidegateConfig:
+    """Read the repository's configuration (defaults when there is none)."""
+    merged: dict[str, Any] = {}
+    sources: list[str] = []
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        section = _read_toml(pyproject).get("tool", {}).get("tidegate")
+        if section is not None:
+            _merge(merged, section, f"{pyproject} [tool.tidegate]")
+            sources.append("pyproject.toml [tool.tidegate]")
+    local = root / ".tidegate" / "config.toml"
+    if local.is_file() and not local.is_symlink():
+        _merge(merged, _read_toml(local), str(local))
+        sources.append(".tidegate/config.toml")
+    try:
+        return TidegateConfig.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UsageError(
+            f"tidegate configuration ({', '.join(sources)}): {where}: {first['msg']}"
+        ) from exc
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from exc
+
+
+def _merge(into: dict[str, Any], section: Any, source: str) -> None:
+    if not isinstance(section, dict):
+        raise UsageError(f"{source}: expected a table")
+    for key, value in section.items():
+        if isinstance(value, dict):
+            target = into.setdefault(key, {})
+            if not isinstance(target, dict):
+                raise UsageError(f"{source}: {key} must be a table")
+            _merge(target, value, source)
+        else:
+            into[key] = value

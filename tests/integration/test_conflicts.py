@@ -204,6 +204,7 @@ def test_binary_file_changed_on_both_sides_conflicts(repo: Repo) -> None:
         ["git", "diff", "--binary"], cwd=clone, capture_output=True, check=True
     ).stdout
     (repo.root.parent / "bin.diff").write_bytes(diff)
+    repo.write(".tidegate/config.toml", "[validate]\nallow_binary = true\n")
     obs = EditDuringRun(repo, lambda: repo.write(path, b"\x00\x03 user bytes"))
 
     report = execute(
@@ -331,17 +332,19 @@ def test_change_creating_an_existing_ignored_file_conflicts(committed_repo: Repo
     """An ignored file is not in T0, so a change that creates the same path would clobber it:
     that is a conflict, and the user's file stays as it was."""
     repo = committed_repo
-    repo.write(".env", "SECRET=user\n")
+    repo.write("build/local.cfg", "SECRET=user\n")  # build/ is ignored
     state = repo.tree_state(with_mtimes=True)
     obs = EditDuringRun(repo, lambda: None)
 
-    report = repo.run("create-file: .env\ncontent: <<<\nSECRET=tidegate\n>>>\n", observer=obs)
+    report = repo.run(
+        "create-file: build/local.cfg\ncontent: <<<\nSECRET=tidegate\n>>>\n", observer=obs
+    )
 
     assert_conflict_changed_nothing(repo, obs, report)
-    assert repo.read(".env") == "SECRET=user\n"
+    assert repo.read("build/local.cfg") == "SECRET=user\n"
     after = repo.tree_state(with_mtimes=True)
-    assert after[".env"] == state[".env"]
-    assert list(_rejects(repo, report)) == [".env.rej"]
+    assert after["build/local.cfg"] == state["build/local.cfg"]
+    assert list(_rejects(repo, report)) == ["build/local.cfg.rej"]
 
 
 # --------------------------------------------------------------------------- the CLI

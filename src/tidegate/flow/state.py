@@ -51,6 +51,7 @@ class AttemptState:
     verify: CommandResult | None = None
     diagnosis: Diagnosis | None = None
     error: PhaseError | None = None
+    relaxations: list[str] = field(default_factory=list)
 
 
 @dataclass

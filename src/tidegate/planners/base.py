@@ -66,9 +66,11 @@ class ContentCheck:
 
 @dataclass(frozen=True)
 class Proposal:
-    """A proposed change: a unified diff, whole-file edits, or both (diff applied first)."""
+    """A proposed change: a unified diff, SEARCH/REPLACE edit blocks, whole-file edits, or
+    a mix (VALIDATE normalises them into one change set)."""
 
     diff: str | None = None
+    search_replace: str | None = None
     edits: tuple[FileEdit, ...] = ()
     checks: tuple[ContentCheck, ...] = field(default=())
 
@@ -76,6 +78,7 @@ class Proposal:
         """Identity of the change itself, used to refuse a retry that repeats a failure."""
         canon = {
             "diff": self.diff,
+            "search_replace": self.search_replace,
             "edits": [
                 [
                     e.path,
@@ -89,7 +92,11 @@ class Proposal:
 
     @property
     def is_empty(self) -> bool:
-        return not (self.diff and self.diff.strip()) and not self.edits
+        return (
+            not (self.diff and self.diff.strip())
+            and not (self.search_replace and self.search_replace.strip())
+            and not self.edits
+        )
 
 
 class Planner(Protocol):

@@ -13,7 +13,8 @@ Used by tests and the demo to drive exact attempt sequences without a model::
     }
 
 Attempt N replays ``attempts[N-1]``. Each entry gives a unified ``diff``, a ``diff_file``
-(relative to the script), or an ``objective`` in the structured edit-block format.
+(relative to the script), ``search_replace`` edit blocks (see
+``tidegate.validate.edit_blocks``), or an ``objective`` in the structured edit-block format.
 ``expect_feedback`` makes the planner fail unless the previous attempt's feedback contains
 that text: proof that SHRINK's feedback reached the planner.
 """
@@ -76,6 +77,8 @@ class ScriptedPlanner:
                 entry["objective"], self.base_dir, f"script attempt {request.attempt}"
             )
             return inner.patch(request, plan, tree)
+        if "search_replace" in entry:
+            return Proposal(search_replace=entry["search_replace"], diff=entry.get("diff"))
         if "diff_file" in entry:
             data = (self.base_dir / entry["diff_file"]).read_bytes()
             return Proposal(diff=data.decode("utf-8", "surrogateescape"))

@@ -68,7 +68,9 @@ def check_change(
     written = {c.path for c in changes if c.after is not None}
     binary = [path for path in stats.binary if path in written]  # deleting one is fine
     if binary and not config.allow_binary:
-        problems.append(f"binary content is not allowed (allow_binary = false): {', '.join(binary)}")
+        problems.append(
+            f"binary content is not allowed (allow_binary = false): {', '.join(binary)}"
+        )
     blobs = [c.after.blob for c in changes if c.after and c.after.mode != "160000"]
     sizes = git.blob_sizes(blobs)
     new_bytes = sum(sizes[b] for b in blobs)

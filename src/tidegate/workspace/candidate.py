@@ -33,11 +33,13 @@ def build_candidate(git: Git, t0_commit: str, proposal: Proposal, index_file: Pa
                 input=diff.encode("utf-8", "surrogateescape"),
             )
         except GitError as exc:
-            raise PhaseError(
+            error = PhaseError(
                 ErrorClass.AST_VALIDATION_ERROR,
                 "the proposed diff does not apply to T0",
                 f"The diff does not apply to the repository at T0. git said:\n{exc.stderr.strip()}",
-            ) from exc
+            )
+            error.git_stderr = exc.stderr
+            raise error from exc
     entries: list[bytes] = []
     for edit in proposal.edits:
         raw_path = edit.path.encode("utf-8", "surrogateescape")

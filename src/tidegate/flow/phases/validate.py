@@ -5,6 +5,7 @@ from __future__ import annotations
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
 from tidegate.git import Git
+from tidegate.validate.normalise import fold_edit_blocks, relax_diff
 from tidegate.validate.policy import change_stats, check_change
 from tidegate.validate.syntax import check_syntax
 from tidegate.workspace.candidate import build_candidate
@@ -12,9 +13,9 @@ from tidegate.workspace.changes import diff_trees
 
 
 def validate(state: RunState) -> str:
-    proposal = state.attempt.proposal
-    assert proposal is not None
+    assert state.attempt.proposal is not None
     git = state.repo.git
+    proposal, notes = fold_edit_blocks(state.attempt.proposal, state.tree)
     if proposal.diff and proposal.edits:
         overlap = diff_paths(git, proposal.diff) & {e.path for e in proposal.edits}
         if overlap:
@@ -23,7 +24,17 @@ def validate(state: RunState) -> str:
                 f"changed both by the diff and by a whole-file edit: {', '.join(sorted(overlap))}",
             )
     index_file = state.scratch / f"candidate-{state.attempt.number}.index"
-    tree = build_candidate(git, state.snapshot.commit, proposal, index_file)
+    try:
+        tree = build_candidate(git, state.snapshot.commit, proposal, index_file)
+    except PhaseError as exc:
+        if not proposal.diff or not exc.git_stderr:
+            raise
+        proposal, relaxed = relax_diff(proposal, state.tree, exc.git_stderr)
+        notes += relaxed
+        tree = build_candidate(git, state.snapshot.commit, proposal, index_file)
+    state.attempt.proposal = proposal  # APPLY reproduces exactly what is judged here
+    state.attempt.relaxations = notes
+    state.notes.extend(f"attempt {state.attempt.number}: {note}" for note in notes)
     changes = diff_trees(git, state.snapshot.commit, tree)
     if not changes:
         raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
@@ -37,7 +48,8 @@ def validate(state: RunState) -> str:
         )
     state.attempt.candidate_tree = tree
     state.attempt.changes = changes
-    return f"{len(changes)} path(s) in the candidate tree {tree[:12]}"
+    suffix = f"; {len(notes)} relaxed match(es)" if notes else ""
+    return f"{len(changes)} path(s) in the candidate tree {tree[:12]}{suffix}"
 
 
 def ast_validate(state: RunState) -> str:

@@ -59,6 +59,7 @@ def run_attempt(
             if failed is None:
                 failed = error
                 state.attempt.error = error
+                state.attempt.failed_phase = phase.value
             else:
                 # A recovery phase failed too: the shadow can no longer be trusted.
                 failed.retryable = False

@@ -57,6 +57,10 @@ class AttemptEvent(_Model):
     retryable: bool | None = None
     proposal_sha256: str | None = None
     candidate_tree: str | None = None
+    diagnostics: int = 0
+    """Structured diagnostics parsed from the failed verification."""
+    feedback_chars: int = 0
+    """Size of the feedback this attempt's failure passed on."""
     duration_ms: float
 
 

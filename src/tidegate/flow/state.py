@@ -51,6 +51,8 @@ class AttemptState:
     verify: CommandResult | None = None
     diagnosis: Diagnosis | None = None
     error: PhaseError | None = None
+    failed_phase: str | None = None
+    feedback_chars: int = 0
     relaxations: list[str] = field(default_factory=list)
 
 
@@ -69,6 +71,8 @@ class RunState:
     context_files: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     feedback: list[str] = field(default_factory=list)
+    focus_files: tuple[str, ...] = ()
+    """Files the last failure points at: the next attempt's context narrows to them."""
     failed_proposals: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     attempt_events: list[AttemptEvent] = field(default_factory=list)

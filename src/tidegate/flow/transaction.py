@@ -155,6 +155,8 @@ def _attempt_event(
         retryable=error.retryable if error else None,
         proposal_sha256=attempt.proposal.fingerprint() if attempt.proposal else None,
         candidate_tree=attempt.candidate_tree,
+        diagnostics=len(attempt.diagnosis.diagnostics) if attempt.diagnosis else 0,
+        feedback_chars=attempt.feedback_chars,
         duration_ms=round((time.monotonic() - started) * 1000, 2),
     )
 

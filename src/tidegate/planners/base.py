@@ -39,6 +39,8 @@ class PlanRequest:
     attempt: int
     feedback: str | None = None
     findings: tuple[Finding, ...] = ()
+    focus_files: tuple[str, ...] = ()
+    """Files the previous attempt's failure points at, most relevant first."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
     git = repo.git
     temp_index = scratch / "t0.index"
     if repo.index_path.exists():
-        shutil.copyfile(repo.index_path, temp_index)
+        # copy2 keeps the mtime: git judges "racily clean" entries against it, so a fresh
+        # mtime would make it trust stale stat data for files edited just after `git add`.
+        shutil.copy2(repo.index_path, temp_index)
     env = {"GIT_INDEX_FILE": str(temp_index), **IDENTITY}
     index_tree: str | None
     try:

@@ -14,6 +14,7 @@ def _request(state: RunState) -> PlanRequest:
         attempt=state.attempt.number,
         feedback=state.last_feedback,
         findings=tuple(state.findings),
+        focus_files=state.focus_files,
     )
 
 

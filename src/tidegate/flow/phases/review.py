@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tidegate.feedback.classify import diagnose
+from tidegate.feedback import diagnose
 from tidegate.flow.phases.planning import _request
 from tidegate.flow.phases.verify import run_verify
 from tidegate.flow.state import RunState
@@ -20,22 +20,22 @@ def review(state: RunState) -> str:
         if result.ok:
             state.notes.append(f"review: `{command}` passes at T0")
         else:
-            diag = diagnose(command, result)
+            diag = diagnose(command, result, root=state.shadow.path)
             findings.append(Finding(f"`{command}`: {diag.summary}", source="verify"))
             findings.extend(
                 Finding(f"failing test {t}", source="verify") for t in diag.failing_tests
             )
-            for loc in diag.locations:
-                path, _, rest = loc.partition(":")
-                line, _, msg = rest.partition(":")
-                findings.append(
-                    Finding(
-                        msg.strip() or "error location",
-                        path=path,
-                        line=int(line) if line.isdigit() else None,
-                        source="verify",
-                    )
+            findings.extend(
+                Finding(
+                    d.message if not d.code else f"{d.code} {d.message}",
+                    path=d.path,
+                    line=d.line,
+                    severity="error" if d.severity == "error" else "warning",
+                    source=d.tool,
                 )
+                for d in diag.diagnostics
+                if d.path is not None
+            )
         state.shadow.reset()  # what the checks wrote in the shadow goes
     state.findings = findings
     return f"{len(findings)} finding(s)"

@@ -5,11 +5,12 @@ from __future__ import annotations
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
 from tidegate.git import Git
+from tidegate.validate.comments import objective_allows_comment_changes, rewritten_comments
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff
 from tidegate.validate.policy import change_stats, check_change
 from tidegate.validate.syntax import check_syntax
 from tidegate.workspace.candidate import build_candidate
-from tidegate.workspace.changes import diff_trees
+from tidegate.workspace.changes import PathChange, diff_trees
 
 
 def validate(state: RunState) -> str:
@@ -40,6 +41,10 @@ def validate(state: RunState) -> str:
         raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
     stats = change_stats(git, state.snapshot.commit, tree)
     problems = check_change(git, changes, stats, state.shadow.path, state.config.validate_)
+    if state.config.validate_.comment_guard and not objective_allows_comment_changes(
+        state.request.objective
+    ):
+        problems.extend(_comment_rewrites(git, changes))
     if problems:
         raise PhaseError(
             ErrorClass.AST_VALIDATION_ERROR,
@@ -50,6 +55,20 @@ def validate(state: RunState) -> str:
     state.attempt.changes = changes
     suffix = f"; {len(notes)} relaxed match(es)" if notes else ""
     return f"{len(changes)} path(s) in the candidate tree {tree[:12]}{suffix}"
+
+
+def _comment_rewrites(git: Git, changes: list[PathChange]) -> list[str]:
+    pairs = [
+        (c.path, c.before.blob, c.after.blob)
+        for c in changes
+        if c.before is not None and c.after is not None
+        if c.before.is_regular and c.after.is_regular
+    ]
+    blobs = git.read_blobs([blob for _, old, new in pairs for blob in (old, new)])
+    problems: list[str] = []
+    for path, old, new in pairs:
+        problems.extend(rewritten_comments(path, blobs[old], blobs[new]))
+    return problems
 
 
 def ast_validate(state: RunState) -> str:

@@ -7,7 +7,7 @@ import shlex
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
-from tidegate.feedback.classify import diagnose
+from tidegate.feedback import diagnose, estimate_tokens
 from tidegate.flow.modes import Mode
 from tidegate.flow.state import RunState
 from tidegate.git import scrubbed_env
@@ -31,7 +31,8 @@ def verify(state: RunState) -> str:
     result = run_verify(state, command, f"verify-{state.attempt.number}")
     state.attempt.verify = result
     if not result.ok:
-        diag = diagnose(command, result)
+        # Here, before ROLLBACK resets the shadow: excerpts must show the candidate's lines.
+        diag = diagnose(command, result, root=state.shadow.path)
         state.attempt.diagnosis = diag
         summary = diag.summary
         if diag.error_class is ErrorClass.DEPENDENCY_ERROR and (
@@ -93,11 +94,20 @@ def shrink(state: RunState) -> str:
     if state.request.mode is Mode.REVIEW:
         errors = sum(1 for f in state.findings if f.severity == "error")
         return f"{len(state.findings)} finding(s), {errors} error(s)"
-    error = state.attempt.error
+    attempt = state.attempt
+    error = attempt.error
     if error is None:
         return "nothing to shrink"
-    text = f"Attempt {state.attempt.number} failed ({error.error_class.value}): {error.message}"
-    if error.feedback and error.feedback != error.message:
-        text += "\n" + error.feedback
+    diag = attempt.diagnosis
+    head = f"Attempt {attempt.number} failed in {attempt.failed_phase}"
+    if diag is not None and attempt.failed_phase == "VERIFY":
+        text = f"{head}.\n{diag.feedback}"
+        state.focus_files = tuple(diag.files_involved)
+    else:
+        text = f"{head} ({error.error_class.value}): {error.message}"
+        if error.feedback and error.feedback != error.message:
+            text += "\n" + error.feedback
     state.feedback.append(text)
-    return f"{len(text)} characters of feedback for the next attempt"
+    attempt.feedback_chars = len(text)
+    focus = f"; focus on {len(state.focus_files)} file(s)" if state.focus_files else ""
+    return f"~{estimate_tokens(text)} tokens of feedback for the next attempt{focus}"

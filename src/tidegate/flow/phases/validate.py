@@ -8,7 +8,7 @@ from tidegate.git import Git
 from tidegate.validate.comments import objective_allows_comment_changes, rewritten_comments
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff
 from tidegate.validate.policy import change_stats, check_change
-from tidegate.validate.syntax import check_syntax
+from tidegate.validate.syntax import check_change as check_new_contents
 from tidegate.workspace.candidate import build_candidate
 from tidegate.workspace.changes import PathChange, diff_trees
 
@@ -72,14 +72,18 @@ def _comment_rewrites(git: Git, changes: list[PathChange]) -> list[str]:
 
 
 def ast_validate(state: RunState) -> str:
-    problems, checked = check_syntax(state.repo.git, state.attempt.changes)
-    if problems:
+    report = check_new_contents(state.repo.git, state.attempt.changes)
+    state.notes.extend(f"attempt {state.attempt.number}: {note}" for note in report.notes)
+    if report.problems:
         raise PhaseError(
             ErrorClass.AST_VALIDATION_ERROR,
-            f"the change introduces a syntax error: {problems[0]}",
-            "The change introduces syntax errors:\n" + "\n".join(f"  {p}" for p in problems),
+            f"the change breaks a file: {report.problems[0]}",
+            "The change introduces syntax or scope errors:\n"
+            + "\n".join(f"  {p}" for p in report.problems),
         )
-    return f"{checked} file(s) parsed"
+    slowest = max(report.parse_ms.values(), default=0.0)
+    notes = f", {len(report.notes)} note(s)" if report.notes else ""
+    return f"{report.checked} file(s) parsed (slowest {slowest:.1f} ms){notes}"
 
 
 def diff_paths(git: Git, diff: str) -> set[str]:

@@ -176,6 +176,44 @@ class Git:
         ).text
         return {b: int(line.split()[2]) for b, line in zip(unique, out.splitlines(), strict=True)}
 
+    def worktree_contents(self, items: Sequence[tuple[str, str]]) -> dict[tuple[str, str], bytes]:
+        """Many ``(blob, path)`` pairs in work-tree form. Paths that no attribute or setting
+        converts are read raw in one batch; the others one by one through git's filters."""
+        if not items:
+            return {}
+        converted = self._converted_paths([path for _, path in items])
+        raw = self.read_blobs([blob for blob, path in items if path not in converted])
+        return {
+            (blob, path): self.worktree_bytes(blob, path) if path in converted else raw[blob]
+            for blob, path in items
+        }
+
+    def _converted_paths(self, paths: Sequence[str]) -> set[str]:
+        """Paths whose checkout may differ from the raw blob (filters, eol, encoding)."""
+        autocrlf = self.run("config", "--get", "core.autocrlf", check=False).text.strip().lower()
+        eol = self.run("config", "--get", "core.eol", check=False).text.strip().lower()
+        if autocrlf in ("true", "1", "yes", "on") or eol == "crlf":
+            return set(paths)
+        payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        out = self.run(
+            "check-attr",
+            "-z",
+            "--stdin",
+            "filter",
+            "ident",
+            "working-tree-encoding",
+            "eol",
+            "crlf",
+            input=payload,
+        ).stdout.split(b"\0")
+        converted: set[str] = set()
+        for i in range(0, len(out) - 2, 3):
+            path, attr, value = out[i], out[i + 1], out[i + 2]
+            if value in (b"unspecified", b"unset") or (attr == b"eol" and value == b"lf"):
+                continue
+            converted.add(path.decode("utf-8", "surrogateescape"))
+        return converted
+
     def worktree_bytes(self, blob: str, path: str) -> bytes:
         """A blob as it would be checked out at ``path`` (smudge filters, eol conversion)."""
         return self.run("cat-file", "--filters", f"--path={path}", blob).stdout

@@ -32,7 +32,7 @@ from tidegate.flow.request import RunRequest
 from tidegate.flow.state import AttemptState, RunState
 from tidegate.git import Git
 from tidegate.planners import Planner, make_planner
-from tidegate.workspace.changes import PathChange, Version
+from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import RunLock
@@ -180,7 +180,7 @@ def _report(
     diff, changed = "", []
     if attempt.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
         diff = final_diff(state.repo.git, state.snapshot.commit, attempt.candidate_tree)
-        changed = [_changed_file(state.repo.git, c) for c in attempt.changes]
+        changed = changed_files(state.repo.git, attempt.changes)
     verify = None
     if attempt.verify is not None and state.request.verify:
         verify = VerifyOut(
@@ -244,25 +244,27 @@ def final_diff(git: Git, t0: str, tree: str) -> str:
     return res.stdout.decode("utf-8", "surrogateescape")
 
 
-def _changed_file(git: Git, change: PathChange) -> ChangedFile:
-    return ChangedFile(
-        path=change.path,
-        action=change.action,  # type: ignore[arg-type]
-        before_sha256=_content_sha(git, change.before, change.path),
-        after_sha256=_content_sha(git, change.after, change.path),
-        before_mode=change.before.mode if change.before else None,
-        after_mode=change.after.mode if change.after else None,
-    )
+def changed_files(git: Git, changes: list[PathChange]) -> list[ChangedFile]:
+    """Each changed path with the SHA-256 of its work-tree content on both sides."""
+    forms = worktree_forms(git, changes)
 
+    def sha(version: Version | None, path: str) -> str | None:
+        if version is None:
+            return None
+        data = forms.get((version.blob, path), version.blob.encode())  # submodule: its commit
+        return hashlib.sha256(data).hexdigest()
 
-def _content_sha(git: Git, version: Version | None, path: str) -> str | None:
-    if version is None:
-        return None
-    if version.is_regular:
-        data = git.worktree_bytes(version.blob, path)
-    else:
-        data = git.blob_bytes(version.blob) if version.mode == "120000" else version.blob.encode()
-    return hashlib.sha256(data).hexdigest()
+    return [
+        ChangedFile(
+            path=c.path,
+            action=c.action,  # type: ignore[arg-type]
+            before_sha256=sha(c.before, c.path),
+            after_sha256=sha(c.after, c.path),
+            before_mode=c.before.mode if c.before else None,
+            after_mode=c.after.mode if c.after else None,
+        )
+        for c in changes
+    ]
 
 
 def _bootstrap_failure(

@@ -51,17 +51,20 @@ def comments(path: str, data: bytes) -> list[Comment] | None:
 
 def rewritten_comments(path: str, before: bytes, after: bytes) -> list[str]:
     """One line per comment the change rewrote: ``path:line: 'old' -> 'new'``."""
-    old_comments = comments(path, before)
-    new_comments = comments(path, after)
-    if old_comments is None or new_comments is None or not old_comments:
+    language = detect_language(path)
+    if language is None or language == "json":
         return []
     old_lines = before.split(b"\n")
     new_lines = after.split(b"\n")
+    replaced = _replaced_regions(old_lines, new_lines)
+    if not replaced or not _may_touch_comments(language, before, old_lines, replaced):
+        return []  # no parse needed: no replaced line can hold a comment
+    old_comments = comments(path, before)
+    new_comments = comments(path, after)
+    if not old_comments or new_comments is None:
+        return []
     problems: list[str] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "replace":
-            continue
+    for _, i1, i2, j1, j2 in replaced:
         old = Counter(c.text for c in old_comments if i1 <= c.line < i2)
         new = Counter(c.text for c in new_comments if j1 <= c.line < j2)
         gone, added = old - new, new - old
@@ -72,6 +75,42 @@ def rewritten_comments(path: str, before: bytes, after: bytes) -> list[str]:
                 f"{path}:{i1 + 1}: comment rewritten: {_short(first_old)} -> {_short(first_new)}"
             )
     return problems
+
+
+def _replaced_regions(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's ``replace`` opcodes, computed only on what lies between the common prefix
+    and suffix (difflib is quadratic; most changes touch a few lines of a long file)."""
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    matcher = difflib.SequenceMatcher(
+        None, old[start : len(old) - end], new[start : len(new) - end], autojunk=False
+    )
+    return [
+        (tag, i1 + start, i2 + start, j1 + start, j2 + start)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag == "replace"
+    ]
+
+
+def _may_touch_comments(
+    language: str,
+    before: bytes,
+    old_lines: list[bytes],
+    replaced: list[tuple[str, int, int, int, int]],
+) -> bool:
+    """A cheap, sound pre-check: can any replaced line of ``before`` be part of a comment?"""
+    if language in _HASH_COMMENTS:
+        return any(b"#" in old_lines[k] for _, i1, i2, _, _ in replaced for k in range(i1, i2))
+    if b"/*" in before:
+        return True  # a block comment could span any line
+    return any(b"//" in old_lines[k] for _, i1, i2, _, _ in replaced for k in range(i1, i2))
+
+
+_HASH_COMMENTS = frozenset({"python", "yaml", "toml"})
 
 
 def _short(text: str) -> str:

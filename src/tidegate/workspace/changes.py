@@ -55,3 +55,16 @@ def diff_trees(git: Git, old: str, new: str) -> list[PathChange]:
         changes.append(PathChange(path, before, after))
         i += 2
     return changes
+
+
+def worktree_forms(git: Git, changes: list[PathChange]) -> dict[tuple[str, str], bytes]:
+    """The content of both sides of every change as a checkout would write it, keyed by
+    ``(blob, path)``: files through git's filters where any apply, symlinks as their target.
+    A few git calls for the whole change set."""
+    versions = [(v, c.path) for c in changes for v in (c.before, c.after) if v is not None]
+    out = git.worktree_contents([(v.blob, path) for v, path in versions if v.is_regular])
+    links = git.read_blobs([v.blob for v, _ in versions if v.mode == "120000"])
+    for v, path in versions:
+        if v.mode == "120000":
+            out[(v.blob, path)] = links[v.blob]
+    return out

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.git import Git
-from tidegate.workspace.changes import PathChange, Version
+from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.fs import Entry, UnsafePathError, WorkspaceFS, creation_mode
 
 
@@ -52,17 +52,23 @@ class MergePlan:
 def plan_merge(git: Git, fs: WorkspaceFS, changes: list[PathChange], scratch: Path) -> MergePlan:
     """Compute every path's outcome. Pure with respect to the work tree: only reads."""
     plan = MergePlan()
+    forms = worktree_forms(git, changes)
     for change in changes:
-        _plan_one(git, fs, change, scratch, plan)
+        _plan_one(git, fs, change, scratch, plan, forms)
     return plan
 
 
 def _plan_one(
-    git: Git, fs: WorkspaceFS, change: PathChange, scratch: Path, plan: MergePlan
+    git: Git,
+    fs: WorkspaceFS,
+    change: PathChange,
+    scratch: Path,
+    plan: MergePlan,
+    forms: dict[tuple[str, str], bytes],
 ) -> None:
     path = change.path
-    base = _materialise(git, change.before, path)
-    theirs = _materialise(git, change.after, path)
+    base = _materialise(forms, change.before, path)
+    theirs = _materialise(forms, change.after, path)
     rejected = _rejected_diff(path, base, theirs)
 
     def conflict(reason: str) -> None:
@@ -118,16 +124,16 @@ def _plan_one(
     plan.ops.append(PlannedOp(path, ours, _file(merged, ours, new_exec), merged=True))
 
 
-def _materialise(git: Git, version: Version | None, path: str) -> Entry:
+def _materialise(forms: dict[tuple[str, str], bytes], version: Version | None, path: str) -> Entry:
     """A T0 or shadow version of a path in work-tree form (filters and eol applied)."""
     if version is None:
         return Entry("missing")
     if version.mode == "120000":
-        return Entry("symlink", git.blob_bytes(version.blob))
+        return Entry("symlink", forms[(version.blob, path)])
     if version.mode == "160000":
         return Entry("other")
     mode = 0o755 if version.executable else 0o644
-    return Entry("file", git.worktree_bytes(version.blob, path), mode)
+    return Entry("file", forms[(version.blob, path)], mode)
 
 
 def _same(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+from rich.status import Status
 from rich.table import Table
 
 from tidegate.flow.modes import Phase
@@ -13,18 +14,26 @@ _MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]", "skipped": "[di
 
 
 class ProgressPrinter:
-    """A PhaseObserver that prints one line per phase as the run goes."""
+    """A PhaseObserver that prints one line per phase as the run goes; on a terminal, a
+    spinner with the elapsed time shows which phase is running (VERIFY can take minutes)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self._attempt = 0
+        self._status: Status | None = None
 
     def phase_started(self, attempt: int, phase: Phase) -> None:
         if attempt != self._attempt:
             self._attempt = attempt
             self.console.print(f"[bold]attempt {attempt}[/bold]")
+        if self.console.is_terminal:
+            self._status = self.console.status(f"{phase.value} ...", spinner="dots")
+            self._status.start()
 
     def phase_finished(self, event: PhaseEvent) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
         mark = _MARK[event.status]
         detail = escape(event.detail)
         self.console.print(

@@ -57,10 +57,20 @@ class ValidationConfig(BaseModel):
     """Refuse rewrites of existing comments unless the objective asks for comment changes."""
 
 
+class ShadowConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pool: bool = False
+    """Keep one warm shadow per work tree under the OS temp dir and reset it to each run's
+    T0 instead of checking out a fresh worktree (fast on large repositories; the shadow,
+    with copies of untracked files, stays on disk between runs)."""
+
+
 class TidegateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
 
 
 def load_config(root: Path) -> TidegateConfig:

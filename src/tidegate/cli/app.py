@@ -10,7 +10,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -57,6 +57,10 @@ TimeoutOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final report as JSON.")]
 KeepOpt = Annotated[bool, typer.Option("--keep-shadow", help="Keep the shadow worktree.")]
+WarmOpt = Annotated[
+    bool,
+    typer.Option("--warm-shadow", help="Reuse and keep this repository's warm shadow (faster)."),
+]
 
 
 def _objective(
@@ -85,28 +89,15 @@ def _objective(
 
 def _run(
     mode: Mode,
-    repo: Path,
     objective: str | None,
     objective_file: Path | None,
-    verify: str | None,
-    planner: str,
-    max_attempts: int,
-    verify_timeout: float,
-    keep_shadow: bool,
     as_json: bool,
+    **fields: Any,
 ) -> None:
+    """Build the request (``fields`` are RunRequest fields), run it, render, exit."""
     text, base, source = _objective(objective, objective_file, required=mode is not Mode.REVIEW)
     request = RunRequest(
-        repo=repo,
-        mode=mode,
-        objective=text,
-        objective_base=base,
-        objective_source=source,
-        verify=verify,
-        planner=planner,
-        max_attempts=max_attempts,
-        verify_timeout_s=verify_timeout,
-        keep_shadow=keep_shadow,
+        mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     observer = None if as_json else ProgressPrinter(err)
@@ -129,20 +120,22 @@ def run(
     max_attempts: AttemptsOpt = 3,
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
+    warm_shadow: WarmOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Propose, verify in a shadow worktree, and merge the change back as unstaged edits."""
     _run(
         mode,
-        repo,
         objective,
         objective_file,
-        verify,
-        planner,
-        max_attempts,
-        verify_timeout,
-        keep_shadow,
         as_json,
+        repo=repo,
+        verify=verify,
+        planner=planner,
+        max_attempts=max_attempts,
+        verify_timeout_s=verify_timeout,
+        keep_shadow=keep_shadow,
+        warm_shadow=warm_shadow,
     )
 
 
@@ -154,20 +147,21 @@ def review(
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    warm_shadow: WarmOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Review only: run the checks in a shadow and report findings. Changes nothing."""
     _run(
         Mode.REVIEW,
-        repo,
         objective,
         objective_file,
-        verify,
-        planner,
-        1,
-        verify_timeout,
-        False,
         as_json,
+        repo=repo,
+        verify=verify,
+        planner=planner,
+        max_attempts=1,
+        verify_timeout_s=verify_timeout,
+        warm_shadow=warm_shadow,
     )
 
 
@@ -181,20 +175,22 @@ def debug(
     max_attempts: AttemptsOpt = 3,
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
+    warm_shadow: WarmOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Review and analyse first, then run the patch cycle."""
     _run(
         Mode.DEBUG,
-        repo,
         objective,
         objective_file,
-        verify,
-        planner,
-        max_attempts,
-        verify_timeout,
-        keep_shadow,
         as_json,
+        repo=repo,
+        verify=verify,
+        planner=planner,
+        max_attempts=max_attempts,
+        verify_timeout_s=verify_timeout,
+        keep_shadow=keep_shadow,
+        warm_shadow=warm_shadow,
     )
 
 

@@ -26,3 +26,5 @@ class RunRequest(BaseModel):
     max_attempts: int = Field(default=3, ge=1, le=20)
     verify_timeout_s: float = Field(default=DEFAULT_VERIFY_TIMEOUT_S, gt=0)
     keep_shadow: bool = False
+    warm_shadow: bool = False
+    """Reuse (and keep) the repository's warm shadow instead of a fresh worktree."""

@@ -81,7 +81,9 @@ def execute(
         try:
             ensure_excluded(repo)
             snapshot = take_snapshot(repo, run_id, scratch)
-            shadow = ShadowWorktree.create(repo, snapshot.commit, run_id)
+            shadow = ShadowWorktree.acquire(
+                repo, snapshot.commit, run_id, pool=request.warm_shadow or config.shadow.pool
+            )
         except (GitError, OSError) as exc:
             return _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
@@ -106,12 +108,14 @@ def execute(
             state.notes.append(
                 f"took over a stale run lock left by pid {lock.took_over.get('pid')}"
             )
-        if request.keep_shadow:
+        if shadow.reused:
+            state.notes.append(f"reused the warm shadow {shadow.path}")
+        if request.keep_shadow or shadow.pooled:
             state.notes.append(f"shadow kept at {shadow.path}")
         return _report(state, events, error, started)
     finally:
-        if shadow is not None and not request.keep_shadow:
-            shadow.remove()
+        if shadow is not None:
+            shadow.release(keep=request.keep_shadow)
         lock.release()
         shutil.rmtree(scratch, ignore_errors=True)
 

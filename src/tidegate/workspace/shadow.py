@@ -13,15 +13,48 @@ from tidegate.git import IDENTITY, Git
 from tidegate.workspace.repo import Repository
 
 SHADOW_PREFIX = "tidegate-shadow-"
+POOL_PREFIX = "tidegate-pool-"
 SCRATCH_PREFIX = "tidegate-run-"
+POOL_FILE = "shadow-pool"
 
 
 class ShadowWorktree:
-    def __init__(self, repo: Repository, path: Path, t0_commit: str) -> None:
+    def __init__(self, repo: Repository, path: Path, t0_commit: str, pooled: bool = False) -> None:
         self.repo = repo
         self.path = path
         self.t0 = t0_commit
         self.git = Git(path)
+        self.pooled = pooled
+        self.reused = False
+
+    @classmethod
+    def acquire(cls, repo: Repository, t0_commit: str, run_id: str, pool: bool) -> ShadowWorktree:
+        """A shadow at T0: with ``pool``, the repository's warm shadow reset to T0 when there
+        is a healthy one (only files that differ are rewritten), else a new worktree."""
+        if not pool:
+            return cls.create(repo, t0_commit, run_id)
+        warm = _pooled_path(repo)
+        if warm is not None:
+            shadow = cls(repo, warm, t0_commit, pooled=True)
+            try:
+                shadow.reset()
+                shadow.reused = True
+                return shadow
+            except GitError:
+                shadow.remove()
+        path = Path(tempfile.mkdtemp(prefix=POOL_PREFIX))
+        try:
+            repo.git.run("worktree", "add", "--detach", "--quiet", str(path), t0_commit)
+        except GitError:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        (repo.runtime_dir / POOL_FILE).write_text(str(path) + "\n")
+        return cls(repo, path, t0_commit, pooled=True)
+
+    def release(self, keep: bool) -> None:
+        """Remove the shadow, unless it is the warm pooled one or ``keep`` asks to keep it."""
+        if not (keep or self.pooled):
+            self.remove()
 
     @classmethod
     def create(cls, repo: Repository, t0_commit: str, run_id: str) -> ShadowWorktree:
@@ -48,6 +81,8 @@ class ShadowWorktree:
         self.git.run("clean", "-ffdxq")
 
     def remove(self) -> None:
+        if self.pooled:
+            (self.repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
         try:
             self.repo.git.run("worktree", "remove", "--force", "--force", str(self.path))
         except GitError:
@@ -77,3 +112,25 @@ def remove_stale_shadows(repo: Repository) -> list[str]:
             shutil.rmtree(scratch, ignore_errors=True)
     repo.git.run("worktree", "prune", check=False)
     return removed
+
+
+def _pooled_path(repo: Repository) -> Path | None:
+    """The recorded warm shadow, if it is still one of this repository's worktrees."""
+    record = repo.runtime_dir / POOL_FILE
+    if not record.exists():
+        return None
+    path = Path(record.read_text().strip())
+    listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
+    registered = {
+        entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
+        for entry in listing
+        if entry.startswith(b"worktree ")
+    }
+    if path.name.startswith(POOL_PREFIX) and str(path) in registered and (path / ".git").is_file():
+        return path
+    record.unlink(missing_ok=True)
+    if str(path) in registered or path.exists():
+        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
+        shutil.rmtree(path, ignore_errors=True)
+    repo.git.run("worktree", "prune", check=False)
+    return None

@@ -1,0 +1,79 @@
+"""The warm shadow pool: one shadow per work tree, reset to each run's T0."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo
+
+EDIT = "edit-file: f.txt\nreplace: two\nwith: TWO\n"
+
+
+@pytest.fixture(autouse=True)
+def _remove_pool(repo: Repo) -> Iterator[None]:
+    yield
+    record = repo.root / ".git" / "tidegate" / "shadow-pool"
+    if record.exists():
+        shutil.rmtree(record.read_text().strip(), ignore_errors=True)
+
+
+def _pool(repo: Repo) -> Path:
+    return Path((repo.root / ".git" / "tidegate" / "shadow-pool").read_text().strip())
+
+
+def test_second_run_reuses_the_shadow_and_sees_the_new_t0(repo: Repo) -> None:
+    repo.write("f.txt", "one\ntwo\n")
+    repo.write("gone.txt", "bye\n")
+    repo.commit_all()
+    index = repo.index_bytes()
+
+    first = repo.run(EDIT, verify="test ! -e leftover", warm_shadow=True)
+    assert first.status == "succeeded", first.message
+    shadow = _pool(repo)
+    assert shadow.is_dir() and any("shadow kept at" in n for n in first.notes)
+    (shadow / "leftover").write_text("from an earlier run\n")  # must not survive a reset
+
+    # The user moves on: the edit is reverted, a file deleted, another one created.
+    repo.write("f.txt", "one\ntwo\nthree\n")
+    (repo.root / "gone.txt").unlink()
+    repo.write("new.txt", "untracked\n")
+    second = repo.run(
+        EDIT,
+        verify="test ! -e leftover && test ! -e gone.txt && grep -q three f.txt && test -f new.txt",
+        warm_shadow=True,
+    )
+    assert second.status == "succeeded", second.message
+    assert any(f"reused the warm shadow {shadow}" in n for n in second.notes)
+    assert _pool(repo) == shadow
+    assert repo.read("f.txt") == "one\nTWO\nthree\n"
+    assert repo.index_bytes() == index
+
+
+def test_a_broken_pool_is_replaced(repo: Repo) -> None:
+    repo.write("f.txt", "one\ntwo\n")
+    repo.commit_all()
+    assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
+    old = _pool(repo)
+    shutil.rmtree(old)  # e.g. the temp dir was cleaned
+    repo.git("checkout", "--", "f.txt")
+    report = repo.run(EDIT, warm_shadow=True)
+    assert report.status == "succeeded", report.message
+    assert _pool(repo) != old and _pool(repo).is_dir()
+    assert not any("reused" in n for n in report.notes)
+    listed = repo.git("worktree", "list", "--porcelain")
+    assert str(old) not in listed
+
+
+def test_pool_from_config_and_fresh_shadows_still_removed(repo: Repo) -> None:
+    repo.write("f.txt", "one\ntwo\n")
+    repo.commit_all()
+    assert repo.run(EDIT).status == "succeeded"
+    assert "tidegate-" not in repo.git("worktree", "list")  # default: fresh and removed
+    repo.git("checkout", "--", "f.txt")
+    repo.write(".tidegate/config.toml", "[shadow]\npool = true\n")
+    assert repo.run(EDIT).status == "succeeded"
+    assert _pool(repo).name.startswith("tidegate-pool-")

@@ -16,6 +16,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from tidegate.cli.ledger import ledger_app
 from tidegate.cli.render import ProgressPrinter, print_report
 from tidegate.errors import TidegateError, UsageError
 from tidegate.flow.modes import Mode
@@ -34,6 +35,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+app.add_typer(ledger_app, name="ledger")
 
 RepoOpt = Annotated[
     Path, typer.Option("--repo", help="The repository (default: current directory).")

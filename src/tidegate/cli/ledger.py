@@ -1,0 +1,293 @@
+"""``tidegate ledger``: the task ledger commands. Thin: parse, call tidegate.ledger, print.
+
+Exit codes: 0 done; 1 the command ended somewhere a person must look (ship refused, an item
+blocked by a gate or its retry budget, a run that failed, a failing --run check, ``next``
+at a blocker); 2 usage error, malformed file (``file:line: ...``) or illegal transition;
+4 another ledger command holds the task directory.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tidegate.cli.render import ProgressPrinter, print_report
+from tidegate.errors import UsageError
+from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
+from tidegate.ledger import (
+    FailureType,
+    ItemRun,
+    Outcome,
+    Route,
+    RunOptions,
+    TaskState,
+    run_items,
+    status_view,
+)
+from tidegate.ledger import operations as ops
+from tidegate.ledger.next_action import Action
+
+ledger_app = typer.Typer(
+    name="ledger",
+    help="Resumable task loops kept in markdown files: checkpoint, ledger, notes, plan, review.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+TaskArg = Annotated[Path, typer.Argument(help="The task directory.", show_default=False)]
+ItemArg = Annotated[str, typer.Argument(help="The item ID, e.g. T1.", show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (recorded in the files).")]
+FailureOpt = Annotated[
+    FailureType | None, typer.Option("--failure", help="The failure type.", show_default=False)
+]
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True, markup=False)
+
+
+def _finish(outcome: Outcome) -> None:
+    out = _out()
+    for line in outcome.lines:
+        out.print(line)
+    raise typer.Exit(outcome.exit_code)
+
+
+@ledger_app.command()
+def init(
+    task_dir: TaskArg,
+    route: Annotated[Route, typer.Option("--route", help="small, medium, high or epic.")],
+    brief: Annotated[str, typer.Option("--brief", help="What the task is.")],
+    item: Annotated[
+        list[str] | None, typer.Option("--item", help="An item title (repeatable).")
+    ] = None,
+) -> None:
+    """Create the files the route requires, with one ledger item per --item (or the brief)."""
+    _finish(ops.init(task_dir, route, brief, item or []))
+
+
+@ledger_app.command()
+def status(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
+    """Items, stages, budgets and the resume pointer."""
+    state, action = ops.load(task_dir)
+    if as_json:
+        sys.stdout.write(json.dumps(status_view(state, action), indent=2) + "\n")
+        return
+    _print_status(state, action)
+
+
+@ledger_app.command(name="next")
+def next_(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
+    """The next action by the minimal runtime algorithm (exit 1 when a person must act)."""
+    _, action = ops.load(task_dir)
+    if as_json:
+        payload = {"kind": action.kind, "item": action.item, "text": action.text}
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        _out().print(action.text)
+    raise typer.Exit(1 if action.kind in ("blocked", "decide", "promote") else 0)
+
+
+@ledger_app.command()
+def claim(
+    task_dir: TaskArg,
+    item: ItemArg,
+    assignee: Annotated[str | None, typer.Option("--as", help="Who claims it ($USER).")] = None,
+) -> None:
+    """pending -> in_progress. A human gate blocks for a person's decision instead."""
+    _finish(ops.claim(task_dir, item, assignee))
+
+
+@ledger_app.command()
+def record(
+    task_dir: TaskArg,
+    item: ItemArg,
+    evidence: Annotated[
+        list[str] | None,
+        typer.Option("--evidence", help="command:/artifact:/ci:/review:/file: ref (repeatable)."),
+    ] = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Run this check via /bin/sh -c and record it.")
+    ] = None,
+    cwd: Annotated[
+        Path | None, typer.Option("--cwd", help="Where paths resolve and --run runs.")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds for --run.")] = (
+        DEFAULT_VERIFY_TIMEOUT_S
+    ),
+) -> None:
+    """Record evidence for an item (rejected kinds are refused)."""
+    _finish(ops.record(task_dir, item, evidence or [], run, cwd, timeout))
+
+
+@ledger_app.command()
+def done(task_dir: TaskArg, item: ItemArg) -> None:
+    """in_progress -> done, if the attempt has accepted passing evidence."""
+    _finish(ops.done(task_dir, item))
+
+
+@ledger_app.command()
+def requeue(
+    task_dir: TaskArg,
+    item: ItemArg,
+    reason: ReasonOpt,
+    failure: FailureOpt = None,
+    decision: Annotated[
+        str | None, typer.Option("--decision", help="A person's decision (gates, scope).")
+    ] = None,
+) -> None:
+    """Back to pending: a retry (in_progress/done) or a resolved blocker (blocked)."""
+    _finish(ops.requeue(task_dir, item, reason, failure, decision))
+
+
+@ledger_app.command()
+def block(task_dir: TaskArg, item: ItemArg, reason: ReasonOpt, failure: FailureOpt = None) -> None:
+    """-> blocked (default failure: needs_user_decision; the reason is the decision needed)."""
+    _finish(ops.block(task_dir, item, reason, failure))
+
+
+@ledger_app.command()
+def discard(
+    task_dir: TaskArg,
+    item: ItemArg,
+    decision: Annotated[str, typer.Option("--decision", help="Why it leaves the scope.")],
+) -> None:
+    """-> discarded, by an explicit decision (recorded as a D-N line)."""
+    _finish(ops.discard(task_dir, item, decision))
+
+
+@ledger_app.command()
+def route(
+    task_dir: TaskArg,
+    to: Annotated[Route, typer.Option("--to", help="The new route.")],
+    reason: ReasonOpt,
+) -> None:
+    """Promote or demote the route (a route_change decision line; new files as needed)."""
+    _finish(ops.route(task_dir, to, reason))
+
+
+@ledger_app.command()
+def ship(
+    task_dir: TaskArg,
+    milestone: Annotated[
+        str | None, typer.Option("--milestone", help="Epic: the milestone to ship.")
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Recorded with the decision.")] = "",
+) -> None:
+    """Ship, or name everything that is missing (exit 1)."""
+    _finish(ops.ship(task_dir, milestone, reason))
+
+
+@ledger_app.command(name="run")
+def run_(
+    task_dir: TaskArg,
+    repo: Annotated[Path, typer.Option("--repo", help="The repository (default: .).")] = Path("."),
+    planner: Annotated[
+        str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
+    ] = "structured",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model-driven planning (not available yet).")
+    ] = None,
+    verify: Annotated[
+        str | None, typer.Option("--verify", help="Overrides the item's 'Verify:' line.")
+    ] = None,
+    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1, max=20)] = 3,
+    verify_timeout: Annotated[float, typer.Option("--verify-timeout", min=1)] = (
+        DEFAULT_VERIFY_TIMEOUT_S
+    ),
+    all_items: Annotated[
+        bool, typer.Option("--all", help="Keep going while items succeed.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the next pending item as a guarded tidegate run and record its evidence."""
+    if model is not None:
+        raise UsageError(
+            "--model: model-driven planning is not available yet; use --planner structured "
+            "or --planner scripted:PATH"
+        )
+    options = RunOptions(repo, planner, verify, max_attempts, verify_timeout)
+    observer = None if as_json else ProgressPrinter(Console(stderr=True, highlight=False))
+    runs = run_items(task_dir, options, all_items, observer)
+    _print_runs(runs, as_json)
+    raise typer.Exit(runs[-1].outcome.exit_code)
+
+
+def _print_runs(runs: list[ItemRun], as_json: bool) -> None:
+    if as_json:
+        payload = [
+            {
+                "item": r.item,
+                "exit_code": r.outcome.exit_code,
+                "lines": r.outcome.lines,
+                "report": r.report.model_dump(mode="json") if r.report else None,
+            }
+            for r in runs
+        ]
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    out = _out()
+    for r in runs:
+        if r.report is not None:
+            print_report(Console(highlight=False, soft_wrap=True), r.report)
+        for line in r.outcome.lines:
+            out.print(line)
+
+
+def _print_status(state: TaskState, action: Action) -> None:
+    view = status_view(state, action)
+    out = _out()
+    budget = view["budget"]
+    assert isinstance(budget, dict)
+    loop = budget["loop_iterations"]
+    out.print(f"route {view['route']}   stage {view['stage']} ({view['stage_status']})")
+    flow = view["flow"]
+    assert isinstance(flow, list)
+    out.print("stages: " + " > ".join(f"[{s}]" if s == view["stage"] else s for s in flow))
+    out.print(f"resume pointer: {view['resume_pointer'] or 'none'}")
+    out.print(f"next action:    {action.text}")
+    out.print(f"latest evidence: {view['latest_evidence'] or 'none'}")
+    out.print(
+        f"retry budget: {budget['retries_per_item']} per item"
+        + (f", {loop} loop iterations" if loop else "")
+    )
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "status", "retries", "assignee", "gate", "blocker", "evidence", "title"):
+        table.add_column(column)
+    for item in state.items:
+        table.add_row(
+            item.id,
+            item.status.value,
+            f"{item.retries}/{budget['retries_per_item']}",
+            item.assignee or "-",
+            item.gate.value if item.gate else "-",
+            _short(item.blocker.render()) if item.blocker else "-",
+            ", ".join(item.evidence) or "-",
+            item.title,
+        )
+    out.print(table)
+    for key, title in (
+        ("re_execution_conditions", "re-execution conditions"),
+        ("promotion_triggers", "promotion triggers"),
+    ):
+        entries = view[key]
+        assert isinstance(entries, list)
+        if entries:
+            out.print(f"{title}:")
+            for entry in entries:
+                out.print(f"  - {entry}")
+    if view["review"]:
+        out.print(f"review verdict: {view['review']}")
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

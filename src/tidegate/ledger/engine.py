@@ -1,0 +1,216 @@
+"""``ledger run``: the next item as a guarded tidegate run, recorded as host-attested evidence.
+
+The objective is the item's title plus the fenced ``tidegate`` edit blocks of its plan
+section, laid out on the same lines as in the plan file, so an error in an edit block is
+reported as ``plan.md:LINE``. The item is claimed only after the objective and the
+repository have been checked. The run's own report becomes the evidence: run id, status,
+final diff SHA-256, verification command and exit code, changed files with their hashes.
+Then the item is done (run succeeded), requeued (failed, within budget, with a changed
+condition) or blocked (conflict, lock, budget, or the same failure again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidegate.errors import ErrorClass, UsageError
+from tidegate.flow.pipeline import PhaseObserver
+from tidegate.flow.report import FlowReport
+from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
+from tidegate.flow.transaction import execute
+from tidegate.ledger.atomic import TaskLock
+from tidegate.ledger.errors import TransitionRefused
+from tidegate.ledger.evidence import Draft, fingerprint
+from tidegate.ledger.model import EvidenceKind, FailureType, Item, PlanSection
+from tidegate.ledger.next_action import next_action, refresh
+from tidegate.ledger.operations import Outcome
+from tidegate.ledger.routes import micro_gates
+from tidegate.ledger.taskdir import Task, load_task, now, save_task
+from tidegate.ledger.transitions import Change, block, claim, done, record, requeue
+from tidegate.planners.objective import parse_objective
+from tidegate.workspace.repo import discover
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    repo: Path
+    planner: str = "structured"
+    verify: str | None = None
+    max_attempts: int = 3
+    verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S
+    assignee: str = "tidegate"
+
+
+@dataclass(frozen=True)
+class ItemRun:
+    item: str | None
+    outcome: Outcome
+    report: FlowReport | None = None
+
+
+def objective_text(item: Item, section: PlanSection | None) -> str:
+    lines = [f"{item.id}: {item.title}"]
+    for first, text in section.edit_blocks if section else ():
+        lines += [""] * max(0, first - 1 - len(lines))
+        lines += text.split("\n")[:-1]
+    return "\n".join(lines) + "\n"
+
+
+def _prepare(task: Task, item: Item, options: RunOptions) -> tuple[str, str, str | None]:
+    """The objective, the name its errors use, and the verify command. Raises before any
+    change if the item cannot run."""
+    state = task.state
+    section = state.plan.get(item.id)
+    source = str(task.dir / state.plan_file)
+    verify = options.verify or (section.verify if section else None)
+    if micro_gates(state.route) and not verify:
+        raise UsageError(
+            f"route {state.route} runs a micro-gate before done: give --verify or a "
+            f"'Verify:' line in the plan section of {item.id}"
+        )
+    text = objective_text(item, section)
+    if options.planner == "structured":
+        if section is None or not section.edit_blocks:
+            where = f"{source}:{section.line}" if section else source
+            raise UsageError(
+                f"{where}: {item.id} has no ```tidegate block of edit blocks for the "
+                "structured planner"
+            )
+        parse_objective(text, source)
+    return text, source, verify
+
+
+def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None = None) -> ItemRun:
+    """Run the item the next action names; stop (exit 1) at a blocker or a person's gate."""
+    with TaskLock(task_dir):
+        task = load_task(task_dir)
+        action = next_action(task.state)
+        if action.kind == "decide" and action.item is not None:
+            return _block_for_decision(task, action.item, options)
+        if action.kind not in ("claim", "continue") or action.item is None:
+            code = 1 if action.kind in ("blocked", "decide", "promote") else 0
+            return ItemRun(None, Outcome([f"nothing to run: {action.text}"], action, code))
+        item = task.state.item(action.item)
+        assert item is not None
+        if action.kind == "continue" and item.assignee != options.assignee:
+            raise UsageError(
+                f"{item.id} is claimed by {item.assignee}; ledger run continues only its own "
+                f"claims (record and finish it, or requeue or block it first)"
+            )
+        objective, source, verify = _prepare(task, item, options)
+        discover(options.repo)
+        if action.kind == "claim":
+            change = claim(task.state, item.id, options.assignee)
+            after = refresh(task.state)
+            save_task(task)
+            if change.stopped:
+                return ItemRun(item.id, Outcome([change.message, f"next: {after.text}"], after, 1))
+        request = RunRequest(
+            repo=options.repo,
+            objective=objective,
+            objective_base=task_dir,
+            objective_source=source,
+            verify=verify,
+            planner=options.planner,
+            max_attempts=options.max_attempts,
+            verify_timeout_s=options.verify_timeout_s,
+        )
+        report = execute(request, observer=observer)
+        task = load_task(task_dir)
+        change = settle(task, item.id, report)
+        after = refresh(task.state)
+        save_task(task)
+    lines = [*change.message.splitlines(), f"next: {after.text}"]
+    return ItemRun(item.id, Outcome(lines, after, 1 if change.stopped else 0), report)
+
+
+def _block_for_decision(task: Task, item_id: str, options: RunOptions) -> ItemRun:
+    """A human gate: claiming it records the block and the decision needed; nothing runs."""
+    change = claim(task.state, item_id, options.assignee)
+    after = refresh(task.state)
+    save_task(task)
+    return ItemRun(item_id, Outcome([change.message, f"next: {after.text}"], after, 1))
+
+
+def run_items(
+    task_dir: Path, options: RunOptions, all_items: bool, observer: PhaseObserver | None = None
+) -> list[ItemRun]:
+    """One item, or (``all_items``) items until one fails or the next action is not a run."""
+    runs = [run_next(task_dir, options, observer)]
+    while all_items and runs[-1].report is not None and runs[-1].outcome.exit_code == 0:
+        action = runs[-1].outcome.action
+        if action is None or action.kind not in ("claim", "continue"):
+            break
+        runs.append(run_next(task_dir, options, observer))
+    return runs
+
+
+def settle(task: Task, item_id: str, report: FlowReport) -> Change:
+    """Record the run as evidence and move the item on according to its outcome."""
+    state = task.state
+    recorded = record(state, item_id, run_evidence(report), now())
+    if report.status == "succeeded":
+        try:
+            moved = done(state, item_id)
+        except TransitionRefused as exc:
+            return Change(f"{recorded.message}\nnot done: {exc}", stopped=True)
+        return Change(f"{recorded.message}\n{moved.message}")
+    what = f"run {report.run_id} {report.status}"
+    if report.status == "conflict":
+        moved = block(
+            state,
+            item_id,
+            f"{what}: apply-back conflict; resolve the .rej files under {report.rejects_dir}",
+            FailureType.NEEDS_USER_DECISION,
+        )
+    elif report.error_class == ErrorClass.RESOURCE_LOCK_ERROR.value:
+        moved = block(state, item_id, f"{what}: {report.message}", FailureType.AGENT_ERROR)
+    else:
+        retryable = report.error_class in {c.value for c in ErrorClass if c.retryable}
+        failure = FailureType.VERIFICATION_FAILED if retryable else FailureType.AGENT_ERROR
+        reason = f"{what}: {report.error_class} in {report.failure_phase}: {report.message[:200]}"
+        try:
+            moved = requeue(state, item_id, reason, failure)
+        except TransitionRefused:
+            again = f"{what} ({report.error_class} in {report.failure_phase}) failed again with "
+            moved = block(state, item_id, again + "nothing changed since the last retry", failure)
+    return Change(f"{recorded.message}\n{moved.message}", stopped=True)
+
+
+def run_evidence(report: FlowReport) -> Draft:
+    """Host-attested evidence from the run's own report (not from anything a model said)."""
+    verify = report.verify
+    shown = f"`{verify.command}` exit {verify.exit_code}" if verify else "not run"
+    diff = report.diff_sha256 or "none"
+    failure = f" ({report.error_class} in {report.failure_phase})" if report.error_class else ""
+    ref = f"run {report.run_id} {report.status}{failure}; diff sha256 {diff[:12]}; verify {shown}"
+    detail = [
+        "- recorded by tidegate from the run report (host-attested)",
+        f"- run id: {report.run_id} (T0 {report.t0_ref or 'none'} = {report.t0_commit or '-'})",
+        f"- status: {report.status} after {report.attempts} attempt(s): {report.message}",
+        f"- planner: {report.planner}",
+        f"- final diff sha256: {diff}",
+        f"- verify: {shown}" + (" (timed out)" if verify and verify.timed_out else ""),
+        *(
+            f"- changed: {f.path} ({f.action}) {f.before_sha256 or 'none'} -> {f.after_sha256 or 'none'}"
+            for f in report.changed_files
+        ),
+    ]
+    if report.rejects_dir:
+        detail.append(f"- rejects: {report.rejects_dir}")
+    return Draft(
+        EvidenceKind.RUN,
+        report.status == "succeeded",
+        ref,
+        fingerprint(
+            "run",
+            report.status,
+            report.error_class or "",
+            diff,
+            verify.command if verify else "",
+            str(verify.exit_code) if verify else "",
+            report.planner,
+        ),
+        tuple(detail),
+    )

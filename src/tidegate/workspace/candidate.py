@@ -8,6 +8,7 @@ reproduce exactly T1 in the shadow.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from tidegate.errors import ErrorClass, GitError, PhaseError
@@ -15,11 +16,18 @@ from tidegate.git import IDENTITY, Git
 from tidegate.planners.base import Proposal
 
 
-def build_candidate(git: Git, t0_commit: str, proposal: Proposal, index_file: Path) -> str:
-    """Return the tree id of T0 + proposal. Raises AST_VALIDATION_ERROR if it cannot apply."""
+def build_candidate(
+    git: Git, t0_commit: str, proposal: Proposal, index_file: Path, t0_index: Path | None = None
+) -> str:
+    """Return the tree id of T0 + proposal. Raises AST_VALIDATION_ERROR if it cannot apply.
+
+    ``t0_index``, an index already holding T0, saves reading the whole tree again."""
     env = {"GIT_INDEX_FILE": str(index_file), **IDENTITY}
     index_file.unlink(missing_ok=True)
-    git.run("read-tree", t0_commit, env=env)
+    if t0_index is not None and t0_index.exists():
+        shutil.copyfile(t0_index, index_file)
+    else:
+        git.run("read-tree", t0_commit, env=env)
     if proposal.diff and proposal.diff.strip():
         diff = proposal.diff if proposal.diff.endswith("\n") else proposal.diff + "\n"
         try:

@@ -9,7 +9,8 @@ import tempfile
 from pathlib import Path
 
 from tidegate.errors import GitError
-from tidegate.git import IDENTITY, Git
+from tidegate.git import Git
+from tidegate.workspace.changes import PathChange
 from tidegate.workspace.repo import Repository
 
 SHADOW_PREFIX = "tidegate-shadow-"
@@ -66,14 +67,44 @@ class ShadowWorktree:
             raise
         return cls(repo, path, t0_commit)
 
-    def stage_paths(self, paths: list[str]) -> str:
-        """Record exactly ``paths`` (adds, edits, deletions) in the shadow's index and return
-        the resulting tree. Only the named paths are examined, so the cost does not grow
-        with the repository; paths that exist nowhere are ignored."""
-        if paths:
-            payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-            self.git.run("update-index", "--add", "--remove", "-z", "--stdin", input=payload)
-        return self.git.out("write-tree", env=IDENTITY)
+    def mismatched_paths(self, changes: list[PathChange]) -> list[str]:
+        """Changed paths whose content or mode in the shadow is not the candidate's.
+
+        Hashes only those paths (as ``git hash-object`` would, filters included) and never
+        writes the shadow's index, so the cost does not grow with the repository."""
+        regular = [c for c in changes if c.after is not None and c.after.is_regular]
+        hashes = self._hash_files([c.path for c in regular])
+        wrong: list[str] = []
+        for change in changes:
+            full = self.path / change.path
+            after = change.after
+            if after is None:
+                if os.path.lexists(full):
+                    wrong.append(change.path)
+            elif after.mode == "120000":
+                target = os.fsencode(os.readlink(full)) if os.path.islink(full) else None
+                if target is None or self._blob_id(target) != after.blob:
+                    wrong.append(change.path)
+            elif after.is_regular:
+                executable = os.path.isfile(full) and os.access(full, os.X_OK)
+                if hashes.get(change.path) != after.blob or executable != after.executable:
+                    wrong.append(change.path)
+        return wrong
+
+    def _blob_id(self, data: bytes) -> str:
+        return self.git.run("hash-object", "--stdin", "--no-filters", input=data).text.strip()
+
+    def _hash_files(self, paths: list[str]) -> dict[str, str]:
+        present = [p for p in paths if os.path.isfile(self.path / p) and "\n" not in p]
+        out: dict[str, str] = {}
+        if present:
+            listing = "".join(p + "\n" for p in present).encode("utf-8", "surrogateescape")
+            ids = self.git.run("hash-object", "--stdin-paths", input=listing).text.split()
+            out.update(zip(present, ids, strict=True))
+        for p in paths:
+            if p not in out and os.path.isfile(self.path / p):
+                out[p] = self.git.out("hash-object", "--", p)
+        return out
 
     def reset(self) -> None:
         """Back to T0, whatever state the last attempt left (conflicts, untracked files)."""

@@ -26,6 +26,9 @@ class T0Snapshot:
     """Commit whose tree is the work tree at T0 (tracked + untracked-not-ignored), parent HEAD."""
     index_tree: str | None
     """Tree of the staged state at T0; None while the index has unresolved conflicts."""
+    index_file: Path | None = None
+    """A scratch index holding exactly the T0 tree (with its cached trees): a cheap starting
+    point for candidate indexes, instead of reading 'T0' into an empty one."""
 
     @property
     def ref(self) -> str:
@@ -51,7 +54,9 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
     commit = git.out(
         "commit-tree", tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
     )
-    snapshot = T0Snapshot(run_id=run_id, head=repo.head, commit=commit, index_tree=index_tree)
+    snapshot = T0Snapshot(
+        run_id=run_id, head=repo.head, commit=commit, index_tree=index_tree, index_file=temp_index
+    )
     git.run("update-ref", snapshot.ref, commit, "")
     if index_tree is not None:
         staged = git.out(
@@ -64,7 +69,6 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
             env=env,
         )
         git.run("update-ref", f"{REF_PREFIX}/{run_id}/index", staged, "")
-    temp_index.unlink(missing_ok=True)
     return snapshot
 
 

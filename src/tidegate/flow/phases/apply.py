@@ -10,28 +10,29 @@ from tidegate.workspace.fs import LocalFS, creation_mode
 
 
 def apply(state: RunState) -> str:
-    """Bring the shadow to the candidate tree: ``git apply --3way`` for the diff, a
-    three-way ``git merge-file`` for whole-file edits; then check the shadow now holds
-    exactly the validated candidate."""
+    """Bring the shadow to the candidate tree: ``git apply`` for the diff (``--3way`` if the
+    plain apply is refused), a three-way ``git merge-file`` for whole-file edits; then check
+    that every changed path of the shadow holds exactly the validated candidate's content."""
     proposal = state.attempt.proposal
     assert proposal is not None and state.attempt.candidate_tree is not None
     shadow = state.shadow
     if proposal.diff and proposal.diff.strip():
-        diff = proposal.diff if proposal.diff.endswith("\n") else proposal.diff + "\n"
-        try:
-            shadow.git.run(
-                "apply",
-                "--3way",
-                "--whitespace=nowarn",
-                "-",
-                input=diff.encode("utf-8", "surrogateescape"),
-            )
-        except GitError as exc:
-            raise PhaseError(
-                ErrorClass.AST_VALIDATION_ERROR,
-                "the diff did not apply in the shadow",
-                exc.stderr,
-            ) from exc
+        diff = (proposal.diff if proposal.diff.endswith("\n") else proposal.diff + "\n").encode(
+            "utf-8", "surrogateescape"
+        )
+        # Work tree only: writing the shadow's index would make git re-read every file the
+        # checkout wrote in the same second ("racily clean"), which on a large repository
+        # costs more than everything else APPLY does.
+        plain = shadow.git.run("apply", "--whitespace=nowarn", "-", input=diff, check=False)
+        if plain.returncode != 0:
+            try:
+                shadow.git.run("apply", "--3way", "--whitespace=nowarn", "-", input=diff)
+            except GitError as exc:
+                raise PhaseError(
+                    ErrorClass.AST_VALIDATION_ERROR,
+                    "the diff did not apply in the shadow",
+                    exc.stderr,
+                ) from exc
     fs = LocalFS(shadow.path)
     for edit in proposal.edits:
         if edit.content is None:
@@ -41,14 +42,14 @@ def apply(state: RunState) -> str:
         content = _merged_content(state, edit.path, edit.content)
         mode = creation_mode(edit.executable)
         fs.write_file(edit.path, content, mode, f".tidegate-apply-{os.getpid()}")
-    tree = shadow.stage_paths([c.path for c in state.attempt.changes])
-    if tree != state.attempt.candidate_tree:
+    mismatched = shadow.mismatched_paths(state.attempt.changes)
+    if mismatched:
         raise PhaseError(
             ErrorClass.UNKNOWN,
-            f"the shadow holds tree {tree[:12]}, not the validated candidate "
-            f"{state.attempt.candidate_tree[:12]}",
+            f"the shadow does not hold the validated candidate {state.attempt.candidate_tree[:12]} "
+            f"at {', '.join(mismatched[:5])}",
         )
-    return f"shadow at candidate tree {tree[:12]}"
+    return f"shadow holds the candidate tree {state.attempt.candidate_tree[:12]}"
 
 
 def _merged_content(state: RunState, path: str, theirs: bytes) -> bytes:

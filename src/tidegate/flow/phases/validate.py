@@ -26,13 +26,17 @@ def validate(state: RunState) -> str:
             )
     index_file = state.scratch / f"candidate-{state.attempt.number}.index"
     try:
-        tree = build_candidate(git, state.snapshot.commit, proposal, index_file)
+        tree = build_candidate(
+            git, state.snapshot.commit, proposal, index_file, state.snapshot.index_file
+        )
     except PhaseError as exc:
         if not proposal.diff or not exc.git_stderr:
             raise
         proposal, relaxed = relax_diff(proposal, state.tree, exc.git_stderr)
         notes += relaxed
-        tree = build_candidate(git, state.snapshot.commit, proposal, index_file)
+        tree = build_candidate(
+            git, state.snapshot.commit, proposal, index_file, state.snapshot.index_file
+        )
     state.attempt.proposal = proposal  # APPLY reproduces exactly what is judged here
     state.attempt.relaxations = notes
     state.notes.extend(f"attempt {state.attempt.number}: {note}" for note in notes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,18 +20,16 @@ from rich.table import Table
 from tidegate.cli.render import ProgressPrinter, print_report
 from tidegate.errors import UsageError
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.ledger import (
-    FailureType,
-    ItemRun,
-    Outcome,
-    Route,
-    RunOptions,
-    TaskState,
-    run_items,
-    status_view,
-)
-from tidegate.ledger import operations as ops
-from tidegate.ledger.next_action import Action
+from tidegate.ledger.model import FailureType, Route
+
+if TYPE_CHECKING:
+    from tidegate.ledger.engine import ItemRun
+    from tidegate.ledger.model import TaskState
+    from tidegate.ledger.next_action import Action
+    from tidegate.ledger.operations import Outcome
+
+# The ledger's operations and engine are imported by the commands that use them, so that
+# starting `tidegate run` does not pay for them.
 
 ledger_app = typer.Typer(
     name="ledger",
@@ -72,12 +70,17 @@ def init(
     ] = None,
 ) -> None:
     """Create the files the route requires, with one ledger item per --item (or the brief)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.init(task_dir, route, brief, item or []))
 
 
 @ledger_app.command()
 def status(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
     """Items, stages, budgets and the resume pointer."""
+    from tidegate.ledger import operations as ops
+    from tidegate.ledger.operations import status_view
+
     state, action = ops.load(task_dir)
     if as_json:
         sys.stdout.write(json.dumps(status_view(state, action), indent=2) + "\n")
@@ -88,6 +91,8 @@ def status(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
 @ledger_app.command(name="next")
 def next_(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
     """The next action by the minimal runtime algorithm (exit 1 when a person must act)."""
+    from tidegate.ledger import operations as ops
+
     _, action = ops.load(task_dir)
     if as_json:
         payload = {"kind": action.kind, "item": action.item, "text": action.text}
@@ -104,6 +109,8 @@ def claim(
     assignee: Annotated[str | None, typer.Option("--as", help="Who claims it ($USER).")] = None,
 ) -> None:
     """pending -> in_progress. A human gate blocks for a person's decision instead."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.claim(task_dir, item, assignee))
 
 
@@ -126,12 +133,16 @@ def record(
     ),
 ) -> None:
     """Record evidence for an item (rejected kinds are refused)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.record(task_dir, item, evidence or [], run, cwd, timeout))
 
 
 @ledger_app.command()
 def done(task_dir: TaskArg, item: ItemArg) -> None:
     """in_progress -> done, if the attempt has accepted passing evidence."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.done(task_dir, item))
 
 
@@ -146,12 +157,16 @@ def requeue(
     ] = None,
 ) -> None:
     """Back to pending: a retry (in_progress/done) or a resolved blocker (blocked)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.requeue(task_dir, item, reason, failure, decision))
 
 
 @ledger_app.command()
 def block(task_dir: TaskArg, item: ItemArg, reason: ReasonOpt, failure: FailureOpt = None) -> None:
     """-> blocked (default failure: needs_user_decision; the reason is the decision needed)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.block(task_dir, item, reason, failure))
 
 
@@ -162,6 +177,8 @@ def discard(
     decision: Annotated[str, typer.Option("--decision", help="Why it leaves the scope.")],
 ) -> None:
     """-> discarded, by an explicit decision (recorded as a D-N line)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.discard(task_dir, item, decision))
 
 
@@ -172,6 +189,8 @@ def route(
     reason: ReasonOpt,
 ) -> None:
     """Promote or demote the route (a route_change decision line; new files as needed)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.route(task_dir, to, reason))
 
 
@@ -184,6 +203,8 @@ def ship(
     reason: Annotated[str, typer.Option("--reason", help="Recorded with the decision.")] = "",
 ) -> None:
     """Ship, or name everything that is missing (exit 1)."""
+    from tidegate.ledger import operations as ops
+
     _finish(ops.ship(task_dir, milestone, reason))
 
 
@@ -210,6 +231,8 @@ def run_(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the next pending item as a guarded tidegate run and record its evidence."""
+    from tidegate.ledger.engine import RunOptions, run_items
+
     if model is not None:
         raise UsageError(
             "--model: model-driven planning is not available yet; use --planner structured "
@@ -244,6 +267,8 @@ def _print_runs(runs: list[ItemRun], as_json: bool) -> None:
 
 
 def _print_status(state: TaskState, action: Action) -> None:
+    from tidegate.ledger.operations import status_view
+
     view = status_view(state, action)
     out = _out()
     budget = view["budget"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tidegate.config import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
-from tidegate.feedback.classify import Diagnosis
 from tidegate.flow.report import AppliedFile, AttemptEvent, ChangedFile
 from tidegate.flow.request import RunRequest
 from tidegate.planners.base import Finding, Plan, Planner, Proposal
@@ -18,6 +18,9 @@ from tidegate.workspace.fs import LocalFS, WorkspaceFS
 from tidegate.workspace.repo import Repository
 from tidegate.workspace.shadow import ShadowWorktree
 from tidegate.workspace.snapshot import T0Snapshot
+
+if TYPE_CHECKING:
+    from tidegate.feedback.classify import Diagnosis
 
 
 class ShadowTreeView:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tidegate.feedback import diagnose
 from tidegate.flow.phases.planning import _request
 from tidegate.flow.phases.verify import run_verify
 from tidegate.flow.state import RunState
@@ -20,6 +19,8 @@ def review(state: RunState) -> str:
         if result.ok:
             state.notes.append(f"review: `{command}` passes at T0")
         else:
+            from tidegate.feedback import diagnose  # loaded only when a check failed
+
             diag = diagnose(command, result, root=state.shadow.path)
             findings.append(Finding(f"`{command}`: {diag.summary}", source="verify"))
             findings.extend(

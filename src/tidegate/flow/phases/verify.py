@@ -7,7 +7,6 @@ import shlex
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
-from tidegate.feedback import diagnose, estimate_tokens
 from tidegate.flow.modes import Mode
 from tidegate.flow.state import RunState
 from tidegate.git import scrubbed_env
@@ -31,6 +30,8 @@ def verify(state: RunState) -> str:
     result = run_verify(state, command, f"verify-{state.attempt.number}")
     state.attempt.verify = result
     if not result.ok:
+        from tidegate.feedback import diagnose  # loaded only when something failed
+
         # Here, before ROLLBACK resets the shadow: excerpts must show the candidate's lines.
         diag = diagnose(command, result, root=state.shadow.path)
         state.attempt.diagnosis = diag
@@ -110,4 +111,5 @@ def shrink(state: RunState) -> str:
     state.feedback.append(text)
     attempt.feedback_chars = len(text)
     focus = f"; focus on {len(state.focus_files)} file(s)" if state.focus_files else ""
-    return f"~{estimate_tokens(text)} tokens of feedback for the next attempt{focus}"
+    tokens = (len(text) + 3) // 4  # the same estimate as tidegate.feedback.estimate_tokens
+    return f"~{tokens} tokens of feedback for the next attempt{focus}"

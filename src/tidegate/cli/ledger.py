@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,11 +20,12 @@ from rich.table import Table
 from tidegate.cli.render import ProgressPrinter, print_report
 from tidegate.errors import UsageError
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.ledger.model import FailureType, Route
 
 if TYPE_CHECKING:
+    from enum import Enum
+
     from tidegate.ledger.engine import ItemRun
-    from tidegate.ledger.model import TaskState
+    from tidegate.ledger.model import FailureType, Route, TaskState
     from tidegate.ledger.next_action import Action
     from tidegate.ledger.operations import Outcome
 
@@ -45,8 +46,38 @@ ItemArg = Annotated[str, typer.Argument(help="The item ID, e.g. T1.", show_defau
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (recorded in the files).")]
 FailureOpt = Annotated[
-    FailureType | None, typer.Option("--failure", help="The failure type.", show_default=False)
+    str | None,
+    typer.Option(
+        "--failure",
+        help="verification_failed, review_blocked, scope_drift, needs_user_decision or agent_error.",
+        show_default=False,
+    ),
 ]
+
+
+def _choice(enum: type[Enum], value: str, option: str) -> Any:
+    """An option value as the ledger's enum; a bad one is a usage error naming the choices."""
+    try:
+        return enum(value)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in enum)
+        raise UsageError(f"{option}: {value!r} is not one of {choices}") from None
+
+
+def _route(value: str, option: str) -> Route:
+    from tidegate.ledger.model import Route
+
+    route: Route = _choice(Route, value, option)
+    return route
+
+
+def _failure(value: str | None) -> FailureType | None:
+    from tidegate.ledger.model import FailureType
+
+    if value is None:
+        return None
+    failure: FailureType = _choice(FailureType, value, "--failure")
+    return failure
 
 
 def _out() -> Console:
@@ -63,7 +94,7 @@ def _finish(outcome: Outcome) -> None:
 @ledger_app.command()
 def init(
     task_dir: TaskArg,
-    route: Annotated[Route, typer.Option("--route", help="small, medium, high or epic.")],
+    route: Annotated[str, typer.Option("--route", help="small, medium, high or epic.")],
     brief: Annotated[str, typer.Option("--brief", help="What the task is.")],
     item: Annotated[
         list[str] | None, typer.Option("--item", help="An item title (repeatable).")
@@ -72,7 +103,7 @@ def init(
     """Create the files the route requires, with one ledger item per --item (or the brief)."""
     from tidegate.ledger import operations as ops
 
-    _finish(ops.init(task_dir, route, brief, item or []))
+    _finish(ops.init(task_dir, _route(route, "--route"), brief, item or []))
 
 
 @ledger_app.command()
@@ -159,7 +190,7 @@ def requeue(
     """Back to pending: a retry (in_progress/done) or a resolved blocker (blocked)."""
     from tidegate.ledger import operations as ops
 
-    _finish(ops.requeue(task_dir, item, reason, failure, decision))
+    _finish(ops.requeue(task_dir, item, reason, _failure(failure), decision))
 
 
 @ledger_app.command()
@@ -167,7 +198,7 @@ def block(task_dir: TaskArg, item: ItemArg, reason: ReasonOpt, failure: FailureO
     """-> blocked (default failure: needs_user_decision; the reason is the decision needed)."""
     from tidegate.ledger import operations as ops
 
-    _finish(ops.block(task_dir, item, reason, failure))
+    _finish(ops.block(task_dir, item, reason, _failure(failure)))
 
 
 @ledger_app.command()
@@ -185,13 +216,13 @@ def discard(
 @ledger_app.command()
 def route(
     task_dir: TaskArg,
-    to: Annotated[Route, typer.Option("--to", help="The new route.")],
+    to: Annotated[str, typer.Option("--to", help="small, medium, high or epic.")],
     reason: ReasonOpt,
 ) -> None:
     """Promote or demote the route (a route_change decision line; new files as needed)."""
     from tidegate.ledger import operations as ops
 
-    _finish(ops.route(task_dir, to, reason))
+    _finish(ops.route(task_dir, _route(to, "--to"), reason))
 
 
 @ledger_app.command()

@@ -9,78 +9,37 @@ item), ``implementation-notes.md`` (decisions, failures, evidence), ``plan.md`` 
 route, ``roadmap.md``. Formats: docs/ledger.md.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tidegate.ledger.engine import ItemRun, RunOptions, run_items, run_next
-    from tidegate.ledger.errors import (
-        EvidenceRejected,
-        LedgerFormatError,
-        LedgerLockedError,
-        TransitionRefused,
-    )
-    from tidegate.ledger.model import FailureType, Gate, ItemStatus, Route, StageStatus, TaskState
-    from tidegate.ledger.next_action import Action, next_action
-    from tidegate.ledger.operations import (
-        Outcome,
-        block,
-        claim,
-        discard,
-        done,
-        init,
-        load,
-        record,
-        requeue,
-        route,
-        ship,
-        status_view,
-    )
-    from tidegate.ledger.transitions import EDGES
-
-# Names resolve on first use (PEP 562): importing one ledger module, as the CLI does for its
-# option types, does not load the engine and, through it, the whole flow.
-_WHERE: dict[str, str] = {
-    "Action": "next_action",
-    "EDGES": "transitions",
-    "EvidenceRejected": "errors",
-    "FailureType": "model",
-    "Gate": "model",
-    "ItemRun": "engine",
-    "ItemStatus": "model",
-    "LedgerFormatError": "errors",
-    "LedgerLockedError": "errors",
-    "Outcome": "operations",
-    "Route": "model",
-    "RunOptions": "engine",
-    "StageStatus": "model",
-    "TaskState": "model",
-    "TransitionRefused": "errors",
-    "block": "operations",
-    "claim": "operations",
-    "discard": "operations",
-    "done": "operations",
-    "init": "operations",
-    "load": "operations",
-    "next_action": "next_action",
-    "record": "operations",
-    "requeue": "operations",
-    "route": "operations",
-    "run_items": "engine",
-    "run_next": "engine",
-    "ship": "operations",
-    "status_view": "operations",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tidegate.ledger' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tidegate.ledger.{module}"), name)
-
+from tidegate.ledger.engine import ItemRun, RunOptions, run_items, run_next
+from tidegate.ledger.errors import (
+    EvidenceRejected,
+    LedgerFormatError,
+    LedgerLockedError,
+    TransitionRefused,
+)
+from tidegate.ledger.model import (
+    FailureType,
+    Gate,
+    ItemStatus,
+    Route,
+    StageStatus,
+    TaskState,
+)
+from tidegate.ledger.next_action import Action, next_action
+from tidegate.ledger.operations import (
+    Outcome,
+    block,
+    claim,
+    discard,
+    done,
+    init,
+    load,
+    record,
+    requeue,
+    route,
+    ship,
+    status_view,
+)
+from tidegate.ledger.transitions import EDGES
 
 __all__ = [
     "EDGES",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +24,8 @@ from tidegate.flow.modes import Mode
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.recovery import recover_repository
+from tidegate.store import RunStore, repository_store, resolve_state_root
+from tidegate.workspace.repo import discover
 
 EXIT_USAGE = 2
 
@@ -59,6 +62,13 @@ TimeoutOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final report as JSON.")]
 KeepOpt = Annotated[bool, typer.Option("--keep-shadow", help="Keep the shadow worktree.")]
+StateRootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--state-root",
+        help="Where run records are kept (default: $TIDEGATE_STATE_ROOT or the user state dir).",
+    ),
+]
 WarmOpt = Annotated[
     bool,
     typer.Option("--warm-shadow", help="Reuse and keep this repository's warm shadow (faster)."),
@@ -89,26 +99,45 @@ def _objective(
         raise UsageError(f"--objective-file {objective_file}: not UTF-8 text") from exc
 
 
+def _store(repo: Path, state_root: str | None) -> RunStore:
+    """The repository's run store, after validating the state root (before any run)."""
+    found = discover(repo)
+    root = resolve_state_root(state_root, found.root)
+    return RunStore(repository_store(root, found.common_dir, found.root.name) / "runs.sqlite3")
+
+
 def _run(
     mode: Mode,
     objective: str | None,
     objective_file: Path | None,
     as_json: bool,
+    state_root: str | None,
     **fields: Any,
 ) -> None:
-    """Build the request (``fields`` are RunRequest fields), run it, render, exit."""
+    """Build the request (``fields`` are RunRequest fields), run it, record it, render, exit."""
     text, base, source = _objective(objective, objective_file, required=mode is not Mode.REVIEW)
     request = RunRequest(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
+    store = _store(request.repo, state_root)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     observer = None if as_json else ProgressPrinter(err)
     report = execute(request, observer=observer)
+    code = report.exit_code
+    try:
+        store.record(report)
+    except (sqlite3.Error, OSError) as exc:
+        err.print(
+            f"tidegate: error: PERSISTENCE_ERROR: run {report.run_id} ended {report.status} "
+            f"but could not be recorded in {store.path}: {exc}",
+            markup=False,
+        )
+        code = 1
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
         print_report(Console(highlight=False, soft_wrap=True), report)
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -123,6 +152,7 @@ def run(
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
     warm_shadow: WarmOpt = False,
+    state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Propose, verify in a shadow worktree, and merge the change back as unstaged edits."""
@@ -131,6 +161,7 @@ def run(
         objective,
         objective_file,
         as_json,
+        state_root,
         repo=repo,
         verify=verify,
         planner=planner,
@@ -150,6 +181,7 @@ def review(
     planner: PlannerOpt = "structured",
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     warm_shadow: WarmOpt = False,
+    state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Review only: run the checks in a shadow and report findings. Changes nothing."""
@@ -158,6 +190,7 @@ def review(
         objective,
         objective_file,
         as_json,
+        state_root,
         repo=repo,
         verify=verify,
         planner=planner,
@@ -178,6 +211,7 @@ def debug(
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
     warm_shadow: WarmOpt = False,
+    state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Review and analyse first, then run the patch cycle."""
@@ -186,6 +220,7 @@ def debug(
         objective,
         objective_file,
         as_json,
+        state_root,
         repo=repo,
         verify=verify,
         planner=planner,
@@ -220,6 +255,64 @@ def recover(
         for path in summary.removed_shadows:
             out.print(f"removed stale shadow {path}", markup=False)
     raise typer.Exit(0 if summary.clean else 1)
+
+
+@app.command()
+def runs(
+    repo: RepoOpt = Path("."),
+    state_root: StateRootOpt = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many, newest first.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """List this repository's recorded runs, newest first."""
+    store = _store(repo, state_root)
+    stored = store.runs(limit)
+    if as_json:
+        rows = [
+            {
+                "run_id": r.run_id,
+                "mode": r.mode,
+                "status": r.status,
+                "error_class": r.error_class,
+                "attempts": r.attempts,
+                "duration_s": r.duration_s,
+            }
+            for r in stored
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    out = Console(highlight=False, soft_wrap=True)
+    if not stored:
+        out.print("no recorded runs")
+    for r in stored:
+        failure = f" {r.error_class}" if r.error_class else ""
+        out.print(
+            f"{r.run_id}  {r.mode:<6} {r.status:<9}{failure}  {r.attempts} attempt(s)  "
+            f"{r.duration_s:.1f}s",
+            markup=False,
+        )
+
+
+@app.command()
+def read(
+    run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+    repo: RepoOpt = Path("."),
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a recorded run's report (nothing is changed)."""
+    stored = _store(repo, state_root).get(run_id)
+    if as_json:
+        sys.stdout.write(stored.report.model_dump_json(indent=2) + "\n")
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        for event in stored.report.phases:
+            out.print(
+                f"  attempt {event.attempt} {event.phase:<15} {event.status:<6} "
+                f"{event.duration_ms:>9.1f} ms  {event.detail}",
+                markup=False,
+            )
+        print_report(out, stored.report)
 
 
 def _terminate(signum: int, frame: object) -> None:

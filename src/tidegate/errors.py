@@ -98,5 +98,3 @@ class PhaseError(TidegateError):
         self.message = message
         self.feedback = feedback or message
         self.retryable = error_class.retryable if retryable is None else retryable
-        self.git_stderr: str | None = None
-        """Set when git refused a proposal, so a caller can try a tolerant fallback."""

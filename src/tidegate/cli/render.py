@@ -10,7 +10,7 @@ from rich.table import Table
 from tidegate.flow.modes import Phase
 from tidegate.flow.report import FlowReport, PhaseEvent
 
-_MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]", "skipped": "[dim]-[/dim]"}
+_MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]"}
 
 
 class ProgressPrinter:

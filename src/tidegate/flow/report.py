@@ -41,7 +41,7 @@ class PhaseEvent(_Model):
     attempt: int
     phase: str
     effect: str
-    status: Literal["ok", "failed", "skipped"]
+    status: Literal["ok", "failed"]
     duration_ms: float
     detail: str = ""
     error_class: str | None = None

@@ -56,7 +56,6 @@ class AttemptState:
     error: PhaseError | None = None
     failed_phase: str | None = None
     feedback_chars: int = 0
-    relaxations: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -145,9 +145,6 @@ class RunStore:
             raise UsageError(f"no recorded run {run_id!r} for this repository")
         return _stored(row)
 
-    def integrity(self) -> str:
-        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
-
     def close(self) -> None:
         self._db.close()
 

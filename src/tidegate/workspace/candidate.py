@@ -16,6 +16,19 @@ from tidegate.git import IDENTITY, Git
 from tidegate.planners.base import Proposal
 
 
+class DiffRefused(PhaseError):
+    """``git apply`` refused the proposal's diff; ``stderr`` says why. VALIDATE may still
+    apply it tolerantly."""
+
+    def __init__(self, stderr: str) -> None:
+        super().__init__(
+            ErrorClass.AST_VALIDATION_ERROR,
+            "the proposed diff does not apply to T0",
+            f"The diff does not apply to the repository at T0. git said:\n{stderr.strip()}",
+        )
+        self.stderr = stderr
+
+
 def build_candidate(
     git: Git, t0_commit: str, proposal: Proposal, index_file: Path, t0_index: Path | None = None
 ) -> str:
@@ -41,13 +54,7 @@ def build_candidate(
                 input=diff.encode("utf-8", "surrogateescape"),
             )
         except GitError as exc:
-            error = PhaseError(
-                ErrorClass.AST_VALIDATION_ERROR,
-                "the proposed diff does not apply to T0",
-                f"The diff does not apply to the repository at T0. git said:\n{exc.stderr.strip()}",
-            )
-            error.git_stderr = exc.stderr
-            raise error from exc
+            raise DiffRefused(exc.stderr) from exc
     entries: list[bytes] = []
     for edit in proposal.edits:
         raw_path = edit.path.encode("utf-8", "surrogateescape")

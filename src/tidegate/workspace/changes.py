@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 from tidegate.git import Git
 
-ZERO = "0" * 40
-
 
 @dataclass(frozen=True)
 class Version:

@@ -9,7 +9,7 @@ from tidegate.validate.comments import objective_allows_comment_changes, rewritt
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff
 from tidegate.validate.policy import change_stats, check_change
 from tidegate.validate.syntax import check_change as check_new_contents
-from tidegate.workspace.candidate import build_candidate
+from tidegate.workspace.candidate import DiffRefused, build_candidate
 from tidegate.workspace.changes import PathChange, diff_trees
 
 
@@ -29,16 +29,13 @@ def validate(state: RunState) -> str:
         tree = build_candidate(
             git, state.snapshot.commit, proposal, index_file, state.snapshot.index_file
         )
-    except PhaseError as exc:
-        if not proposal.diff or not exc.git_stderr:
-            raise
-        proposal, relaxed = relax_diff(proposal, state.tree, exc.git_stderr)
+    except DiffRefused as exc:
+        proposal, relaxed = relax_diff(proposal, state.tree, exc.stderr)
         notes += relaxed
         tree = build_candidate(
             git, state.snapshot.commit, proposal, index_file, state.snapshot.index_file
         )
     state.attempt.proposal = proposal  # APPLY reproduces exactly what is judged here
-    state.attempt.relaxations = notes
     state.notes.extend(f"attempt {state.attempt.number}: {note}" for note in notes)
     changes = diff_trees(git, state.snapshot.commit, tree)
     if not changes:

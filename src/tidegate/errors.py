@@ -8,7 +8,12 @@
     ├── RepositoryLockedError another run holds the repository lock (RESOURCE_LOCK_ERROR, exit 4)
     └── PhaseError            a phase of a run failed; carries an ErrorClass
         ├── retryable classes: COMPILATION, LINT, TEST, LOGIC, AST_VALIDATION_ERROR
-        └── terminal classes:  DEPENDENCY_ERROR, RESOURCE_LOCK_ERROR, UNKNOWN, ...
+        └── terminal classes:  DEPENDENCY_ERROR, RESOURCE_LOCK_ERROR, CONFLICT, UNKNOWN,
+                               CONTEXT_BUDGET, PERSISTENCE_ERROR, CAPABILITY_MISMATCH,
+                               UNKNOWN_OUTCOME, APPROVAL_DENIED, CANCELLED
+    ├── PersistenceError      the store did not acknowledge a write (PERSISTENCE_ERROR)
+    ├── CapabilityMismatch    the host lacks a required capability (CAPABILITY_MISMATCH)
+    └── UnknownOutcome        a tool's side effects are unknown; the run ends durably
 
 Errors raised by git or the operating system are translated at the boundary that called
 them (``tidegate.git``, the phases) and re-raised ``from`` the original.
@@ -31,6 +36,17 @@ class ErrorClass(StrEnum):
     RESOURCE_LOCK_ERROR = "RESOURCE_LOCK_ERROR"
     CONFLICT = "CONFLICT"
     UNKNOWN = "UNKNOWN"
+    CONTEXT_BUDGET = "CONTEXT_BUDGET"
+    """The assembled model context cannot fit, even after compaction."""
+    PERSISTENCE_ERROR = "PERSISTENCE_ERROR"
+    """The durable store did not acknowledge a trace flush, checkpoint or final report."""
+    CAPABILITY_MISMATCH = "CAPABILITY_MISMATCH"
+    """The host cannot provide what the run needs (an interpreter, containment, a model)."""
+    UNKNOWN_OUTCOME = "UNKNOWN_OUTCOME"
+    """A tool's side effects are unknown (a throw after dispatch, bad output after a write):
+    the run ends durably and is never retried."""
+    APPROVAL_DENIED = "APPROVAL_DENIED"
+    CANCELLED = "CANCELLED"
 
     @property
     def retryable(self) -> bool:
@@ -98,3 +114,26 @@ class PhaseError(TidegateError):
         self.message = message
         self.feedback = feedback or message
         self.retryable = error_class.retryable if retryable is None else retryable
+
+
+class PersistenceError(TidegateError):
+    """The durable store failed to write or acknowledge a trace flush, checkpoint or report.
+
+    A run that meets this never reports success, even if the underlying write committed.
+    """
+
+    error_class = ErrorClass.PERSISTENCE_ERROR
+
+
+class CapabilityMismatch(TidegateError):
+    """The host cannot provide what the run requires (a published interpreter, required
+    containment, a model capability). Raised before any side effect."""
+
+    error_class = ErrorClass.CAPABILITY_MISMATCH
+
+
+class UnknownOutcome(TidegateError):
+    """A tool's side effects could not be established (an adapter threw after dispatch, or
+    its output failed its schema after a write). Never retried; ends the run durably."""
+
+    error_class = ErrorClass.UNKNOWN_OUTCOME

@@ -34,6 +34,7 @@ def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("TIDEGATE_FAULT", raising=False)
+    monkeypatch.setenv("TIDEGATE_FORBID_MODEL_NETWORK", "1")  # no test may reach a real model
     # Run records go to a per-test state root, never the user's own.
     monkeypatch.setenv("TIDEGATE_STATE_ROOT", str(tmp_path_factory.mktemp("state")))
 

@@ -106,3 +106,20 @@ def test_relative_command_in_an_ignored_dir_gets_a_hint(committed_repo: Repo) ->
     assert report.error_class == "DEPENDENCY_ERROR"
     assert report.attempts == 1
     assert str(committed_repo.root / "build/run-checks") in report.message
+
+
+def test_relative_interpreter_in_a_shared_venv_is_probed(repo: Repo) -> None:
+    """``.venv/bin/python`` (ignored, shared into the shadow) with an editable install of
+    the main tree: the shadow's code must still be what VERIFY imports."""
+    _project(repo)
+    repo.write(".gitignore", ".venv/\n")
+    repo.commit_all()
+    venv = repo.root / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "pkg-editable.pth").write_text(f"{repo.root / 'src'}\n")
+    edit = "edit-file: src/pkg/__init__.py\nreplace: VALUE = 1\nwith: VALUE = 2\n"
+    report = repo.run(edit, verify=VERIFY.format(py=".venv/bin/python", want=2))
+    assert report.status == "succeeded", report.message
+    assert any("editable install" in note for note in report.notes)
+    assert repo.read("src/pkg/__init__.py") == "VALUE = 2\n"

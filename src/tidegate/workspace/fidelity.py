@@ -47,7 +47,7 @@ def python_fidelity(
     command: str, main_root: Path, shadow_root: Path, env: dict[str, str]
 ) -> Fidelity:
     """Detect an editable install of the main work tree for the verify command's Python."""
-    interpreter = find_interpreter(command, env)
+    interpreter = find_interpreter(command, env, base=main_root)
     if interpreter is None:
         return Fidelity()
     probe = _probe(interpreter, env)
@@ -67,8 +67,13 @@ def python_fidelity(
     return Fidelity(interpreter, mains, list(dict.fromkeys(shadow_paths)))
 
 
-def find_interpreter(command: str, env: dict[str, str]) -> str | None:
-    """The Python executable a shell command will run, when it can be told."""
+def find_interpreter(command: str, env: dict[str, str], base: Path | None = None) -> str | None:
+    """The Python executable a shell command will run, when it can be told.
+
+    A relative path (``.venv/bin/python``) is resolved against ``base``, the main work tree:
+    in the shadow it names the main tree's ignored directory, shared read-only, so the main
+    tree's copy is the interpreter that will run.
+    """
     try:
         words = shlex.split(command)
     except ValueError:
@@ -76,7 +81,12 @@ def find_interpreter(command: str, env: dict[str, str]) -> str | None:
     words = [w for w in words if "=" not in w.split("/")[0]]  # skip VAR=value prefixes
     if not words:
         return None
-    exe = shutil.which(words[0], path=env.get("PATH"))
+    first_word = words[0]
+    if "/" in first_word and not os.path.isabs(first_word):
+        if base is None:
+            return None
+        first_word = str(base / first_word)
+    exe = shutil.which(first_word, path=env.get("PATH"))
     if exe is None:
         return None
     name = os.path.basename(exe)

@@ -4,18 +4,23 @@ Everything tidegate does to the main work tree goes through a ``WorkspaceFS``. R
 hands phases a ``ReadOnlyFS`` whose write methods raise ``PermissionError``, so even a
 buggy phase or tool cannot mutate the workspace in a read-only run.
 
-Paths are repository-relative POSIX strings. Every component is checked with ``lstat``:
-a path through a symlink, or any path leaving the root, is refused.
+Paths are repository-relative POSIX strings. Every component is looked at with ``lstat``
+and opened relative to its parent's descriptor with ``O_NOFOLLOW``: a path through a
+symlink, or any path leaving the root, is refused, even if the symlink appears between the
+check and the open.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
+
+from tidegate.workspace.confine import DIR_FLAGS, FILE_READ_FLAGS
 
 Kind = Literal["missing", "file", "symlink", "dir", "other"]
 
@@ -70,90 +75,134 @@ class WorkspaceFS(Protocol):
 
 
 class LocalFS:
-    """Read-write access beneath ``root``, never through symlinks, with atomic writes."""
+    """Read-write access beneath ``root``, never through symlinks, with atomic writes.
+
+    Every component is opened relative to the directory before it with ``O_NOFOLLOW``
+    (see ``tidegate.workspace.confine``), so a symlink swapped in after a check is refused
+    by the open itself instead of being followed.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def _parent_dir(self, parts: list[str], create: bool) -> tuple[Path, list[str]]:
-        """The parent directory of ``parts``; every existing component must be a real dir."""
-        current = self.root
+    def _dirs(self, parts: list[str], create: bool) -> tuple[list[int], list[str]]:
+        """Descriptors of the root and of every directory above ``parts[-1]`` (fewer when
+        one is missing and ``create`` is false), and the directories created. The caller
+        closes the descriptors."""
+        fds = [os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
         created: list[str] = []
-        for i, name in enumerate(parts[:-1]):
-            current = current / name
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                if not create:
-                    return current, created
-                os.mkdir(current)
-                created.append("/".join(parts[: i + 1]))
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
-                raise UnsafePathError(f"{'/'.join(parts[: i + 1])}: {what}")
-        return current, created
+        try:
+            for i, name in enumerate(parts[:-1]):
+                shown = "/".join(parts[: i + 1])
+                try:
+                    st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+                except FileNotFoundError:
+                    if not create:
+                        break
+                    os.mkdir(name, dir_fd=fds[-1])
+                    created.append(shown)
+                    st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode):
+                    what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
+                    raise UnsafePathError(f"{shown}: {what}")
+                try:
+                    fds.append(os.open(name, DIR_FLAGS, dir_fd=fds[-1]))
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise UnsafePathError(f"{shown}: replaced by a symlink") from exc
+                    raise
+        except BaseException:
+            _close_all(fds)
+            raise
+        return fds, created
 
     def read(self, path: str) -> Entry:
         parts = check_relative(path)
-        parent, _ = self._parent_dir(parts, create=False)
-        target = parent / parts[-1]
+        fds, _ = self._dirs(parts, create=False)
         try:
-            st = os.lstat(target)
-        except (FileNotFoundError, NotADirectoryError):
-            return Entry("missing")
-        if stat.S_ISLNK(st.st_mode):
-            return Entry("symlink", os.fsencode(os.readlink(target)))
-        if stat.S_ISDIR(st.st_mode):
-            return Entry("dir")
-        if not stat.S_ISREG(st.st_mode):
-            return Entry("other")
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            return Entry("file", fh.read(), stat.S_IMODE(st.st_mode))
+            if len(fds) < len(parts):
+                return Entry("missing")
+            return _entry_at(fds[-1], parts[-1])
+        finally:
+            _close_all(fds)
 
     def write_file(self, path: str, data: bytes, mode: int, tmp_name: str) -> list[str]:
         """Atomically replace ``path`` (temp file in the same dir + rename). Returns the
         directories it had to create."""
         parts = check_relative(path)
-        parent, created = self._parent_dir(parts, create=True)
-        tmp = parent / tmp_name
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
+        fds, created = self._dirs(parts, create=True)
+        parent = fds[-1]
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-            os.fsync(fd)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(tmp_name, flags, 0o600, dir_fd=parent)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp_name, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
+            os.fsync(parent)
         finally:
-            os.close(fd)
-        os.replace(tmp, parent / parts[-1])
-        _fsync_dir(parent)
+            _close_all(fds)
         return created
 
     def write_symlink(self, path: str, target: bytes, tmp_name: str) -> list[str]:
         parts = check_relative(path)
-        parent, created = self._parent_dir(parts, create=True)
-        tmp = parent / tmp_name
-        os.symlink(target, tmp)
-        os.replace(tmp, parent / parts[-1])
-        _fsync_dir(parent)
+        fds, created = self._dirs(parts, create=True)
+        parent = fds[-1]
+        try:
+            os.symlink(target, os.fsencode(tmp_name), dir_fd=parent)
+            os.replace(tmp_name, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
+            os.fsync(parent)
+        finally:
+            _close_all(fds)
         return created
 
     def remove(self, path: str) -> None:
         """Delete a file or symlink, then any parent directories it leaves empty."""
         parts = check_relative(path)
-        parent, _ = self._parent_dir(parts, create=False)
-        os.unlink(parent / parts[-1])
-        for depth in range(len(parts) - 1, 0, -1):
-            directory = self.root.joinpath(*parts[:depth])
-            try:
-                os.rmdir(directory)
-            except OSError:
-                break
-        _fsync_dir(parent if parent.exists() else self.root)
+        fds, _ = self._dirs(parts, create=False)
+        try:
+            if len(fds) < len(parts):
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory", path)
+            os.unlink(parts[-1], dir_fd=fds[-1])
+            synced = fds[-1]
+            for depth in range(len(parts) - 1, 0, -1):
+                try:
+                    os.rmdir(parts[depth - 1], dir_fd=fds[depth - 1])
+                except OSError:
+                    break
+                synced = fds[depth - 1]
+            os.fsync(synced)
+        finally:
+            _close_all(fds)
+
+
+def _entry_at(dir_fd: int, name: str) -> Entry:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return Entry("missing")
+    if stat.S_ISLNK(st.st_mode):
+        return Entry("symlink", os.fsencode(os.readlink(name, dir_fd=dir_fd)))
+    if stat.S_ISDIR(st.st_mode):
+        return Entry("dir")
+    if not stat.S_ISREG(st.st_mode):
+        return Entry("other")
+    fd = os.open(name, FILE_READ_FLAGS, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return Entry("other")
+        return Entry("file", fh.read(), stat.S_IMODE(st.st_mode))
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 class ReadOnlyFS:
@@ -174,14 +223,6 @@ class ReadOnlyFS:
 
     def remove(self, path: str) -> None:
         raise PermissionError(f"read-only workspace: refusing to delete {path}")
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def creation_mode(executable: bool) -> int:

@@ -12,15 +12,19 @@ silently weakens a limit::
     allow_binary = false
     protected = [".github/workflows/**", ".env*"]
     comment_guard = true
+
+    [tool.tidegate.containment]       # how VERIFY's command is confined
+    mode = "auto"                     # "auto" | "required" | "none"
+    share = [".venv", "node_modules"] # ignored dirs visible read-only in the shadow
 """
 
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tidegate.errors import UsageError
 
@@ -66,11 +70,37 @@ class ShadowConfig(BaseModel):
     with copies of untracked files, stays on disk between runs)."""
 
 
+DEFAULT_SHARED = (".venv", "node_modules")
+
+
+class ContainmentConfig(BaseModel):
+    """How VERIFY's command is contained (see docs/commands.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "required", "none"] = "auto"
+    """auto: bubblewrap when its probe passes, else uncontained (and said so); required:
+    refuse to run the command without it; none: never contain."""
+    share: tuple[str, ...] = DEFAULT_SHARED
+    """Ignored directories of the main work tree made visible read-only in the shadow
+    (relative paths), when they exist there and the shadow lacks them."""
+
+    @field_validator("share")
+    @classmethod
+    def _relative(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parts = PurePosixPath(entry).parts
+            if not parts or entry.startswith("/") or ".." in parts or parts[0] == ".git":
+                raise ValueError(f"{entry!r} is not a relative path inside the work tree")
+        return value
+
+
 class TidegateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
+    containment: ContainmentConfig = Field(default_factory=ContainmentConfig)
 
 
 def load_config(root: Path) -> TidegateConfig:

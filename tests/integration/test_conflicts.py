@@ -356,13 +356,22 @@ def test_cli_conflict_exits_3_with_a_json_report(repo: Repo) -> None:
     repo.commit_all()
     index = repo.index_bytes()
     target = repo.root / "f.txt"
-    # VERIFY runs in the shadow, but reaches the main tree by absolute path: the user's
-    # edit lands while the run is in progress.
+    # VERIFY runs in the shadow, but uncontained it reaches the main tree by absolute path:
+    # the user's edit lands while the run is in progress. (Contained, it cannot: below.)
     verify = f"printf 'x\\n' > {shlex.quote(str(target))}"
     objective = AI_EDIT + "edit-file: g.txt\nreplace: g\nwith: g (tidegate)\n"
 
     res = tidegate_cli(
-        "run", "--repo", str(repo.root), "--objective", objective, "--verify", verify, "--json"
+        "run",
+        "--repo",
+        str(repo.root),
+        "--objective",
+        objective,
+        "--verify",
+        verify,
+        "--containment",
+        "none",
+        "--json",
     )
 
     assert res.returncode == 3, (res.stdout, res.stderr)
@@ -376,3 +385,27 @@ def test_cli_conflict_exits_3_with_a_json_report(repo: Repo) -> None:
     assert repo.read("g.txt") == "g\n"
     assert repo.index_bytes() == index
     assert repo.status() == " M f.txt\n"
+
+
+def test_contained_verify_cannot_write_the_main_tree(repo: Repo) -> None:
+    """Under bubblewrap (the default where it works) the same write is refused: the main
+    work tree is read-only to the verify command, so the run fails and nothing changes."""
+    repo.write("f.txt", LINES)
+    repo.write("g.txt", "g\n")
+    repo.commit_all()
+    state = repo.tree_state(with_mtimes=True)
+    verify = f"printf 'x\\n' > {shlex.quote(str(repo.root / 'f.txt'))}"
+    objective = AI_EDIT + "edit-file: g.txt\nreplace: g\nwith: g (tidegate)\n"
+
+    res = tidegate_cli(
+        "run", "--repo", str(repo.root), "--objective", objective, "--verify", verify,
+        "--containment", "required", "--max-attempts", "1", "--json",
+    )  # fmt: skip
+
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    report = json.loads(res.stdout)
+    assert report["failure_phase"] == "VERIFY"
+    assert report["containment"]["backend"] == "bubblewrap"
+    assert str(repo.root) in report["containment"]["readonly"]
+    assert "Read-only file system" in report["feedback"][0]
+    assert repo.tree_state(with_mtimes=True) == state

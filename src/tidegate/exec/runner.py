@@ -1,30 +1,74 @@
-"""Running a command: direct spawn, a deadline, the whole process group killed on timeout,
-complete output spilled to files and only a bounded tail kept in memory.
+"""Running a command: direct spawn, deadlines, cancellation, bounded output.
 
-A shell string only ever runs through the published interpreter, ``/bin/sh -c``; nothing
-is spawned with an implicit shell.
+A shell string only ever runs through the published interpreter (``host_interpreter()``,
+``/bin/sh -c``); nothing is spawned with an implicit shell. The command gets a new session
+(so it has no controlling terminal and leads its own process group), stdin from
+``/dev/null``, and two pipes that tidegate drains itself:
+
+* each stream keeps only its last ``stdout_limit``/``stderr_limit`` bytes in memory;
+* each stream is spilled to a file up to ``spill_limit`` bytes (the head of the output;
+  the in-memory tail still ends where the output ended). ``stdout_bytes``/``stderr_bytes``
+  say how much the command really wrote, so a cut spill is never mistaken for all of it.
+
+The command stops at the earlier of ``timeout_s`` after the start and the absolute
+``deadline`` (a ``time.monotonic()`` value), or when ``cancel`` is set. Stopping, and
+normal exit too, SIGKILLs the whole process group, so children that outlived the command
+die with it. Under bubblewrap the command's pid namespace dies with bwrap, which catches
+processes that left the group with ``setsid``. Uncontained, such a process escapes the
+group kill: that is the documented gap of containment ``none`` (``stray_output`` tells
+when one still held the output pipes).
+
+A non-zero exit is an ordinary result (``exit_code``); ``exit_code`` is None when the
+command was stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, Literal
+
+from tidegate.errors import UsageError
+from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
+from tidegate.exec.interpreter import host_interpreter
 
 SHELL = ("/bin/sh", "-c")
 TAIL_BYTES = 64 * 1024
+SPILL_BYTES = 128 * 1024 * 1024
+"""Per stream: output beyond this is counted and kept in the tail, but not written."""
+STRAY_GRACE_S = 1.0
+"""How long to keep draining after the process group is dead (pipes held elsewhere)."""
+_CANCEL_POLL_S = 0.02
+_CHUNK = 1 << 20
+_F_SETPIPE_SZ = 1031
+
+StopReason = Literal["timeout", "deadline", "cancelled"]
+
+
+class CwdRefused(UsageError):
+    """A command's working directory is not a directory inside the workspace."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cwd {path!r} refused: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 @dataclass(frozen=True)
 class CommandResult:
     argv: list[str]
+    """The interpreter argv (without the containment launcher)."""
     exit_code: int | None
-    """None when the command was killed at its deadline."""
+    """None when the command was stopped (timeout, deadline, cancellation)."""
     timed_out: bool
     duration_s: float
     stdout_tail: str
@@ -32,11 +76,29 @@ class CommandResult:
     stdout_file: Path
     stderr_file: Path
     stdout_truncated: bool
+    """The tail is not the whole of stdout."""
     stderr_truncated: bool
+    cancelled: bool = False
+    containment: ContainmentReport = field(
+        default_factory=lambda: uncontained("containment not requested")
+    )
+    stop_reason: StopReason | None = None
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    spill_limit: int = SPILL_BYTES
+    stray_output: bool = False
+    """The output pipes were still open after the group was killed (an escaped process)."""
+    launcher: tuple[str, ...] = ()
+    """What ran in front of ``argv`` (the bwrap command line; empty when uncontained)."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and self.stop_reason is None
+
+    @property
+    def spill_truncated(self) -> bool:
+        """The spill files hold only the first ``spill_limit`` bytes of some stream."""
+        return max(self.stdout_bytes, self.stderr_bytes) > self.spill_limit
 
     @property
     def combined_tail(self) -> str:
@@ -44,7 +106,55 @@ class CommandResult:
 
 
 def shell_argv(command: str) -> list[str]:
-    return [*SHELL, command]
+    """The argv that runs a shell string through the host's published interpreter."""
+    return host_interpreter().argv(command)
+
+
+def confine_cwd(workspace: Path, cwd: Path | str) -> Path:
+    """``cwd`` (relative to ``workspace``, or absolute) resolved, symlinks included, to a
+    directory inside ``workspace``; CwdRefused otherwise."""
+    root = os.path.realpath(workspace)
+    target = os.path.realpath(os.path.join(root, cwd))
+    if target != root and not target.startswith(root.rstrip("/") + "/"):
+        raise CwdRefused(str(cwd), f"resolves to {target}, outside the workspace {root}")
+    if not os.path.isdir(target):
+        raise CwdRefused(str(cwd), "not a directory")
+    return Path(target)
+
+
+class _Stream:
+    """One output stream: a bounded tail in memory, a bounded spill on disk."""
+
+    def __init__(self, fh: BinaryIO, tail_limit: int, spill_limit: int) -> None:
+        self.fh = fh
+        self.tail_limit = tail_limit
+        self.spill_limit = spill_limit
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.spill_limit - self.total
+        if room > 0:
+            self.fh.write(data[:room])
+        self.total += len(data)
+        if self.tail_limit <= 0:
+            return
+        if len(data) >= self.tail_limit:
+            self.tail = bytearray(data[-self.tail_limit :])
+            return
+        self.tail += data
+        if len(self.tail) > 2 * self.tail_limit:
+            del self.tail[: -self.tail_limit]
+
+    def text(self) -> tuple[str, bool]:
+        data = bytes(self.tail[-self.tail_limit :]) if self.tail_limit > 0 else b""
+        cut = self.total > len(data)
+        if cut:  # do not start with half a UTF-8 character
+            skip = 0
+            while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
+                skip += 1
+            data = data[skip:]
+        return data.decode("utf-8", "replace"), cut
 
 
 def run_command(
@@ -54,37 +164,67 @@ def run_command(
     spill_dir: Path,
     env: Mapping[str, str] | None = None,
     label: str = "cmd",
+    *,
+    containment: ContainmentPolicy | None = None,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+    stdout_limit: int = TAIL_BYTES,
+    stderr_limit: int = TAIL_BYTES,
+    spill_limit: int = SPILL_BYTES,
+    workspace: Path | None = None,
 ) -> CommandResult:
-    """Run ``argv`` in its own session; on timeout kill the whole process group."""
-    spill_dir.mkdir(parents=True, exist_ok=True)
-    out_path = spill_dir / f"{label}.stdout"
-    err_path = spill_dir / f"{label}.stderr"
+    """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
+
+    ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
+    None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
+    raises CapabilityMismatch before spawning when the policy requires containment and it
+    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``.
+    """
+    argv = list(argv)
+    if workspace is not None:
+        cwd = confine_cwd(workspace, cwd)
     start = time.monotonic()
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            _kill_group(proc.pid)
-            proc.wait()
+    end = start + timeout_s
+    reason: StopReason = "timeout"
+    if deadline is not None and deadline < end:
+        end, reason = deadline, "deadline"
+    with launch(containment, cwd) as sandbox:
+        spill_dir.mkdir(parents=True, exist_ok=True)
+        out_path = spill_dir / f"{label}.stdout"
+        err_path = spill_dir / f"{label}.stderr"
+        with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
+            out = _Stream(out_fh, stdout_limit, spill_limit)
+            err = _Stream(err_fh, stderr_limit, spill_limit)
+            stop: StopReason | None = None
+            stray = False
+            exit_code: int | None = None
+            if cancel is not None and cancel.is_set():
+                stop = "cancelled"
+            elif time.monotonic() >= end:
+                stop = reason
+            else:
+                child_env = None  # inherit, without copying os.environ
+                if env is not None or sandbox.env:
+                    child_env = {**(env if env is not None else os.environ), **sandbox.env}
+                proc = subprocess.Popen(
+                    [*sandbox.prefix, *argv],
+                    cwd=cwd,
+                    env=child_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    bufsize=0,
+                )
+                stop, stray = _supervise(proc, (out, err), end, reason, cancel)
+                exit_code = None if stop else proc.returncode
     duration = time.monotonic() - start
-    out_tail, out_cut = _tail(out_path)
-    err_tail, err_cut = _tail(err_path)
+    out_tail, out_cut = out.text()
+    err_tail, err_cut = err.text()
     return CommandResult(
-        argv=list(argv),
-        exit_code=None if timed_out else proc.returncode,
-        timed_out=timed_out,
+        argv=argv,
+        exit_code=exit_code,
+        timed_out=stop in ("timeout", "deadline"),
         duration_s=duration,
         stdout_tail=out_tail,
         stderr_tail=err_tail,
@@ -92,19 +232,114 @@ def run_command(
         stderr_file=err_path,
         stdout_truncated=out_cut,
         stderr_truncated=err_cut,
+        cancelled=stop == "cancelled",
+        containment=sandbox.report,
+        stop_reason=stop,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        spill_limit=spill_limit,
+        stray_output=stray,
+        launcher=tuple(sandbox.prefix),
     )
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    streams: tuple[_Stream, _Stream],
+    end: float,
+    reason: StopReason,
+    cancel: threading.Event | None,
+) -> tuple[StopReason | None, bool]:
+    """Drain both pipes until the process is gone and the pipes are closed; stop it at
+    ``end`` or on ``cancel``. Returns (why it was stopped, whether a stray kept a pipe)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    pipes = {proc.stdout.fileno(): streams[0], proc.stderr.fileno(): streams[1]}
+    for fd in pipes:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, _F_SETPIPE_SZ, _CHUNK)  # fewer, larger reads
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = _pidfd(proc.pid)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ)
+    stop: StopReason | None = None
+    gone_at: float | None = None
+    stray = False
+    try:
+        while True:
+            now = time.monotonic()
+            if gone_at is None and _exited(proc.pid):
+                gone_at = now
+                _kill_group(proc.pid)  # what the command left running in its group
+                if pidfd is not None:
+                    sel.unregister(pidfd)
+            if gone_at is not None:
+                if not any(fd in pipes for fd in sel.get_map()):
+                    break
+                if now - gone_at > STRAY_GRACE_S:
+                    stray = True
+                    break
+            elif stop is None and cancel is not None and cancel.is_set():
+                stop = "cancelled"
+                _kill_group(proc.pid)
+            elif stop is None and now >= end:
+                stop = reason
+                _kill_group(proc.pid)
+            wait = _wait_time(now, end, gone_at, stop, cancel, pidfd)
+            for key, _ in sel.select(wait):
+                fd = int(key.fd)
+                if fd not in pipes:
+                    continue  # the pidfd: the process exited, handled at the loop's top
+                data = os.read(fd, _CHUNK)
+                if data:
+                    pipes[fd].feed(data)
+                else:
+                    sel.unregister(fd)
+    finally:
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+        _kill_group(proc.pid)
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return stop, stray
+
+
+def _wait_time(
+    now: float,
+    end: float,
+    gone_at: float | None,
+    stop: StopReason | None,
+    cancel: threading.Event | None,
+    pidfd: int | None,
+) -> float:
+    if gone_at is not None:
+        return max(0.0, gone_at + STRAY_GRACE_S - now)
+    if stop is not None or pidfd is None:
+        return _CANCEL_POLL_S  # killed, or no pidfd: poll for the exit
+    wait = max(0.0, end - now)
+    return min(wait, _CANCEL_POLL_S) if cancel is not None else wait
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited, without reaping it: while the zombie holds the pid, the
+    process group id cannot be reused, so killing the group stays safe."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux >= 5.3)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _kill_group(pgid: int) -> None:
     """Kill what is left of the command's process group (children that outlived it too)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-
-
-def _tail(path: Path) -> tuple[str, bool]:
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        if size > TAIL_BYTES:
-            fh.seek(size - TAIL_BYTES)
-        data = fh.read()
-    return data.decode("utf-8", "replace"), size > TAIL_BYTES

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import shlex
+from dataclasses import replace
+from pathlib import Path
 
-from tidegate.errors import ErrorClass, PhaseError
+from tidegate.errors import CapabilityMismatch, ErrorClass, PhaseError
+from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, policy_for, probe
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.flow.modes import Mode
+from tidegate.flow.report import ContainmentOut, SharedDir
 from tidegate.flow.state import RunState
 from tidegate.git import scrubbed_env
 from tidegate.workspace.fidelity import python_fidelity
@@ -62,7 +66,12 @@ def _missing_in_shadow(state: RunState, command: str) -> str | None:
 
 
 def run_verify(state: RunState, command: str, label: str) -> CommandResult:
-    """Run a shell command through the published interpreter in the shadow."""
+    """Run a shell command through the published interpreter in the shadow.
+
+    Contained by default where bubblewrap works: the shadow and private TMPDIR/HOME are
+    writable, the main work tree is read-only, the network is off unless the request
+    allows it. Ignored dependency directories of the main tree are shared read-only.
+    """
     env = scrubbed_env({"TIDEGATE_RUN_ID": state.run_id, "TIDEGATE_SHADOW": str(state.shadow.path)})
     for key in ("GIT_OPTIONAL_LOCKS", "GIT_PAGER", "PAGER", "LC_ALL"):
         # git's safety settings are for tidegate's own git calls, not the user's command.
@@ -70,6 +79,21 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             env[key] = os.environ[key]
         else:
             env.pop(key, None)
+    policy = _policy(state)
+    contained = policy is not None and probe(policy.bwrap).verified
+    if policy is not None and policy.required and not contained:
+        reason = probe(policy.bwrap).reason
+        raise PhaseError(
+            ErrorClass.CAPABILITY_MISMATCH,
+            f"containment is required but {reason}; the verify command was not run",
+            retryable=False,
+        )
+    shared = _share(state, contained)
+    if contained and policy is not None:
+        policy = replace(
+            policy,
+            shares=tuple((Path(s.source), state.shadow.path / s.path) for s in shared),
+        )
     if state.fidelity is None:
         state.fidelity = python_fidelity(command, state.repo.root, state.shadow.path, env)
         if note := state.fidelity.note():
@@ -79,14 +103,97 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
         env["PYTHONPATH"] = os.pathsep.join(
             state.fidelity.pythonpath + ([existing] if existing else [])
         )
-    return run_command(
-        shell_argv(command),
-        cwd=state.shadow.path,
-        timeout_s=state.request.verify_timeout_s,
-        spill_dir=state.scratch / "output",
-        env=env,
-        label=label,
+    try:
+        result = run_command(
+            shell_argv(command),
+            cwd=state.shadow.path,
+            timeout_s=state.request.verify_timeout_s,
+            spill_dir=state.scratch / "output",
+            env=env,
+            label=label,
+            containment=policy,
+            workspace=state.shadow.path,
+        )
+    except CapabilityMismatch as exc:  # refused by the runner itself, before spawning
+        raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
+    _record(state, result.containment, shared)
+    return result
+
+
+def _policy(state: RunState) -> ContainmentPolicy | None:
+    mode = state.request.containment or state.config.containment.mode
+    return policy_for(
+        mode,
+        network=state.request.network,
+        writable=(state.shadow.path,),
+        readonly_overlays=(state.repo.root,),
     )
+
+
+def _share(state: RunState, contained: bool) -> list[SharedDir]:
+    """Make the configured ignored directories of the main tree visible in the shadow,
+    read-only: bubblewrap binds them (returned for the policy); uncontained, a symlink
+    is the only way, and nothing enforces read-only then."""
+    shared: list[SharedDir] = []
+    for rel in state.config.containment.share:
+        source = state.repo.root / rel
+        target = state.shadow.path / rel
+        if not source.is_dir() or not target.parent.is_dir():
+            continue
+        if os.path.islink(target) and os.readlink(target) == str(source):
+            pass  # linked by an earlier attempt that ROLLBACK has not cleaned yet
+        elif os.path.lexists(target) and not _empty_dir(target):
+            continue  # the shadow has its own (tracked, or built by the command)
+        elif not _ignored(state, rel):
+            continue
+        if not contained:
+            if os.path.islink(target):
+                os.unlink(target)
+            elif os.path.isdir(target):
+                os.rmdir(target)
+            os.symlink(source, target)
+        shared.append(
+            SharedDir(path=rel, source=str(source), how="ro-bind" if contained else "symlink")
+        )
+    return shared
+
+
+def _empty_dir(path: Path) -> bool:
+    """An empty directory: a mount point left by an earlier contained run."""
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
+def _ignored(state: RunState, rel: str) -> bool:
+    res = state.repo.git.run("check-ignore", "-q", "--", rel, check=False)
+    return res.returncode == 0
+
+
+def _record(state: RunState, report: ContainmentReport, shared: list[SharedDir]) -> None:
+    state.containment = ContainmentOut(
+        backend=report.backend,
+        verified=report.verified,
+        network=report.network,
+        writable=list(report.writable),
+        readonly=list(report.readonly),
+        private_dirs=list(report.private_dirs),
+        shared=shared,
+        reason=report.reason,
+    )
+    if report.backend == "bubblewrap":
+        note = (
+            "VERIFY ran under bubblewrap: writable only the shadow and a private TMPDIR/HOME, "
+            f"the main work tree read-only, network {'on' if report.network else 'off'}"
+        )
+    else:
+        note = (
+            f"VERIFY ran uncontained ({report.reason}): the command could write anywhere "
+            "you can and reach the network"
+        )
+    if shared:
+        how = "read-only" if report.backend == "bubblewrap" else "by symlink, not enforced"
+        note += f"; shared from the main work tree ({how}): {', '.join(s.path for s in shared)}"
+    if note not in state.notes:
+        state.notes.append(note)
 
 
 def shrink(state: RunState) -> str:

@@ -1,0 +1,295 @@
+"""Process containment for commands: bubblewrap when it demonstrably works, else none.
+
+Containment is reported on its own, separately from the ``cwd`` check: a command whose
+working directory is inside the workspace can still write anywhere its user can, unless a
+backend confines it. Two backends exist:
+
+``bubblewrap``
+    The whole filesystem is bound read-only (``--ro-bind / /``); only the policy's writable
+    paths and a private TMPDIR and HOME made for the call are bound writable. A ``.git``
+    inside a writable path is bound read-only again, and so is every read-only overlay (the
+    main work tree when the command runs in a shadow). Shares make a directory visible
+    read-only at another place (ignored dependencies of the main tree inside the shadow).
+    The command gets its own pid namespace (bwrap is its init, so killing bwrap kills every
+    process in it, even ones that called setsid), no network unless asked for, a minimal
+    ``/dev``, its own ``/proc``, and no capabilities (as root it could otherwise remount
+    ``/`` writable).
+``none``
+    Nothing is confined: the command can write wherever tidegate's user can and reach the
+    network. It is never called sandboxed.
+
+``probe()`` runs bubblewrap once with the same flags and checks from inside that ``/`` is
+read-only, that bwrap is pid 1, that only the loopback interface exists and that no
+capability is effective. A policy with ``required=True`` raises CapabilityMismatch before
+anything is spawned when that probe did not pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from tidegate.errors import CapabilityMismatch
+
+Backend = Literal["bubblewrap", "none"]
+ContainmentMode = Literal["auto", "required", "none"]
+BWRAP_ENV = "TIDEGATE_BWRAP"
+"""Names the bubblewrap executable (default: ``bwrap`` on PATH)."""
+PROBE_TIMEOUT_S = 15.0
+
+# Runs inside the sandbox; every failed check has its own exit code (see _PROBE_FAILURES).
+_PROBE_SCRIPT = r"""
+test ! -w / || exit 10
+read comm < /proc/1/comm
+[ "$comm" = "$1" ] || exit 11
+n=0
+while read line; do
+  n=$((n + 1))
+  [ "$n" -le 2 ] && continue
+  case "$line" in lo:*) ;; *) exit 12 ;; esac
+done < /proc/net/dev
+while read key value; do
+  [ "$key" = CapEff: ] || continue
+  case "$value" in *[!0]*) exit 13 ;; esac
+done < /proc/self/status
+exit 0
+"""
+_PROBE_FAILURES = {
+    10: "/ is still writable inside the sandbox",
+    11: "bwrap is not pid 1: no private pid namespace",
+    12: "a network interface other than loopback is visible",
+    13: "the command keeps effective capabilities",
+}
+
+
+@dataclass(frozen=True)
+class ContainmentPolicy:
+    """What a contained command may touch. ``required``: refuse to run uncontained."""
+
+    required: bool
+    network: bool
+    writable: tuple[Path, ...]
+    readonly_overlays: tuple[Path, ...] = ()
+    """Paths bound read-only again on top of the writable ones (e.g. the main work tree)."""
+    shares: tuple[tuple[Path, Path], ...] = ()
+    """(source, target) pairs: ``source`` is made visible read-only at ``target``."""
+    bwrap: str | None = None
+    """The bubblewrap executable; None: ``$TIDEGATE_BWRAP`` or ``bwrap`` on PATH."""
+
+
+@dataclass(frozen=True)
+class ContainmentReport:
+    """The containment a command actually ran under (or, from ``probe``, can run under)."""
+
+    backend: Backend
+    verified: bool
+    network: bool
+    """Whether the command could reach the network (always true for ``none``)."""
+    writable: tuple[str, ...]
+    """Where it could write; ``("/",)`` stands for anywhere tidegate's user can."""
+    reason: str
+    readonly: tuple[str, ...] = ()
+    """Read-only overlays inside or beside the writable paths (``.git``, the main tree)."""
+    shared: tuple[str, ...] = ()
+    """Read-only shares, as ``source -> target``."""
+    private_dirs: tuple[str, ...] = ()
+    """Environment variables pointed at directories private to the call (TMPDIR, HOME)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "backend": self.backend,
+            "verified": self.verified,
+            "network": self.network,
+            "writable": list(self.writable),
+            "readonly": list(self.readonly),
+            "shared": list(self.shared),
+            "private_dirs": list(self.private_dirs),
+            "reason": self.reason,
+        }
+
+
+def uncontained(reason: str) -> ContainmentReport:
+    return ContainmentReport(
+        backend="none", verified=False, network=True, writable=("/",), reason=reason
+    )
+
+
+def policy_for(
+    mode: ContainmentMode,
+    *,
+    network: bool,
+    writable: tuple[Path, ...],
+    readonly_overlays: tuple[Path, ...] = (),
+    shares: tuple[tuple[Path, Path], ...] = (),
+) -> ContainmentPolicy | None:
+    """The policy for a configured mode; None for ``none`` (run uncontained)."""
+    if mode == "none":
+        return None
+    return ContainmentPolicy(
+        required=mode == "required",
+        network=network,
+        writable=writable,
+        readonly_overlays=readonly_overlays,
+        shares=shares,
+    )
+
+
+def bwrap_executable(explicit: str | None = None) -> str | None:
+    """The bubblewrap to use: ``explicit``, else ``$TIDEGATE_BWRAP``, else PATH."""
+    name = explicit or os.environ.get(BWRAP_ENV) or "bwrap"
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) and os.path.isfile(name) else None
+    return shutil.which(name)
+
+
+def probe(bwrap: str | None = None) -> ContainmentReport:
+    """Whether bubblewrap works here, established by running it (once per executable)."""
+    exe = bwrap_executable(bwrap)
+    if exe is None:
+        wanted = bwrap or os.environ.get(BWRAP_ENV) or "bwrap"
+        return uncontained(f"bubblewrap unavailable: {wanted} is not an executable")
+    return _probe_executable(os.path.realpath(exe))
+
+
+@lru_cache(maxsize=8)
+def _probe_executable(exe: str) -> ContainmentReport:
+    comm = os.path.basename(exe)[:15]  # what /proc/1/comm shows for bwrap as pid 1
+    argv = [exe, *_base_flags(network=False), "/bin/sh", "-c", _PROBE_SCRIPT, "probe", comm]
+    try:
+        res = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+            start_new_session=True,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return uncontained(f"bubblewrap probe of {exe} failed: {exc}")
+    if res.returncode != 0:
+        why = _PROBE_FAILURES.get(res.returncode) or (
+            res.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {res.returncode}"
+        )
+        return uncontained(f"bubblewrap probe of {exe} failed: {why}")
+    return ContainmentReport(
+        backend="bubblewrap",
+        verified=True,
+        network=False,
+        writable=(),
+        reason=f"{exe} {_version(exe)}: read-only /, private pid and network namespaces, "
+        "no capabilities (probed)",
+    )
+
+
+def _version(exe: str) -> str:
+    try:
+        res = subprocess.run([exe, "--version"], capture_output=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "(version unknown)"
+    return res.stdout.decode("utf-8", "replace").strip() or "(version unknown)"
+
+
+def _base_flags(*, network: bool) -> list[str]:
+    flags = ["--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
+    if not network:
+        flags.append("--unshare-net")
+    return [*flags, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+
+
+@dataclass
+class Launch:
+    """How to start one command: the argv prefix, extra environment, and the report."""
+
+    prefix: list[str]
+    env: dict[str, str]
+    report: ContainmentReport
+
+
+@contextmanager
+def launch(policy: ContainmentPolicy | None, cwd: Path) -> Iterator[Launch]:
+    """Prepare containment for one command in ``cwd``; clean its private dirs afterwards.
+
+    Raises CapabilityMismatch (nothing spawned, nothing created) when the policy requires
+    containment and bubblewrap is missing or failed its probe.
+    """
+    if policy is None:
+        yield Launch([], {}, uncontained("containment not requested"))
+        return
+    found = probe(policy.bwrap)
+    if not found.verified:
+        if policy.required:
+            raise CapabilityMismatch(f"containment is required but {found.reason}")
+        yield Launch([], {}, uncontained(f"{found.reason}; ran uncontained"))
+        return
+    exe = bwrap_executable(policy.bwrap)
+    assert exe is not None  # the probe just found it
+    private = Path(tempfile.mkdtemp(prefix="tidegate-sandbox-"))
+    try:
+        yield _bubblewrap(exe, policy, cwd, private, found.reason)
+    finally:
+        _remove_tree(private)
+
+
+def _bubblewrap(
+    exe: str, policy: ContainmentPolicy, cwd: Path, private: Path, probed: str
+) -> Launch:
+    tmp, home = private / "tmp", private / "home"
+    tmp.mkdir()
+    home.mkdir()
+    writable = [_real(p) for p in policy.writable]
+    for path in writable:
+        if not os.path.isdir(path):
+            raise ValueError(f"writable path {path} is not a directory")
+    readonly = [_real(p) for p in policy.readonly_overlays if os.path.lexists(p)]
+    readonly += [
+        os.path.join(w, ".git") for w in writable if os.path.lexists(os.path.join(w, ".git"))
+    ]
+    binds: list[tuple[str, str, str]] = [("--bind", p, p) for p in writable]
+    binds.append(("--bind", str(private), str(private)))  # one mount for TMPDIR and HOME
+    binds += [("--ro-bind", p, p) for p in dict.fromkeys(readonly)]
+    shared = []
+    for source, target in policy.shares:
+        binds.append(("--ro-bind", _real(source), _real(target)))
+        shared.append(f"{source} -> {target}")
+    # Deeper mount points go later so that they win over the trees that contain them.
+    binds.sort(key=lambda b: len(Path(b[2]).parts))
+    argv = [exe, *_base_flags(network=policy.network)]
+    for flag, src, dest in binds:
+        argv += [flag, src, dest]
+    argv += ["--chdir", _real(cwd), "--"]
+    env = {"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp), "HOME": str(home)}
+    report = ContainmentReport(
+        backend="bubblewrap",
+        verified=True,
+        network=policy.network,
+        writable=tuple(writable),
+        readonly=tuple(dict.fromkeys(readonly)),
+        shared=tuple(shared),
+        private_dirs=("TMPDIR", "HOME"),
+        reason=probed,
+    )
+    return Launch(argv, env, report)
+
+
+def _real(path: Path | str) -> str:
+    return os.path.realpath(path)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a private dir even if the command left read-only directories in it."""
+    for dirpath, dirnames, _files in os.walk(path):
+        for name in dirnames:
+            child = os.path.join(dirpath, name)
+            if not os.path.islink(child):
+                with contextlib.suppress(OSError):
+                    os.chmod(child, 0o700)
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,142 @@
+"""How a containment policy becomes a bubblewrap command line and a report.
+
+These tests only build the launch (the probe really runs bwrap); running commands under
+it is covered by tests/integration/test_containment.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tidegate.config import load_config
+from tidegate.errors import UsageError
+from tidegate.exec.containment import ContainmentPolicy, launch, policy_for, probe
+
+
+def _binds(prefix: list[str]) -> list[tuple[str, str, str]]:
+    out = []
+    for i, arg in enumerate(prefix):
+        if arg in ("--bind", "--ro-bind"):
+            out.append((arg, prefix[i + 1], prefix[i + 2]))
+    return out
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> dict[str, Path]:
+    work = tmp_path / "work"
+    (work / ".git").mkdir(parents=True)
+    main = tmp_path / "main"
+    (main / ".venv").mkdir(parents=True)
+    return {"work": work, "main": main}
+
+
+def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
+    if not probe().verified:
+        pytest.skip(probe().reason)
+    work, main = tree["work"], tree["main"]
+    policy = ContainmentPolicy(
+        required=True,
+        network=False,
+        writable=(work,),
+        readonly_overlays=(main,),
+        shares=((main / ".venv", work / ".venv"),),
+    )
+    with launch(policy, work) as sandbox:
+        prefix = sandbox.prefix
+        private = Path(sandbox.env["TMPDIR"]).parent
+        assert Path(sandbox.env["TMPDIR"]).is_dir() and Path(sandbox.env["HOME"]).is_dir()
+    assert not private.exists()  # private dirs live exactly as long as the call
+    assert os.path.basename(prefix[0]) == "bwrap"
+    for flag in ("--die-with-parent", "--unshare-pid", "--unshare-net", "--dev", "--proc"):
+        assert flag in prefix
+    assert prefix[prefix.index("--cap-drop") + 1] == "ALL"
+    assert prefix[-3:] == ["--chdir", str(work), "--"]
+    binds = _binds(prefix)
+    assert binds[0] == ("--ro-bind", "/", "/")
+    order = [target for _, _, target in binds]
+    # The work tree is writable, its .git read-only on top, the share read-only inside it.
+    assert ("--bind", str(work), str(work)) in binds
+    assert ("--ro-bind", str(work / ".git"), str(work / ".git")) in binds
+    assert ("--ro-bind", str(main / ".venv"), str(work / ".venv")) in binds
+    assert ("--ro-bind", str(main), str(main)) in binds
+    assert order.index(str(work)) < order.index(str(work / ".git"))
+    assert order.index(str(work)) < order.index(str(work / ".venv"))
+    report = sandbox.report
+    assert report.backend == "bubblewrap" and report.verified and not report.network
+    assert report.writable == (str(work),)
+    assert set(report.readonly) == {str(main), str(work / ".git")}
+    assert report.shared == (f"{main / '.venv'} -> {work / '.venv'}",)
+    assert report.private_dirs == ("TMPDIR", "HOME")
+    assert report.to_json()["backend"] == "bubblewrap"
+
+
+def test_network_flag_drops_the_network_namespace(tree: dict[str, Path]) -> None:
+    if not probe().verified:
+        pytest.skip(probe().reason)
+    policy = ContainmentPolicy(required=True, network=True, writable=(tree["work"],))
+    with launch(policy, tree["work"]) as sandbox:
+        assert "--unshare-net" not in sandbox.prefix
+        assert sandbox.report.network
+
+
+def test_private_dirs_are_removed_even_when_left_read_only(tree: dict[str, Path]) -> None:
+    if not probe().verified:
+        pytest.skip(probe().reason)
+    policy = ContainmentPolicy(required=True, network=False, writable=(tree["work"],))
+    with launch(policy, tree["work"]) as sandbox:
+        locked = Path(sandbox.env["HOME"]) / "cache" / "mod"
+        locked.mkdir(parents=True)
+        (locked / "f").write_text("x")
+        locked.chmod(0o500)
+        locked.parent.chmod(0o500)
+        private = Path(sandbox.env["HOME"]).parent
+    assert not private.exists()
+
+
+def test_no_policy_is_reported_as_uncontained(tmp_path: Path) -> None:
+    with launch(None, tmp_path) as sandbox:
+        assert sandbox.prefix == [] and sandbox.env == {}
+    report = sandbox.report
+    assert (report.backend, report.verified, report.network) == ("none", False, True)
+    assert report.writable == ("/",)
+    assert "sandbox" not in report.reason
+
+
+def test_a_missing_writable_path_is_a_caller_error(tmp_path: Path) -> None:
+    if not probe().verified:
+        pytest.skip(probe().reason)
+    policy = ContainmentPolicy(required=True, network=False, writable=(tmp_path / "nope",))
+    with pytest.raises(ValueError, match="not a directory"), launch(policy, tmp_path):
+        pass
+
+
+def test_policy_for_maps_the_configured_modes(tmp_path: Path) -> None:
+    assert policy_for("none", network=False, writable=(tmp_path,)) is None
+    auto = policy_for("auto", network=False, writable=(tmp_path,))
+    required = policy_for("required", network=True, writable=(tmp_path,))
+    assert auto is not None and not auto.required and not auto.network
+    assert required is not None and required.required and required.network
+
+
+def test_config_defaults_and_validation(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    assert config.containment.mode == "auto"
+    assert config.containment.share == (".venv", "node_modules")
+    (tmp_path / ".tidegate").mkdir()
+    local = tmp_path / ".tidegate" / "config.toml"
+    local.write_text('[containment]\nmode = "required"\nshare = ["web/node_modules"]\n')
+    config = load_config(tmp_path)
+    assert config.containment.mode == "required"
+    assert config.containment.share == ("web/node_modules",)
+    for bad in (
+        'mode = "sandbox"',
+        'share = ["../outside"]',
+        'share = ["/abs"]',
+        'share = [".git"]',
+    ):
+        local.write_text(f"[containment]\n{bad}\n")
+        with pytest.raises(UsageError, match="containment"):
+            load_config(tmp_path)

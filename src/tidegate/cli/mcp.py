@@ -1,0 +1,53 @@
+"""``tidegate mcp serve``: the active tools over MCP on stdin/stdout.
+
+The same executor, approval policy and effect capture as ``tidegate tools call``. Approval
+questions cannot be answered over stdio: such calls come back as pending approvals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tidegate.cli.tools import (
+    ApprovalOpt,
+    ContainmentOpt,
+    DoublesOpt,
+    ModeOpt,
+    NetworkOpt,
+    StateRootOpt,
+    open_cli_executor,
+)
+
+mcp_app = typer.Typer(
+    name="mcp",
+    help="Serve the tools to an MCP client.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@mcp_app.command()
+def serve(
+    workspace: Annotated[Path, typer.Option("--workspace", help="The workspace root.")],
+    approval: ApprovalOpt = "balanced",
+    mode: ModeOpt = "patch",
+    network: NetworkOpt = "policy_gated",
+    containment: ContainmentOpt = "auto",
+    doubles: DoublesOpt = False,
+    validation_command: Annotated[
+        str | None, typer.Option("--validation-command", help="What project.validate runs.")
+    ] = None,
+    state_root: StateRootOpt = None,
+) -> None:
+    """Serve the workspace's active tools over MCP stdio until the client disconnects."""
+    from tidegate.mcp_server import serve as serve_stdio
+
+    executor = open_cli_executor(
+        workspace, approval, mode, network, containment, doubles, state_root, validation_command
+    )
+    serve_stdio(executor)

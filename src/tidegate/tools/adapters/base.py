@@ -1,0 +1,76 @@
+"""The adapter port: how one canonical tool is carried out, and what it may hand back.
+
+An adapter returns the model-visible ``output`` plus ``claims``: the evidence it can vouch
+for as host code (what it inspected, a validation's status, a complete diff's digest).
+It never reports workspace writes: the executor observes those itself, before and after
+the call, and refuses a claim of ``write``, ``derived``, ``approval`` or ``state_version``
+as forged. A deliberate, expected failure is raised as ``ToolFailure``; anything else an
+adapter raises after dispatch makes the call's outcome unknown.
+
+``label`` is None only for the host's real adapters. Doubles and test adapters carry a
+label that the registry shows in ``tools list`` and in the model's tool description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+from tidegate.tools.effects import Effects
+
+if TYPE_CHECKING:
+    from tidegate.tools.adapters.sessions import SessionSupervisor
+    from tidegate.tools.catalog import ToolRegistry
+    from tidegate.tools.context import ToolContext
+
+
+class ToolFailure(Exception):
+    """An expected failure the model can act on: no side effect happened."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        retryable: bool = True,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.details = dict(details or {})
+
+
+@dataclass(frozen=True)
+class AdapterResult:
+    tool: str
+    """The canonical ID the adapter answered for; must equal the dispatched tool."""
+    output: Mapping[str, Any] | BaseModel
+    claims: Effects = field(default_factory=Effects)
+    state_changed: bool = False
+    """The call advanced host state that is not a workspace write (activation, artifact,
+    checkpoint, session progress)."""
+
+
+@dataclass
+class Dispatch:
+    """What an adapter gets besides its arguments."""
+
+    call_id: str
+    context: ToolContext
+    registry: ToolRegistry
+    sessions: SessionSupervisor
+    scratch_dir: Path
+    """A directory outside the workspace for spilled command output."""
+
+
+class ToolAdapter(Protocol):
+    tool_id: str
+    label: str | None
+
+    def run(self, args: Any, call: Dispatch) -> AdapterResult: ...

@@ -1,0 +1,371 @@
+"""Approval: a pure function from a call to Allow, Ask or Deny, with the reasons.
+
+``decide(tool, args, mode, profile, context)`` evaluates every rule below and keeps the
+strictest verdict (Deny over Ask over Allow); the reasons are those of the rules that
+reached that verdict. A tool no baseline names is denied. Nothing here performs I/O: the
+context carries the facts (is containment verified? which paths are protected?).
+
+Rules:
+
+``baseline``       the profile's default for the tool (strict asks before any mutation or
+                   command; balanced asks before network use and previews;
+                   trusted-workspace allows everything the other rules allow)
+``mode``           read-only task modes deny every tool that may write
+``write-access``   the run's write access: denied -> deny writers, policy_gated -> ask
+``protected``      writing ``.git``/``.tidegate`` is denied; other protected paths ask
+``executable``     repository code (command.run, command.session, project.validate) runs
+                   only with approval or under verified containment
+``network``        research and previews: network denied -> deny, policy_gated -> ask
+``git-readonly``   git.exec allows only read-only subcommands and safe options
+
+The module checks a table of examples against ``decide`` the first time it is used, so
+a rule change that breaks an expectation fails loudly rather than silently.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from typing import Any, Literal
+
+
+class TaskMode(StrEnum):
+    """What the task may do. Read-only modes expose no tool that may write."""
+
+    PATCH = "patch"
+    DEBUG = "debug"
+    REVIEW = "review"
+
+    @property
+    def read_only(self) -> bool:
+        return self is TaskMode.REVIEW
+
+
+class ApprovalProfile(StrEnum):
+    STRICT = "strict"
+    BALANCED = "balanced"
+    TRUSTED_WORKSPACE = "trusted-workspace"
+
+
+NetworkAccess = Literal["allowed", "denied", "policy_gated"]
+WriteAccess = Literal["allowed", "denied", "policy_gated"]
+
+
+@dataclass(frozen=True)
+class Allow:
+    reasons: tuple[str, ...] = ()
+    kind: Literal["allow"] = "allow"
+
+
+@dataclass(frozen=True)
+class Ask:
+    reasons: tuple[str, ...] = ()
+    kind: Literal["ask"] = "ask"
+
+
+@dataclass(frozen=True)
+class Deny:
+    reasons: tuple[str, ...] = ()
+    kind: Literal["deny"] = "deny"
+
+
+Decision = Allow | Ask | Deny
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+ALWAYS_DENIED_PATHS = (".git", ".git/**", ".tidegate", ".tidegate/**", "**/.git", "**/.git/**")
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """The facts the rules need, gathered by the executor before it decides."""
+
+    containment_verified: bool = False
+    network: NetworkAccess = "policy_gated"
+    write_access: WriteAccess = "allowed"
+    protected: tuple[str, ...] = ()
+    """Globs (``*`` within a segment, ``**`` across) of paths writes must ask for."""
+
+
+# --- baselines ------------------------------------------------------------------------
+
+_READ = ("allow", "allow", "allow")
+_BASELINE: Mapping[str, tuple[str, str, str]] = {
+    # tool: (strict, balanced, trusted-workspace)
+    "artifact.create": _READ,
+    "artifact.list": _READ,
+    "artifact.read": _READ,
+    "catalog.search": _READ,
+    "command.run": ("ask", "allow", "allow"),
+    "command.session": ("ask", "allow", "allow"),
+    "git.exec": _READ,
+    "perception.analyze": _READ,
+    "preview.manage": ("ask", "ask", "allow"),
+    "project.detect": _READ,
+    "project.validate": ("ask", "allow", "allow"),
+    "research.fetch": ("ask", "allow", "allow"),
+    "research.search": ("ask", "allow", "allow"),
+    "task.checkpoint": _READ,
+    "user.ask": _READ,
+    "workspace.edit": ("ask", "allow", "allow"),
+    "workspace.glob": _READ,
+    "workspace.grep": _READ,
+    "workspace.list": _READ,
+    "workspace.read": _READ,
+    "workspace.write": ("ask", "allow", "allow"),
+}
+_PROFILE_INDEX = {
+    ApprovalProfile.STRICT: 0,
+    ApprovalProfile.BALANCED: 1,
+    ApprovalProfile.TRUSTED_WORKSPACE: 2,
+}
+
+WRITERS = frozenset(
+    {"workspace.write", "workspace.edit", "command.run", "command.session", "project.validate"}
+)
+PATH_WRITERS = frozenset({"workspace.write", "workspace.edit"})
+EXECUTABLE = frozenset({"command.run", "command.session", "project.validate"})
+NETWORKED = frozenset({"research.fetch", "research.search", "preview.manage"})
+
+GIT_READONLY = frozenset(
+    {
+        "blame",
+        "branch",
+        "cat-file",
+        "describe",
+        "diff",
+        "grep",
+        "log",
+        "ls-files",
+        "ls-tree",
+        "merge-base",
+        "rev-list",
+        "rev-parse",
+        "shortlog",
+        "show",
+        "status",
+    }
+)
+_GIT_FORBIDDEN_PREFIXES = (
+    # options that write files, run programs, read files outside the repository, or
+    # point git somewhere else
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--exec",
+    "--upload-pack",
+    "--receive-pack",
+    "--no-index",
+    "--contents",
+    "--exclude-from",
+    "--pathspec-from-file",
+    "--ignore-revs-file",
+    "--orderfile",
+    "--open-files-in-pager",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config",
+    "--paginate",
+    "-O",
+    "-X",
+)
+_GIT_BRANCH_READ_FLAGS = frozenset(
+    {
+        "-a",
+        "--all",
+        "-r",
+        "--remotes",
+        "-v",
+        "-vv",
+        "--list",
+        "--show-current",
+        "--contains",
+        "--merged",
+        "--no-merged",
+        "--no-color",
+        "--sort",
+        "--format",
+        "--points-at",
+    }
+)
+
+
+def git_refusal(argv: Sequence[str]) -> str | None:
+    """Why ``git *argv`` is not a read-only call tools may make; None when it is."""
+    if not argv:
+        return "git.exec needs a subcommand"
+    sub, rest = argv[0], argv[1:]
+    if sub not in GIT_READONLY:
+        return f"git {sub} is not a read-only subcommand tools may run"
+    for arg in rest:
+        if arg.startswith(_GIT_FORBIDDEN_PREFIXES):
+            return f"git option {arg} is not allowed"
+        if sub == "grep" and (arg.startswith("-f") or arg.startswith("--file")):
+            return "git grep may not read patterns from a file"
+    if sub == "branch":
+        flags = [a for a in rest if a.startswith("-")]
+        names = [a for a in rest if not a.startswith("-")]
+        if any(f.split("=")[0] not in _GIT_BRANCH_READ_FLAGS for f in flags) or (
+            names and not {"--list", "--contains", "--points-at"} & set(flags)
+        ):
+            return "git branch may only list branches"
+    return None
+
+
+def _baseline(tool: str, profile: ApprovalProfile) -> Decision | None:
+    row = _BASELINE.get(tool)
+    if row is None:
+        return None
+    verdict = row[_PROFILE_INDEX[profile]]
+    why = f"{profile.value} profile: {tool} {'is allowed' if verdict == 'allow' else 'needs approval'}"
+    return Allow((why,)) if verdict == "allow" else Ask((why,))
+
+
+def _mode(tool: str, mode: TaskMode) -> Decision | None:
+    if mode.read_only and tool in WRITERS:
+        return Deny((f"{mode.value} mode is read-only: {tool} may write",))
+    return None
+
+
+def _write_access(tool: str, ctx: PolicyContext) -> Decision | None:
+    if tool not in WRITERS:
+        return None
+    if ctx.write_access == "denied":
+        return Deny((f"write access is denied for this run: {tool} may write",))
+    if ctx.write_access == "policy_gated":
+        return Ask((f"write access is policy-gated: {tool} may write",))
+    return None
+
+
+def matches_glob(path: str, pattern: str) -> bool:
+    """``*`` matches within one segment, ``**`` any number of segments."""
+    parts = path.strip("/").split("/")
+    pats = pattern.strip("/").split("/")
+    return _match(parts, pats)
+
+
+def _match(parts: list[str], pats: list[str]) -> bool:
+    if not pats:
+        return not parts
+    if pats[0] == "**":
+        return any(_match(parts[i:], pats[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pats[0]) and _match(parts[1:], pats[1:])
+
+
+def _normal(path: str) -> str:
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    return "/".join(parts)
+
+
+def _protected(tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Decision | None:
+    if tool not in PATH_WRITERS or not isinstance(args.get("path"), str):
+        return None
+    path = _normal(args["path"])
+    if any(matches_glob(path, g) for g in ALWAYS_DENIED_PATHS):
+        return Deny((f"{path} is inside .git or .tidegate, which tools never write",))
+    hit = next((g for g in ctx.protected if matches_glob(path, g)), None)
+    if hit is not None:
+        return Ask((f"{path} is protected ({hit})",))
+    return None
+
+
+def _executable(tool: str, ctx: PolicyContext) -> Decision | None:
+    if tool not in EXECUTABLE:
+        return None
+    if ctx.containment_verified:
+        return Allow((f"{tool} runs under verified containment",))
+    return Ask((f"{tool} runs repository code without verified containment",))
+
+
+def _network(tool: str, ctx: PolicyContext) -> Decision | None:
+    if tool not in NETWORKED:
+        return None
+    if ctx.network == "denied":
+        return Deny((f"network access is denied: {tool} needs it",))
+    if ctx.network == "policy_gated":
+        return Ask((f"network access is policy-gated: {tool} needs it",))
+    return None
+
+
+def _git(tool: str, args: Mapping[str, Any]) -> Decision | None:
+    if tool != "git.exec":
+        return None
+    argv = args.get("args")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        return Deny(("git.exec needs a list of string arguments",))
+    refusal = git_refusal(argv)
+    return None if refusal is None else Deny((refusal,))
+
+
+def decide(
+    tool: str,
+    args: Mapping[str, Any],
+    mode: TaskMode,
+    profile: ApprovalProfile,
+    context: PolicyContext,
+) -> Decision:
+    """The approval decision for one call: the strictest verdict of every rule."""
+    baseline = _baseline(tool, profile)
+    if baseline is None:
+        return Deny((f"unknown tool {tool}: no policy",))
+    verdicts = [
+        baseline,
+        _mode(tool, mode),
+        _write_access(tool, context),
+        _protected(tool, args, context),
+        _executable(tool, context),
+        _network(tool, context),
+        _git(tool, args),
+    ]
+    found = [v for v in verdicts if v is not None]
+    worst = max(_RANK[v.kind] for v in found)
+    reasons = tuple(r for v in found if _RANK[v.kind] == worst for r in v.reasons)
+    if worst == 2:
+        return Deny(reasons)
+    if worst == 1:
+        return Ask(reasons)
+    return Allow(reasons)
+
+
+# --- examples checked when the policy is first used -------------------------------------
+
+_CONTAINED = PolicyContext(containment_verified=True, network="allowed")
+_OPEN = PolicyContext(containment_verified=False, network="policy_gated")
+S, B, T = ApprovalProfile.STRICT, ApprovalProfile.BALANCED, ApprovalProfile.TRUSTED_WORKSPACE
+P, R = TaskMode.PATCH, TaskMode.REVIEW
+
+EXAMPLES: tuple[tuple[str, dict[str, Any], TaskMode, ApprovalProfile, PolicyContext, str], ...] = (
+    ("workspace.read", {"path": "a.py"}, R, S, _OPEN, "allow"),
+    ("workspace.write", {"path": "a.py"}, P, B, _OPEN, "allow"),
+    ("workspace.write", {"path": "a.py"}, P, S, _OPEN, "ask"),
+    ("workspace.write", {"path": "a.py"}, R, T, _CONTAINED, "deny"),
+    ("workspace.write", {"path": ".git/config"}, P, T, _CONTAINED, "deny"),
+    ("workspace.edit", {"path": "sub/.git/HEAD"}, P, T, _CONTAINED, "deny"),
+    ("command.run", {"command": "make"}, P, B, _CONTAINED, "allow"),
+    ("command.run", {"command": "make"}, P, T, _OPEN, "ask"),
+    ("project.validate", {}, P, T, _OPEN, "ask"),
+    ("project.validate", {}, P, B, _CONTAINED, "allow"),
+    ("project.validate", {}, R, T, _CONTAINED, "deny"),
+    ("research.search", {"query": "x"}, R, B, PolicyContext(network="denied"), "deny"),
+    ("research.search", {"query": "x"}, R, T, _OPEN, "ask"),
+    ("git.exec", {"args": ["diff"]}, R, S, _OPEN, "allow"),
+    ("git.exec", {"args": ["push"]}, P, T, _CONTAINED, "deny"),
+    ("git.exec", {"args": ["diff", "--output=x"]}, P, T, _CONTAINED, "deny"),
+    ("git.exec", {"args": ["branch", "new-name"]}, P, T, _CONTAINED, "deny"),
+    ("no.such.tool", {}, P, T, _CONTAINED, "deny"),
+)
+
+
+@cache
+def check_examples() -> None:
+    """Raise AssertionError naming the first example ``decide`` disagrees with."""
+    for tool, args, mode, profile, ctx, expected in EXAMPLES:
+        got = decide(tool, args, mode, profile, ctx).kind
+        if got != expected:
+            raise AssertionError(
+                f"approval policy example failed: {tool} {args} in {mode.value}/"
+                f"{profile.value}: expected {expected}, got {got}"
+            )

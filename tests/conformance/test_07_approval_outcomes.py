@@ -1,0 +1,104 @@
+"""Conformance 7: approval outcomes. A policy denial, an approver's denial, a timed-out
+approval and an uncorrelated answer all end the call before dispatch with only the denial
+(and its request ID) as effect; with no approver the call is pending (nothing runs, the
+request is returned) and a later grant of that request ID lets the same call through."""
+
+from __future__ import annotations
+
+from tests.conftest import Repo
+from tests.integration.tools.support import call, executor
+from tidegate.tools.context import ApprovalAnswer
+from tidegate.tools.policy import ApprovalProfile, TaskMode
+from tidegate.tools.scripted import ScriptedApprover
+
+STRICT = ApprovalProfile.STRICT
+
+
+def _create(path: str) -> dict[str, str]:
+    return {"path": path, "content": "new\n", "expect": "must_not_exist"}
+
+
+def test_denied_by_the_approver(committed_repo: Repo) -> None:
+    approver = ScriptedApprover({"workspace.write": "deny"})
+    with executor(committed_repo.root, approval=STRICT, approver=approver) as ex:
+        result = ex.execute(call("workspace_write", **_create("a.txt")))
+    assert result.status == "denied" and not result.ok
+    assert result.effects.present() == ["approval"]
+    assert result.effects.approval is not None
+    assert result.effects.approval.status == "denied"
+    assert result.effects.approval.request_id == approver.asked[0].request_id
+    assert not (committed_repo.root / "a.txt").exists()
+
+
+def test_denied_by_policy_never_reaches_the_approver(committed_repo: Repo) -> None:
+    approver = ScriptedApprover({"workspace.write": "grant"})
+    with executor(committed_repo.root, approval=STRICT, approver=approver) as ex:
+        result = ex.execute(call("workspace_write", **_create(".git/hooks/post-commit")))
+    assert result.status == "denied"
+    assert result.effects.approval is not None
+    assert result.effects.approval.decided_by == "policy"
+    assert approver.asked == []
+    assert not (committed_repo.root / ".git/hooks/post-commit").exists()
+
+
+def test_timed_out_and_uncorrelated_answers_are_denials(committed_repo: Repo) -> None:
+    timeout = ScriptedApprover({})  # answers nothing
+    with executor(committed_repo.root, approval=STRICT, approver=timeout) as ex:
+        result = ex.execute(call("workspace_write", **_create("a.txt")))
+    assert result.status == "denied"
+    assert result.effects.approval is not None
+    assert result.effects.approval.decided_by == "timeout"
+
+    wrong = ScriptedApprover(script=lambda req: ApprovalAnswer("apr_someone_else", True))
+    with executor(committed_repo.root, approval=STRICT, approver=wrong) as ex:
+        result = ex.execute(call("workspace_write", **_create("a.txt")))
+    assert result.status == "denied"
+    assert "another request" in result.effects.approval.reasons[0]  # type: ignore[union-attr]
+    assert not (committed_repo.root / "a.txt").exists()
+
+
+def test_missing_approver_means_pending_then_a_grant_applies(committed_repo: Repo) -> None:
+    with executor(committed_repo.root, approval=STRICT) as ex:
+        pending = ex.execute(call("workspace_write", **_create("a.txt")))
+    assert pending.status == "pending_approval" and not pending.ok
+    assert pending.effects.present() == []
+    request = pending.approval_request
+    assert request is not None and request.tool == "workspace.write"
+    assert request.arguments["path"] == "a.txt"
+    assert not (committed_repo.root / "a.txt").exists()
+
+    with executor(
+        committed_repo.root, approval=STRICT, grants=frozenset({request.request_id})
+    ) as ex:
+        granted = ex.execute(call("workspace_write", **_create("a.txt")))
+        assert granted.ok
+        assert granted.effects.approval is not None
+        assert granted.effects.approval.status == "granted"
+        assert granted.effects.approval.request_id == request.request_id
+        # the grant covers exactly that call: other arguments still need approval
+        other = ex.execute(call("workspace_write", **_create("b.txt")))
+        assert other.status == "pending_approval"
+    assert (committed_repo.root / "a.txt").read_text() == "new\n"
+
+
+def test_granted_by_the_approver_and_not_required_when_allowed(committed_repo: Repo) -> None:
+    approver = ScriptedApprover({"workspace.write": "grant"})
+    with executor(committed_repo.root, approval=STRICT, approver=approver) as ex:
+        written = ex.execute(call("workspace_write", **_create("a.txt")))
+        read = ex.execute(call("workspace_read", path="a.txt"))
+    assert written.ok and written.effects.approval is not None
+    assert written.effects.approval.status == "granted"
+    assert read.effects.approval is not None
+    assert read.effects.approval.status == "not_required"
+    assert len(approver.asked) == 1
+
+
+def test_read_only_mode_denies_instead_of_asking(committed_repo: Repo) -> None:
+    approver = ScriptedApprover({"workspace.write": "grant"})
+    with executor(
+        committed_repo.root, mode=TaskMode.REVIEW, approver=approver, activate_all=True
+    ) as ex:
+        result = ex.execute(call("workspace_write", **_create("a.txt")))
+    assert result.status == "error" and result.error is not None
+    assert result.error.code == "inactive_tool"
+    assert approver.asked == []

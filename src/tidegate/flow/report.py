@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Status = Literal["succeeded", "failed", "conflict"]
+Status = Literal["succeeded", "failed", "conflict", "paused"]
+"""``paused``: stopped at a checkpoint (Ctrl-C); ``tidegate resume RUN_ID`` continues it."""
 
 
 class _Model(BaseModel):
@@ -80,6 +81,31 @@ class VerifyOut(_Model):
     output_file: str | None = None
 
 
+class SharedDir(_Model):
+    """An ignored directory of the main work tree made visible in the shadow, read-only."""
+
+    path: str
+    """Relative to the work tree."""
+    source: str
+    how: Literal["ro-bind", "symlink"]
+    """ro-bind: enforced read-only by bubblewrap; symlink: uncontained, so nothing stops a
+    command writing through it (read-only by convention only)."""
+
+
+class ContainmentOut(_Model):
+    """The containment VERIFY's command actually ran under (the last run of it)."""
+
+    backend: Literal["bubblewrap", "none"]
+    verified: bool
+    network: bool
+    writable: list[str]
+    """``["/"]``: anywhere tidegate's user can write (backend none)."""
+    readonly: list[str] = []
+    private_dirs: list[str] = []
+    shared: list[SharedDir] = []
+    reason: str
+
+
 class FlowReport(_Model):
     status: Status
     mode: str
@@ -105,10 +131,14 @@ class FlowReport(_Model):
     findings: list[FindingOut] = []
     feedback: list[str] = []
     verify: VerifyOut | None = None
+    containment: ContainmentOut | None = None
     attempt_events: list[AttemptEvent] = []
     phases: list[PhaseEvent] = []
     notes: list[str] = []
     duration_s: float = 0.0
+    replay_hash: str | None = None
+    """Digest of the run's trace without times, IDs and temp paths (``tidegate.store.replay``):
+    two runs of the same scenario have the same one."""
 
     @property
     def exit_code(self) -> int:
@@ -116,6 +146,8 @@ class FlowReport(_Model):
             return 0
         if self.status == "conflict":
             return 3
+        if self.status == "paused":
+            return 130
         if self.error_class == "RESOURCE_LOCK_ERROR":
             return 4
         return 1

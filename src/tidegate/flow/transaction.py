@@ -4,22 +4,58 @@ cleanup, and the final FlowReport.
 Bootstrap (run lock, T0 snapshot, shadow worktree) changes nothing in the user's work tree
 or index; if it fails the run ends with nothing applied. An attempt is retried only when
 its error class is retryable and the condition changed (new feedback, a new proposal).
+
+With a ``RunRecorder`` the run is durable: its start, every phase boundary and every
+attempt end are flushed to the trace with a checkpoint, and the run counts as finished only
+once the store has acknowledged its final report. A store that fails (or commits without
+acknowledging) turns any outcome into PERSISTENCE_ERROR; a store failure before APPLY_BACK
+stops the run before the work tree is touched. Ctrl-C pauses a recorded run at its last
+checkpoint (status ``paused``, exit code 130); ``tidegate resume`` continues it.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from tidegate.config import load_config
-from tidegate.errors import ErrorClass, GitError, PhaseError, RepositoryLockedError, UsageError
+from tidegate.config import TidegateConfig, load_config
+from tidegate.errors import (
+    ErrorClass,
+    GitError,
+    PersistenceError,
+    PhaseError,
+    RepositoryLockedError,
+    UsageError,
+)
+from tidegate.exec.containment import probe
 from tidegate.flow.modes import Mode, fs_mode
-from tidegate.flow.pipeline import PhaseObserver, run_attempt
+from tidegate.flow.pipeline import (
+    PhaseObserver,
+    ResumePoint,
+    RunRecorder,
+    deferred_interrupts,
+    run_attempt,
+)
+from tidegate.flow.progress import (
+    LoopState,
+    Restored,
+    RunBlobs,
+    RunInputs,
+    capture,
+    config_sha256,
+    phase_facts,
+    planner_inputs_sha256,
+    request_bytes,
+)
 from tidegate.flow.report import (
     AttemptEvent,
     ChangedFile,
@@ -31,14 +67,14 @@ from tidegate.flow.report import (
 from tidegate.flow.request import RunRequest
 from tidegate.flow.state import AttemptState, RunState
 from tidegate.git import Git
-from tidegate.planners import Planner, make_planner
+from tidegate.planners import Planner, planner_for
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import SCRATCH_PREFIX, ShadowWorktree
-from tidegate.workspace.snapshot import ensure_excluded, take_snapshot
+from tidegate.workspace.snapshot import T0Snapshot, ensure_excluded, take_snapshot
 
 
 def new_run_id() -> str:
@@ -46,27 +82,35 @@ def new_run_id() -> str:
 
 
 def execute(
-    request: RunRequest, observer: PhaseObserver | None = None, planner: Planner | None = None
+    request: RunRequest,
+    observer: PhaseObserver | None = None,
+    planner: Planner | None = None,
+    recorder: RunRecorder | None = None,
 ) -> FlowReport:
     """Run ``request`` to completion. Usage errors raise; every run failure is a report."""
     started = time.monotonic()
     repo = discover(request.repo)
     config = load_config(repo.root)
     if planner is None:
-        planner = make_planner(
-            request.planner,
-            request.objective,
-            request.objective_base,
-            needs_edits=request.mode is not Mode.REVIEW,
-            source=request.objective_source,
-        )
+        planner = planner_for(request, recorder=recorder)
     run_id = new_run_id()
+    if refusal := containment_refusal(request, config):
+        # Refused before the lock, the snapshot, or any planning (and model spending).
+        return finish_report(
+            recorder,
+            _bootstrap_failure(
+                request, repo, run_id, planner, ErrorClass.CAPABILITY_MISMATCH, refusal, started
+            ),
+        )
     lock = RunLock(repo.runtime_dir, run_id)
     try:
         lock.acquire()
     except RepositoryLockedError as exc:
-        return _bootstrap_failure(
-            request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
+        return finish_report(
+            recorder,
+            _bootstrap_failure(
+                request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
+            ),
         )
     pending = pending_journals(repo.runtime_dir)
     if pending:
@@ -85,34 +129,15 @@ def execute(
                 repo, snapshot.commit, run_id, pool=request.warm_shadow or config.shadow.pool
             )
         except (GitError, OSError) as exc:
-            return _bootstrap_failure(
-                request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
+            return finish_report(
+                recorder,
+                _bootstrap_failure(
+                    request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
+                ),
             )
-        workspace: WorkspaceFS = LocalFS(repo.root)
-        if request.mode is Mode.REVIEW:
-            workspace = ReadOnlyFS(workspace)
-        state = RunState(
-            request=request,
-            run_id=run_id,
-            repo=repo,
-            snapshot=snapshot,
-            shadow=shadow,
-            workspace=workspace,
-            planner=planner,
-            scratch=scratch,
-            config=config,
-        )
-        events: list[PhaseEvent] = []
-        error = _attempts(state, events, observer)
-        if lock.took_over:
-            state.notes.append(
-                f"took over a stale run lock left by pid {lock.took_over.get('pid')}"
-            )
-        if shadow.reused:
-            state.notes.append(f"reused the warm shadow {shadow.path}")
-        if request.keep_shadow or shadow.pooled:
-            state.notes.append(f"shadow kept at {shadow.path}")
-        return _report(state, events, error, started)
+        state = new_state(request, run_id, repo, snapshot, shadow, planner, scratch, config)
+        driver = Driver(state, recorder, started)
+        return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
         if shadow is not None:
             shadow.release(keep=request.keep_shadow)
@@ -120,31 +145,335 @@ def execute(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _attempts(
-    state: RunState, events: list[PhaseEvent], observer: PhaseObserver | None
-) -> PhaseError | None:
-    previous_condition: str | None = None
-    error: PhaseError | None = None
-    for number in range(1, state.request.max_attempts + 1):
-        state.attempt = AttemptState(number)
-        start = time.monotonic()
-        error = run_attempt(state, events, observer)
-        state.attempt_events.append(_attempt_event(state, events, error, start))
-        if error is None:
-            return None
-        if state.attempt.proposal is not None:
-            state.failed_proposals.setdefault(state.attempt.proposal.fingerprint(), number)
-        if not error.retryable:
-            return error
-        condition = f"{error.error_class.value}\n{error.feedback}"
-        if condition == previous_condition:
-            state.notes.append(
-                f"attempt {number} failed exactly like attempt {number - 1}; not retrying "
-                "without a changed condition"
+def new_state(
+    request: RunRequest,
+    run_id: str,
+    repo: Repository,
+    snapshot: T0Snapshot,
+    shadow: ShadowWorktree,
+    planner: Planner,
+    scratch: Path,
+    config: TidegateConfig,
+) -> RunState:
+    workspace: WorkspaceFS = LocalFS(repo.root)
+    if request.mode is Mode.REVIEW:
+        workspace = ReadOnlyFS(workspace)
+    return RunState(
+        request=request,
+        run_id=run_id,
+        repo=repo,
+        snapshot=snapshot,
+        shadow=shadow,
+        workspace=workspace,
+        planner=planner,
+        scratch=scratch,
+        config=config,
+    )
+
+
+def closing_notes(
+    state: RunState, lock: RunLock, shadow: ShadowWorktree
+) -> Callable[[], list[str]]:
+    """The notes about bootstrap that go after the attempts' own notes."""
+
+    def notes() -> list[str]:
+        out = []
+        if lock.took_over:
+            out.append(f"took over a stale run lock left by pid {lock.took_over.get('pid')}")
+        if shadow.reused:
+            out.append(f"reused the warm shadow {shadow.path}")
+        if state.request.keep_shadow or shadow.pooled:
+            out.append(f"shadow kept at {shadow.path}")
+        return out
+
+    return notes
+
+
+def workspace_identity(root: Path) -> dict[str, str | None]:
+    """The workspace fingerprint and the digests it is made of (HEAD, tree, staged)."""
+    from tidegate.workspace.fingerprint import fingerprint_details
+
+    details = fingerprint_details(root)
+    return {
+        "value": details.value,
+        "method": details.method,
+        "head": details.head,
+        "tree": details.tree,
+        "index": details.index,
+    }
+
+
+@dataclass
+class Driver:
+    """Runs the attempts of one execution of a run and keeps its durable record."""
+
+    state: RunState
+    recorder: RunRecorder | None
+    started: float
+    events: list[PhaseEvent] = field(default_factory=list)
+    loop: LoopState = field(default_factory=LoopState)
+    inputs: RunInputs | None = None
+    last_saved: dict[str, Any] | None = None
+    """The state of the last durable checkpoint: what a pause resumes from."""
+    blobs: RunBlobs = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.blobs = RunBlobs(self.state.repo, self.state.run_id)
+
+    # -- the record ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Record a new run: its inputs, its start, and the first checkpoint."""
+        if self.recorder is None:
+            return
+        state, request = self.state, self.state.request
+        try:
+            self.inputs = RunInputs(
+                fingerprint=workspace_identity(state.repo.root),
+                request=self.blobs.keep("request", request_bytes(request)),
+                planner_sha256=planner_inputs_sha256(request),
+                config_sha256=config_sha256(state.config),
             )
-            return error
-        previous_condition = condition
-    return error
+        except (GitError, OSError) as exc:
+            # Without this evidence no checkpoint can be trusted: the run must not go on.
+            raise PersistenceError(f"could not capture the workspace evidence: {exc}") from exc
+        self.recorder.begin(
+            state.run_id,
+            str(state.repo.root),
+            request.mode.value,
+            request_summary(request),
+            resumed=False,
+        )
+        self.recorder.event(
+            "run.started",
+            payload={
+                "mode": request.mode.value,
+                "planner": state.planner.name,
+                "max_attempts": request.max_attempts,
+                "verify": request.verify is not None,
+                "objective_sha256": hashlib.sha256(request.objective.encode()).hexdigest(),
+            },
+            meta={
+                "t0_commit": state.snapshot.commit,
+                "head": state.snapshot.head,
+                "shadow": str(state.shadow.path),
+            },
+        )
+        self.loop.attempt_closed = True  # "attempt 0" is over: a resume starts attempt 1
+        with deferred_interrupts():
+            self.checkpoint("bootstrap")
+
+    def checkpoint(self, reason: str) -> None:
+        if self.recorder is None:
+            return
+        assert self.inputs is not None
+        saved = capture(
+            self.state,
+            self.events,
+            self.inputs,
+            self.loop,
+            self.blobs,
+            tool_calls=self.recorder.tool_calls(),
+        )
+        self.recorder.checkpoint(reason, saved)
+        self.last_saved = saved
+
+    def boundary(self, state: RunState, events: list[PhaseEvent], phase: str) -> None:
+        """After each phase: its trace event and a checkpoint, durably."""
+        if self.recorder is None:
+            return
+        event = events[-1]
+        self.recorder.event(
+            "phase.finished",
+            attempt=event.attempt,
+            phase=event.phase,
+            payload=phase_facts(state, event),
+            meta={"duration_us": round(event.duration_ms * 1000), "detail": event.detail},
+        )
+        self.loop.attempt_closed = False
+        self.checkpoint("phase")
+
+    # -- the attempts -------------------------------------------------------------------
+
+    def run(
+        self,
+        observer: PhaseObserver | None,
+        begin: Callable[[], None],
+        notes: Callable[[], list[str]] | None = None,
+        restored: Restored | None = None,
+    ) -> FlowReport:
+        try:
+            begin()
+            error = self._attempts(observer, restored)
+        except PersistenceError as exc:
+            return finish_report(self.recorder, self._persistence_failure(exc))
+        except KeyboardInterrupt:
+            if self.recorder is None or not self.recorder.pausable or self.last_saved is None:
+                raise
+            return self._pause()
+        if notes is not None:
+            self.state.notes.extend(notes())
+        return finish_report(self.recorder, _report(self.state, self.events, error, self.started))
+
+    def _attempts(
+        self, observer: PhaseObserver | None, restored: Restored | None
+    ) -> PhaseError | None:
+        state = self.state
+        first, point = 1, None
+        if restored is not None:
+            if restored.resume is None:  # the attempt had closed: its decision stands
+                if self.loop.stop:
+                    return state.attempt.error
+                first = state.attempt.number + 1
+            else:
+                first, point = state.attempt.number, restored.resume
+        error: PhaseError | None = None
+        for number in range(first, state.request.max_attempts + 1):
+            resume: ResumePoint | None = point if number == first else None
+            if resume is None:
+                state.attempt = AttemptState(number)
+            start = time.monotonic()
+            error = run_attempt(state, self.events, observer, self.recorder, self.boundary, resume)
+            if self._close_attempt(error, start):
+                return error
+        return error
+
+    def _close_attempt(self, error: PhaseError | None, start: float) -> bool:
+        """Record the attempt; decide (and record) whether the run stops with it."""
+        state = self.state
+        number = state.attempt.number
+        attempt_event = _attempt_event(state, self.events, error, start)
+        state.attempt_events.append(attempt_event)
+        stop = True
+        if error is not None:
+            if state.attempt.proposal is not None:
+                state.failed_proposals.setdefault(state.attempt.proposal.fingerprint(), number)
+            if error.retryable:
+                # A digest, so that the checkpoint holds no feedback text twice.
+                condition = hashlib.sha256(
+                    f"{error.error_class.value}\n{error.feedback}".encode(
+                        "utf-8", "surrogateescape"
+                    )
+                ).hexdigest()
+                if condition == self.loop.previous_condition:
+                    state.notes.append(
+                        f"attempt {number} failed exactly like attempt {number - 1}; not "
+                        "retrying without a changed condition"
+                    )
+                else:
+                    self.loop.previous_condition = condition
+                    stop = number >= state.request.max_attempts
+        self.loop.attempt_closed, self.loop.stop = True, stop
+        if self.recorder is not None:
+            facts = attempt_event.model_dump(mode="json", exclude={"duration_ms", "feedback_chars"})
+            self.recorder.event(
+                "attempt.finished",
+                attempt=number,
+                payload=facts,
+                meta={
+                    "duration_us": round(attempt_event.duration_ms * 1000),
+                    "feedback_chars": attempt_event.feedback_chars,
+                },
+            )
+            with deferred_interrupts():
+                self.checkpoint("attempt")
+        return stop
+
+    # -- endings ------------------------------------------------------------------------
+
+    def _pause(self) -> FlowReport:
+        """Ctrl-C: record a pause checkpoint (the last boundary's state, with the workspace
+        as it is now) and report the run as paused."""
+        assert self.recorder is not None and self.last_saved is not None
+        with deferred_interrupts(deliver=False):
+            saved = copy.deepcopy(self.last_saved)
+            counters = saved["counters"]
+            attempt = saved["attempt"]
+            after = attempt["completed"][-1] if attempt["completed"] else None
+            try:
+                try:
+                    identity = workspace_identity(self.state.repo.root)
+                except (GitError, OSError) as exc:
+                    raise PersistenceError(
+                        f"could not capture the workspace evidence: {exc}"
+                    ) from exc
+                saved["inputs"]["workspace_fingerprint"] = identity
+                self.recorder.event(
+                    "run.paused",
+                    attempt=counters["attempt"],
+                    payload={"attempt": counters["attempt"], "after": after},
+                )
+                self.recorder.checkpoint("pause", saved)
+            except PersistenceError as exc:
+                return finish_report(self.recorder, self._persistence_failure(exc))
+            where = f"after {after}" if after else "at the start"
+            base = _report(self.state, self.events, None, self.started)
+            report = base.model_copy(
+                update={
+                    "status": "paused",
+                    "attempts": counters["attempt"],
+                    "message": f"paused {where} of attempt {counters['attempt']}; continue "
+                    f"with `tidegate resume {self.state.run_id}`",
+                    "diff": "",
+                    "diff_sha256": None,
+                    "changed_files": [],
+                }
+            )
+            return finish_report(self.recorder, report)
+
+    def _persistence_failure(self, exc: PersistenceError) -> FlowReport:
+        error = PhaseError(
+            ErrorClass.PERSISTENCE_ERROR,
+            f"the run's state could not be stored durably, so the run stopped: {exc}",
+            retryable=False,
+        )
+        report = _report(self.state, self.events, error, self.started)
+        phase = self.events[-1].phase if self.events else "BOOTSTRAP"
+        return report.model_copy(update={"failure_phase": report.failure_phase or phase})
+
+
+def finish_report(recorder: RunRecorder | None, report: FlowReport) -> FlowReport:
+    """Store the final report; only an acknowledged report keeps its status. On failure
+    the run is reported (and, if the store still takes it, recorded) as PERSISTENCE_ERROR."""
+    if recorder is None:
+        return report
+    with deferred_interrupts(deliver=False):
+        try:
+            return recorder.finish(report)
+        except PersistenceError as exc:
+            failed = _not_recorded(report, exc)
+            try:
+                return recorder.finish(failed)
+            except PersistenceError:
+                return failed
+
+
+def _not_recorded(report: FlowReport, exc: PersistenceError) -> FlowReport:
+    if report.error_class == ErrorClass.PERSISTENCE_ERROR.value:
+        return report
+    written = sum(1 for f in report.applied_files if f.action != "unchanged")
+    applied = f"; the change was applied to {written} path(s) of your work tree" if written else ""
+    return report.model_copy(
+        update={
+            "status": "failed",
+            "error_class": ErrorClass.PERSISTENCE_ERROR.value,
+            "failure_phase": report.failure_phase or "RECORD",
+            "message": f"the run ended {report.status} but its record could not be stored "
+            f"durably: {exc}{applied}",
+        }
+    )
+
+
+def request_summary(request: RunRequest) -> Mapping[str, object]:
+    """What ``tidegate runs`` shows about a request (the store redacts it)."""
+    first_line = request.objective.strip().splitlines()[0] if request.objective.strip() else ""
+    return {
+        "objective": first_line[:200],
+        "objective_source": request.objective_source,
+        "planner": request.planner,
+        "verify": request.verify,
+        "max_attempts": request.max_attempts,
+    }
 
 
 def _attempt_event(
@@ -219,6 +548,7 @@ def _report(
         findings=[FindingOut(**f.__dict__) for f in state.findings],
         feedback=state.feedback,
         verify=verify,
+        containment=state.containment,
         attempt_events=state.attempt_events,
         phases=events,
         notes=state.notes,
@@ -269,6 +599,17 @@ def changed_files(git: Git, changes: list[PathChange]) -> list[ChangedFile]:
         )
         for c in changes
     ]
+
+
+def containment_refusal(request: RunRequest, config: TidegateConfig) -> str | None:
+    """Why a run whose verification must be contained cannot be, or None."""
+    mode = request.containment or config.containment.mode
+    if request.verify is None or mode != "required":
+        return None
+    report = probe()
+    if report.verified:
+        return None
+    return f"containment is required but {report.reason}; nothing was run"
 
 
 def _bootstrap_failure(

@@ -2,9 +2,11 @@
 
 Chosen from ``--state-root``, else ``TIDEGATE_STATE_ROOT``, else the per-user state
 directory (platformdirs). Validated before anything reads or writes it: no ``..``
-component, not a symlink, not an existing non-directory, and not inside the workspace
-(where a model working on the repository could reach it). It is canonicalised once and
-each repository gets its own subdirectory.
+component, not a symlink, not an existing non-directory, and not inside the workspace or
+its git directory (where a model working on the repository could reach it). It is
+canonicalised once; each repository gets its own subdirectory (named after the work tree
+and a digest of its git directory), holding ``runs.sqlite3``. The checkpoint key lives in
+the state root itself.
 """
 
 from __future__ import annotations
@@ -16,11 +18,23 @@ from pathlib import Path
 import platformdirs
 
 from tidegate.errors import UsageError
+from tidegate.store.checkpoints import KEY_FILE, CheckpointKey
+from tidegate.store.db import RunStore
+from tidegate.store.faults import StoreFaults
+from tidegate.workspace.repo import Repository, discover
 
 STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
+STORE_FILE = "runs.sqlite3"
 
 
-def resolve_state_root(explicit: str | None, workspace: Path) -> Path:
+def resolve_state_root(
+    explicit: str | None,
+    workspace: Path | None,
+    *,
+    create: bool = True,
+    git_dir: Path | None = None,
+) -> Path:
+    """The validated, canonical state root (created unless ``create`` is False)."""
     raw = explicit or os.environ.get(STATE_ROOT_ENV) or platformdirs.user_state_dir("tidegate")
     path = Path(raw).expanduser()
     if ".." in path.parts:
@@ -30,16 +44,62 @@ def resolve_state_root(explicit: str | None, workspace: Path) -> Path:
     if path.exists() and not path.is_dir():
         raise UsageError(f"state root {raw}: exists and is not a directory")
     canonical = path.resolve()
-    work = workspace.resolve()
-    if canonical == work or work in canonical.parents:
-        raise UsageError(f"state root {canonical}: inside the workspace {work}; choose another")
-    canonical.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for owner, what in ((workspace, "the workspace"), (git_dir, "the repository's git directory")):
+        if owner is None:
+            continue
+        inside = owner.resolve()
+        if canonical == inside or inside in canonical.parents:
+            raise UsageError(f"state root {canonical}: inside {what} {inside}; choose another")
+    if create:
+        canonical.mkdir(parents=True, exist_ok=True, mode=0o700)
     return canonical
 
 
-def repository_store(state_root: Path, common_dir: Path, name: str) -> Path:
+def repository_store(state_root: Path, common_dir: Path, name: str, *, create: bool = True) -> Path:
     """The repository's own directory under the state root (stable per git directory)."""
     identity = hashlib.sha256(str(common_dir.resolve()).encode()).hexdigest()[:12]
     directory = state_root / f"{name}-{identity}"
-    directory.mkdir(mode=0o700, exist_ok=True)
+    if create:
+        directory.mkdir(mode=0o700, exist_ok=True)
     return directory
+
+
+def open_run_store(
+    repo_path: Path, explicit: str | None, *, faults: StoreFaults | None = None
+) -> RunStore:
+    """The repository's run store, for writing: state root validated and created, the
+    checkpoint key loaded (or created)."""
+    repo = discover(repo_path)
+    root = resolve_state_root(explicit, repo.root, git_dir=repo.common_dir)
+    directory = repository_store(root, repo.common_dir, repo.root.name)
+    return RunStore(directory / STORE_FILE, key=CheckpointKey.load_or_create(root), faults=faults)
+
+
+def read_run_store(repo: Repository, explicit: str | None) -> RunStore | None:
+    """The repository's run store opened read-only, or None when nothing was recorded.
+    Creates nothing: not the state root, not the store, not the key."""
+    root = resolve_state_root(explicit, repo.root, create=False, git_dir=repo.common_dir)
+    path = repository_store(root, repo.common_dir, repo.root.name, create=False) / STORE_FILE
+    return _read_only(root, path)
+
+
+def read_all_run_stores(explicit: str | None) -> list[RunStore]:
+    """Every repository's store under the state root, read-only (for ``runs`` outside a
+    repository)."""
+    root = resolve_state_root(explicit, None, create=False)
+    if not root.is_dir():
+        return []
+    stores = [_read_only(root, p / STORE_FILE) for p in sorted(root.iterdir()) if p.is_dir()]
+    return [s for s in stores if s is not None]
+
+
+def _read_only(root: Path, path: Path) -> RunStore | None:
+    if not path.is_file():
+        return None
+    key = None
+    if (root / KEY_FILE).is_file():
+        try:
+            key = CheckpointKey.load(root / KEY_FILE)
+        except UsageError:
+            key = None  # reading still works; checkpoints then show as unverifiable
+    return RunStore.open_read_only(path, key=key)

@@ -1,0 +1,248 @@
+"""``tidegate resume``: continue a paused or interrupted run from its last checkpoint.
+
+The store hands over a ``ResumeTicket`` only after verifying the run's checkpoint chain
+(hashes, ``prev_hash`` links, HMAC). Then a run resumes only if everything it was started
+on is unchanged: the request and the planner's inputs (digests of the git blobs and files),
+the repository configuration, the model-side hashes, the T0 snapshot ref and the
+workspace fingerprint. Any difference refuses in one line that names it (a usage error,
+exit 2), before anything is touched.
+
+Work already done is not done again: finished attempts keep their record and feedback;
+in the interrupted attempt, finished phases are skipped (their products -- plan, proposal,
+candidate tree, verification -- come from the checkpoint). The shadow worktree is new, so
+APPLY is replayed from the recorded proposal when VERIFY had not run yet; after a passed
+VERIFY the run goes straight to APPLY_BACK with the recorded candidate tree.
+
+A crash inside APPLY_BACK leaves a journal: resume completes it (as ``tidegate recover``
+would) and then finds every path already holding the change, so nothing is written twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tidegate.config import load_config
+from tidegate.errors import UsageError
+from tidegate.flow.pipeline import PhaseObserver, RunRecorder
+from tidegate.flow.progress import (
+    MODEL_HASHES,
+    STATE_FORMAT,
+    RunBlobs,
+    RunInputs,
+    config_sha256,
+    decode_floats,
+    planner_inputs_sha256,
+    restore,
+)
+from tidegate.flow.report import FlowReport
+from tidegate.flow.request import RunRequest
+from tidegate.flow.transaction import (
+    Driver,
+    closing_notes,
+    new_state,
+    request_summary,
+    workspace_identity,
+)
+from tidegate.planners import planner_for
+from tidegate.workspace.fs import LocalFS
+from tidegate.workspace.journal import journal_root, pending_journals, recover
+from tidegate.workspace.lock import RunLock
+from tidegate.workspace.merge_back import plan_merge
+from tidegate.workspace.repo import Repository, discover
+from tidegate.workspace.shadow import SCRATCH_PREFIX, ShadowWorktree, remove_stale_shadows
+from tidegate.workspace.snapshot import T0Snapshot
+
+
+@dataclass(frozen=True)
+class ResumeTicket:
+    """A verified checkpoint to resume from."""
+
+    run_id: str
+    task_id: str
+    status: str
+    """``paused`` or ``interrupted``."""
+    checkpoint_seq: int
+    checkpoint_hash: str
+    state: Mapping[str, Any]
+
+
+class ResumeRefused(UsageError):
+    """Something the run depends on changed since its checkpoint."""
+
+
+def resume_run(
+    ticket: ResumeTicket, recorder: RunRecorder, observer: PhaseObserver | None = None
+) -> FlowReport:
+    started = time.monotonic()
+    saved = ticket.state
+    refuse = _refuser(ticket)
+    since = f" since checkpoint {ticket.checkpoint_seq}"
+    if saved.get("format") != STATE_FORMAT:
+        raise refuse(f"its checkpoint has an unknown format {saved.get('format')!r}")
+    repo = discover(Path(saved["repo"]))
+    blobs = RunBlobs(repo, ticket.run_id)
+    inputs = RunInputs.from_json(saved["inputs"])
+    request = RunRequest.model_validate_json(blobs.read(inputs.request, "request"))
+    config = load_config(repo.root)
+    if planner_inputs_sha256(request) != inputs.planner_sha256:
+        raise refuse(f"the planner's inputs (script or patch files) changed{since}")
+    if config_sha256(config) != inputs.config_sha256:
+        raise refuse(f"the repository's tidegate configuration changed{since}")
+    for name in MODEL_HASHES:
+        if inputs.model_hashes.get(name) is not None:
+            raise refuse(
+                f"the {name.replace('_', ' ')} hash changed{since} (no model is configured)"
+            )
+    planner = planner_for(request)
+    t0 = saved["t0"]
+    lock = RunLock(repo.runtime_dir, ticket.run_id)
+    lock.acquire()
+    scratch: Path | None = None
+    shadow: ShadowWorktree | None = None
+    try:
+        if repo.git.rev_parse(t0["ref"]) != t0["commit"]:
+            raise refuse(f"its T0 snapshot {t0['ref']} is gone or was moved")
+        notes = [f"resumed ({ticket.status}) from checkpoint {ticket.checkpoint_seq}"]
+        notes += _finish_own_journal(repo, ticket, refuse)
+        # A killed run left its shadow behind; with the lock held no live run owns one.
+        notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
+        current = workspace_identity(repo.root)
+        if current["value"] != inputs.fingerprint["value"]:
+            if not _already_applied(repo, saved):
+                raise refuse(_what_changed(repo, inputs.fingerprint, current) + since)
+            notes.append(
+                "the apply-back had completed before the interruption; nothing is written twice"
+            )
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{ticket.run_id}-"))
+        shadow = ShadowWorktree.acquire(
+            repo, t0["commit"], ticket.run_id, pool=request.warm_shadow or config.shadow.pool
+        )
+        snapshot = T0Snapshot(
+            run_id=ticket.run_id,
+            head=t0["head"],
+            commit=t0["commit"],
+            index_tree=t0["index_tree"],
+        )
+        state = new_state(request, ticket.run_id, repo, snapshot, shadow, planner, scratch, config)
+        restored = restore(state, saved, blobs)
+        state.notes.extend(notes)
+        driver = Driver(
+            state,
+            recorder,
+            started,
+            events=restored.events,
+            loop=restored.loop,
+            inputs=RunInputs(
+                fingerprint=current,
+                request=inputs.request,
+                planner_sha256=inputs.planner_sha256,
+                config_sha256=inputs.config_sha256,
+                model_hashes=inputs.model_hashes,
+            ),
+            last_saved=dict(saved),
+        )
+
+        def begin() -> None:
+            recorder.begin(
+                ticket.run_id,
+                str(repo.root),
+                request.mode.value,
+                request_summary(request),
+                resumed=True,
+            )
+            if ticket.status == "interrupted":
+                recorder.event("run.interrupted", payload={"detected": "on resume"})
+            attempt = saved["attempt"]
+            recorder.event(
+                "run.resumed",
+                attempt=attempt["number"],
+                payload={
+                    "from_checkpoint": ticket.checkpoint_seq,
+                    "status": ticket.status,
+                    "attempt": attempt["number"],
+                    "after": attempt["completed"][-1] if attempt["completed"] else None,
+                },
+                meta={"checkpoint_hash": ticket.checkpoint_hash, "shadow": str(shadow.path)},
+            )
+            driver.checkpoint("resume")
+
+        return driver.run(observer, begin, closing_notes(state, lock, shadow), restored)
+    finally:
+        if shadow is not None:
+            shadow.release(keep=request.keep_shadow)
+        lock.release()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _refuser(ticket: ResumeTicket) -> Callable[[str], ResumeRefused]:
+    def refuse(what: str) -> ResumeRefused:
+        return ResumeRefused(f"cannot resume run {ticket.run_id}: {what}")
+
+    return refuse
+
+
+def _finish_own_journal(
+    repo: Repository, ticket: ResumeTicket, refuse: Callable[[str], ResumeRefused]
+) -> list[str]:
+    """Complete this run's interrupted apply-back; refuse while another run's is pending."""
+    notes: list[str] = []
+    own = journal_root(repo.runtime_dir) / ticket.run_id
+    if own.is_dir():
+        report = recover(LocalFS(repo.root), own)
+        if report.diverged:
+            raise refuse(
+                f"its interrupted apply-back could not be finished ({', '.join(report.diverged)} "
+                "changed after the crash); run `tidegate recover`"
+            )
+        notes.append(
+            f"finished the apply-back the interruption left half done ({len(report.finished)} "
+            "path(s) written from its journal)"
+        )
+    others = pending_journals(repo.runtime_dir)
+    if others:
+        raise refuse(
+            f"an apply-back of run {others[0].name} is pending; run `tidegate recover` first"
+        )
+    return notes
+
+
+def _already_applied(repo: Repository, saved: Mapping[str, Any]) -> bool:
+    """The run stopped at APPLY_BACK and every path of its change already holds the
+    candidate's content (the apply-back finished, or ``recover`` finished it)."""
+    attempt = decode_floats(saved["attempt"])
+    completed = attempt["completed"]
+    tree = attempt["candidate_tree"]
+    if tree is None or attempt["failed"] is not None or "VERIFY" not in completed:
+        return False
+    from tidegate.workspace.changes import diff_trees
+
+    changes = diff_trees(repo.git, saved["t0"]["commit"], tree)
+    with tempfile.TemporaryDirectory(prefix="tidegate-resume-") as scratch:
+        plan = plan_merge(repo.git, LocalFS(repo.root), changes, Path(scratch))
+    return bool(changes) and not plan.ops and not plan.conflicts
+
+
+def _what_changed(
+    repo: Repository, recorded: Mapping[str, str | None], current: Mapping[str, str | None]
+) -> str:
+    """One clause naming how the workspace differs from the checkpoint's."""
+    if recorded.get("head") != current.get("head"):
+        old, new = (str(v or "none")[:12] for v in (recorded.get("head"), current.get("head")))
+        return f"the workspace changed (HEAD moved from {old} to {new})"
+    old_tree, new_tree = recorded.get("tree"), current.get("tree")
+    if old_tree and new_tree and old_tree != new_tree:
+        res = repo.git.run("diff-tree", "-r", "-z", "--name-only", old_tree, new_tree, check=False)
+        paths = [p.decode("utf-8", "replace") for p in res.stdout.split(b"\0") if p]
+        if paths:
+            more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+            return f"the workspace changed ({', '.join(paths[:3])}{more})"
+    if recorded.get("index") != current.get("index"):
+        return "the workspace changed (the staged state in the git index)"
+    return "the workspace changed (its fingerprint differs)"

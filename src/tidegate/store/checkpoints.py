@@ -1,0 +1,212 @@
+"""Checkpoints: canonical, hash-chained and signed records of a run's resumable state.
+
+A checkpoint is one canonical JSON document (``tidegate.store.canonical``)::
+
+    {"format": "tidegate.checkpoint/1", "run_id": ..., "seq": 3, "event_seq": 41,
+     "reason": "phase", "prev_hash": "sha256:...", "state": {...}}
+
+``hash`` is the SHA-256 of those bytes and ``mac`` their HMAC-SHA256 under the state
+root's checkpoint key, so an edited byte, a removed or reordered checkpoint (the chain of
+``prev_hash`` breaks) and a checkpoint written without the key are all detected. The key
+is 32 random bytes in ``<state root>/checkpoint.key``, created atomically with mode 0600
+and never inside a workspace, so a model working on the repository cannot forge one.
+
+Readers get copies: ``Checkpoint.state`` parses the stored text afresh on every access, so
+no caller can change what another caller (or the store) sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tidegate.errors import UsageError
+from tidegate.store.canonical import canonical_json, sha256_digest
+
+FORMAT = "tidegate.checkpoint/1"
+KEY_FILE = "checkpoint.key"
+_KEY_BYTES = 32
+
+
+class CheckpointRefused(UsageError):
+    """A run's checkpoints failed verification (tampered, reordered, or signed with another
+    key); nothing resumes from them."""
+
+
+class CheckpointKey:
+    """The HMAC key that authenticates checkpoints of one state root."""
+
+    def __init__(self, secret: bytes, path: Path | None = None) -> None:
+        if len(secret) != _KEY_BYTES:
+            raise ValueError("a checkpoint key is 32 bytes")
+        self._secret = secret
+        self.path = path
+
+    @classmethod
+    def load_or_create(cls, state_root: Path) -> CheckpointKey:
+        """The state root's key, created (atomically, mode 0600) on first use."""
+        path = state_root / KEY_FILE
+        if not path.exists() and not path.is_symlink():
+            _create_key(path)
+        return cls.load(path)
+
+    @classmethod
+    def load(cls, path: Path) -> CheckpointKey:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise UsageError(f"checkpoint key {path}: {exc.strerror}") from exc
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"checkpoint key {path}: not a regular file")
+            if info.st_mode & 0o077:
+                raise UsageError(
+                    f"checkpoint key {path}: readable by other users; it must be mode 0600"
+                )
+            raw = os.read(fd, 4 * _KEY_BYTES)
+        finally:
+            os.close(fd)
+        try:
+            secret = bytes.fromhex(raw.decode("ascii").strip())
+        except ValueError:
+            secret = b""
+        if len(secret) != _KEY_BYTES:
+            raise UsageError(f"checkpoint key {path}: malformed (expected 64 hex digits)")
+        return cls(secret, path)
+
+    def sign(self, data: bytes) -> str:
+        return "hmac-sha256:" + hmac.new(self._secret, data, hashlib.sha256).hexdigest()
+
+    def verify(self, data: bytes, mac: str) -> bool:
+        return hmac.compare_digest(self.sign(data), mac)
+
+
+def _create_key(path: Path) -> None:
+    """Write a fresh key beside ``path`` and link it into place; a concurrent creator wins
+    the race cleanly (the loser's temp file is removed and the winner's key is used)."""
+    temp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, secrets.token_bytes(_KEY_BYTES).hex().encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.link(temp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One stored checkpoint. ``document`` is the exact canonical text that was signed."""
+
+    run_id: str
+    seq: int
+    event_seq: int
+    reason: str
+    prev_hash: str | None
+    hash: str
+    mac: str
+    document: str
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The resumable state: a fresh copy on every access."""
+        state = json.loads(self.document)["state"]
+        assert isinstance(state, dict)
+        return state
+
+
+def seal(
+    key: CheckpointKey,
+    *,
+    run_id: str,
+    seq: int,
+    event_seq: int,
+    reason: str,
+    prev_hash: str | None,
+    state: Mapping[str, object],
+) -> Checkpoint:
+    """Canonicalise, hash and sign a checkpoint. ``state`` is copied, never kept."""
+    document = canonical_json(
+        {
+            "format": FORMAT,
+            "run_id": run_id,
+            "seq": seq,
+            "event_seq": event_seq,
+            "reason": reason,
+            "prev_hash": prev_hash,
+            "state": state,
+        }
+    )
+    return Checkpoint(
+        run_id=run_id,
+        seq=seq,
+        event_seq=event_seq,
+        reason=reason,
+        prev_hash=prev_hash,
+        hash=sha256_digest(document),
+        mac=key.sign(document),
+        document=document.decode("ascii"),
+    )
+
+
+def verify_chain(run_id: str, checkpoints: Sequence[Checkpoint], key: CheckpointKey) -> None:
+    """Raise ``CheckpointRefused`` naming the first checkpoint that fails verification."""
+    previous: str | None = None
+    for expected_seq, checkpoint in enumerate(checkpoints, start=1):
+        problem = _problem(run_id, checkpoint, expected_seq, previous, key)
+        if problem:
+            raise CheckpointRefused(
+                f"checkpoint {checkpoint.seq} of run {run_id} {problem}; refusing to resume"
+            )
+        previous = checkpoint.hash
+
+
+def _problem(
+    run_id: str,
+    checkpoint: Checkpoint,
+    expected_seq: int,
+    previous: str | None,
+    key: CheckpointKey,
+) -> str | None:
+    if checkpoint.seq != expected_seq:
+        return f"is out of sequence (expected checkpoint {expected_seq}): the chain is broken"
+    data = checkpoint.document.encode("ascii", "replace")
+    if sha256_digest(data) != checkpoint.hash:
+        return "does not match its hash: it was edited"
+    try:
+        doc = json.loads(data)
+        canonical = canonical_json(doc) == data
+    except (ValueError, TypeError):
+        return "is not valid canonical JSON: it was edited"
+    if not canonical:
+        return "is not in canonical form: it was edited"
+    header = (doc.get("format"), doc.get("run_id"), doc.get("seq"), doc.get("event_seq"))
+    if (
+        header != (FORMAT, run_id, checkpoint.seq, checkpoint.event_seq)
+        or doc.get("reason") != checkpoint.reason
+    ):
+        return "does not belong to this run or position"
+    if doc.get("prev_hash") != previous or checkpoint.prev_hash != previous:
+        return "does not follow the previous checkpoint: the chain is broken"
+    if not key.verify(data, checkpoint.mac):
+        return "has a signature that does not match this state root's key"
+    return None

@@ -150,7 +150,7 @@ def test_transitions_and_attested_checks_through_the_cli(tmp_path: Path) -> None
         (["done", "{task}", "T1"], "T1: pending -> done is not allowed; from pending: in_progress"),
         (["record", "{task}", "T1", "--evidence", "agent says done"], "is a claim, not evidence"),
         (["claim", "{task}", "T9"], "no item 'T9'"),
-        (["run", "{task}", "--model", "gpt"], "--model: model-driven planning is not available"),
+        (["run", "{task}", "--model", "gpt"], "--model takes openai:MODEL"),
         (["status", "{task}/nope"], "no such task directory"),
         (["route", "{task}", "--to", "huge", "--reason", "x"], "'huge' is not one of"),
     ],

@@ -1,2 +1,52 @@
-"""The agent loop and what it consults: guards (guards.py) and the evidence ledger
-(evidence.py)."""
+"""The agent: one tool-calling loop over a model port and the tool executor.
+
+- :mod:`.session`: the session's state and runtime, phase tool sets, checkpoints, resume
+- :mod:`.loop`: ``run_loop`` -- budgets, context, the request, the round, finalization
+- :mod:`.guards`: repeat / cycle / failure / budget decisions (pure, checkpointable)
+- :mod:`.evidence`: the ledger of host-attested writes, validations and diffs
+- :mod:`.compaction`: fitting the context window; the host-written summary
+- :mod:`.transcript`: turns, tool calls, usage and cost (no model prose)
+"""
+
+from tidegate.agent.evidence import EvidenceLedger
+from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
+from tidegate.agent.loop import LoopOutcome, run_loop
+from tidegate.agent.session import (
+    AGENT_PHASE,
+    READ_ONLY_PHASES,
+    READ_ONLY_TOOLS,
+    AgentSession,
+    LoopRecorder,
+    LoopSettings,
+    ResumeRefused,
+    SessionOptions,
+    SessionRuntime,
+    agent_report,
+    default_prompt_configuration,
+    phase_tools,
+)
+from tidegate.agent.transcript import ToolRecord, Transcript, TurnRecord
+
+__all__ = [
+    "AGENT_PHASE",
+    "READ_ONLY_PHASES",
+    "READ_ONLY_TOOLS",
+    "AgentSession",
+    "Budget",
+    "EvidenceLedger",
+    "GuardLimits",
+    "LoopGuards",
+    "LoopOutcome",
+    "LoopRecorder",
+    "LoopSettings",
+    "ResumeRefused",
+    "SessionOptions",
+    "SessionRuntime",
+    "ToolRecord",
+    "Transcript",
+    "TurnRecord",
+    "agent_report",
+    "default_prompt_configuration",
+    "phase_tools",
+    "run_loop",
+]

@@ -1,30 +1,45 @@
-"""Commands: run, review, debug, recover.
+"""Commands: run, review, debug, recover, runs, read, resume.
 
-Exit codes: 0 succeeded, 1 the run failed, 2 usage error, 3 apply-back conflict (nothing
-changed, .rej files written), 4 another run holds the repository lock.
+Exit codes: 0 succeeded, 1 the run failed (PERSISTENCE_ERROR included: a run whose record
+was not stored durably never reports success), 2 usage error (a refused resume included),
+3 apply-back conflict (nothing changed, .rej files written), 4 another run holds the
+repository lock, 130 paused by Ctrl-C (``tidegate resume RUN_ID`` continues it) or
+interrupted before its first checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
 from tidegate.cli.ledger import ledger_app
+from tidegate.cli.mcp import mcp_app
 from tidegate.cli.render import ProgressPrinter, print_report
-from tidegate.errors import TidegateError, UsageError
+from tidegate.cli.tools import tools_app
+from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.flow.modes import Mode
+from tidegate.flow.report import FlowReport
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
+from tidegate.flow.resume import resume_run
 from tidegate.flow.transaction import execute
+from tidegate.planners import planner_for
 from tidegate.recovery import recover_repository
-from tidegate.store import RunStore, repository_store, resolve_state_root
+from tidegate.store import (
+    RunStore,
+    StoreRecorder,
+    open_run_store,
+    read_all_run_stores,
+    read_run_store,
+    resume_ticket,
+)
+from tidegate.store.views import run_row, run_view
 from tidegate.workspace.repo import discover
 
 EXIT_USAGE = 2
@@ -39,6 +54,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(tools_app, name="tools")
+app.add_typer(mcp_app, name="mcp")
 
 RepoOpt = Annotated[
     Path, typer.Option("--repo", help="The repository (default: current directory).")
@@ -61,6 +78,17 @@ TimeoutOpt = Annotated[
     float, typer.Option("--verify-timeout", min=1, help="Seconds before VERIFY is killed.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final report as JSON.")]
+NetworkOpt = Annotated[
+    bool, typer.Option("--network", help="Let the verify command reach the network.")
+]
+ContainmentOpt = Annotated[
+    Literal["auto", "required", "none"] | None,
+    typer.Option(
+        "--containment",
+        help="Confine the verify command: auto (bubblewrap when it works), required, none "
+        "(default: the repository's [containment] mode, else auto).",
+    ),
+]
 KeepOpt = Annotated[bool, typer.Option("--keep-shadow", help="Keep the shadow worktree.")]
 StateRootOpt = Annotated[
     str | None,
@@ -72,6 +100,21 @@ StateRootOpt = Annotated[
 WarmOpt = Annotated[
     bool,
     typer.Option("--warm-shadow", help="Reuse and keep this repository's warm shadow (faster)."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Let a model plan and patch: openai:MODEL, anthropic:MODEL or scripted:PATH.",
+    ),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option("--max-cost", min=0, help="Hard cap in USD on the model's spending for the run."),
+]
+MaxStepsOpt = Annotated[
+    int | None,
+    typer.Option("--max-steps", min=1, help="Most model requests the run may make."),
 ]
 
 
@@ -101,9 +144,11 @@ def _objective(
 
 def _store(repo: Path, state_root: str | None) -> RunStore:
     """The repository's run store, after validating the state root (before any run)."""
-    found = discover(repo)
-    root = resolve_state_root(state_root, found.root)
-    return RunStore(repository_store(root, found.common_dir, found.root.name) / "runs.sqlite3")
+    return open_run_store(repo, state_root)
+
+
+def _print(report: FlowReport) -> None:
+    print_report(Console(highlight=False, soft_wrap=True), report)
 
 
 def _run(
@@ -122,22 +167,17 @@ def _run(
     store = _store(request.repo, state_root)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     observer = None if as_json else ProgressPrinter(err)
-    report = execute(request, observer=observer)
-    code = report.exit_code
+    recorder = StoreRecorder(store)
+    planner = planner_for(request, recorder=recorder) if request.model else None
     try:
-        store.record(report)
-    except (sqlite3.Error, OSError) as exc:
-        err.print(
-            f"tidegate: error: PERSISTENCE_ERROR: run {report.run_id} ended {report.status} "
-            f"but could not be recorded in {store.path}: {exc}",
-            markup=False,
-        )
-        code = 1
+        report = execute(request, observer=observer, planner=planner, recorder=recorder)
+    finally:
+        getattr(planner, "close", lambda: None)()
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
-        print_report(Console(highlight=False, soft_wrap=True), report)
-    raise typer.Exit(code)
+        _print(report)
+    raise typer.Exit(report.exit_code)
 
 
 @app.command()
@@ -152,6 +192,11 @@ def run(
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
     warm_shadow: WarmOpt = False,
+    network: NetworkOpt = False,
+    containment: ContainmentOpt = None,
+    model: ModelOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -169,6 +214,11 @@ def run(
         verify_timeout_s=verify_timeout,
         keep_shadow=keep_shadow,
         warm_shadow=warm_shadow,
+        network=network,
+        containment=containment,
+        model=model,
+        max_cost_usd=max_cost,
+        max_steps=max_steps,
     )
 
 
@@ -181,6 +231,9 @@ def review(
     planner: PlannerOpt = "structured",
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     warm_shadow: WarmOpt = False,
+    model: ModelOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -197,6 +250,9 @@ def review(
         max_attempts=1,
         verify_timeout_s=verify_timeout,
         warm_shadow=warm_shadow,
+        model=model,
+        max_cost_usd=max_cost,
+        max_steps=max_steps,
     )
 
 
@@ -211,6 +267,11 @@ def debug(
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
     warm_shadow: WarmOpt = False,
+    network: NetworkOpt = False,
+    containment: ContainmentOpt = None,
+    model: ModelOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -228,6 +289,11 @@ def debug(
         verify_timeout_s=verify_timeout,
         keep_shadow=keep_shadow,
         warm_shadow=warm_shadow,
+        network=network,
+        containment=containment,
+        model=model,
+        max_cost_usd=max_cost,
+        max_steps=max_steps,
     )
 
 
@@ -259,38 +325,54 @@ def recover(
 
 @app.command()
 def runs(
-    repo: RepoOpt = Path("."),
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            help="Only this repository's runs (default: the current one; outside a "
+            "repository, every repository in the state root).",
+        ),
+    ] = None,
     state_root: StateRootOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many, newest first.")] = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """List this repository's recorded runs, newest first."""
-    store = _store(repo, state_root)
-    stored = store.runs(limit)
+    """List recorded runs, newest first (read-only; a run whose process died shows as
+    interrupted)."""
+    if repo is None and not _inside_repository(Path(".")):
+        stores = read_all_run_stores(state_root)
+    else:
+        found = discover(repo or Path("."))
+        one = read_run_store(found, state_root)
+        stores = [one] if one is not None else []
+    rows = sorted(
+        (run_row(r) for s in stores for r in s.runs(limit)),
+        key=lambda r: (r["started_ms"], r["run_id"]),
+        reverse=True,
+    )[:limit]
     if as_json:
-        rows = [
-            {
-                "run_id": r.run_id,
-                "mode": r.mode,
-                "status": r.status,
-                "error_class": r.error_class,
-                "attempts": r.attempts,
-                "duration_s": r.duration_s,
-            }
-            for r in stored
-        ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     out = Console(highlight=False, soft_wrap=True)
-    if not stored:
+    if not rows:
         out.print("no recorded runs")
-    for r in stored:
-        failure = f" {r.error_class}" if r.error_class else ""
+    several = len({r["repo"] for r in rows}) > 1
+    for r in rows:
+        failure = f" {r['error_class']}" if r["error_class"] else ""
+        where = f"  {r['repo']}" if several else ""
         out.print(
-            f"{r.run_id}  {r.mode:<6} {r.status:<9}{failure}  {r.attempts} attempt(s)  "
-            f"{r.duration_s:.1f}s",
+            f"{r['run_id']}  {r['mode']:<6} {r['status']:<11}{failure}  {r['attempts']} "
+            f"attempt(s)  {r['duration_s']:.1f}s{where}",
             markup=False,
         )
+
+
+def _inside_repository(path: Path) -> bool:
+    try:
+        discover(path)
+    except UsageError:
+        return False
+    return True
 
 
 @app.command()
@@ -299,20 +381,92 @@ def read(
     repo: RepoOpt = Path("."),
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
+    detail: Annotated[
+        bool,
+        typer.Option(
+            "--detail", help="With --json: the run, phases, attempts, effects and evidence."
+        ),
+    ] = False,
 ) -> None:
-    """Show a recorded run's report (nothing is changed)."""
-    stored = _store(repo, state_root).get(run_id)
+    """Show a recorded run: report, phases, attempts, effects, evidence (changes nothing)."""
+    store = read_run_store(discover(repo), state_root)
+    if store is None:
+        raise UsageError(f"no recorded run {run_id!r} for this repository")
+    view = run_view(store, run_id)
     if as_json:
-        sys.stdout.write(stored.report.model_dump_json(indent=2) + "\n")
+        shown = view if detail or view["report"] is None else view["report"]
+        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+        return
+    _print_view(view)
+
+
+def _print_view(view: dict[str, Any]) -> None:
+    out = Console(highlight=False, soft_wrap=True)
+    run = view["run"]
+    failure = f" {run['error_class']} in {run['failure_phase']}" if run["error_class"] else ""
+    out.print(
+        f"run {run['run_id']}  {run['mode']}  {run['status']}{failure}  task {run['task_id']}",
+        markup=False,
+    )
+    out.print("phases:", markup=False)
+    for p in view["phases"]:
+        out.print(
+            f"  attempt {p['attempt']} {p['phase']:<15} {p['status']:<6} "
+            f"{p['duration_ms']:>9.1f} ms  {p['detail']}",
+            markup=False,
+        )
+    out.print("attempts:", markup=False)
+    for a in view["attempts"]:
+        why = f" {a['error_class']} in {a['failure_phase']}" if a.get("error_class") else ""
+        tree = f"  candidate {a['candidate_tree'][:12]}" if a.get("candidate_tree") else ""
+        out.print(f"  {a['attempt']}: {a['status']}{why}{tree}", markup=False)
+    effects = view["effects"]
+    out.print("effects:", markup=False)
+    for f in effects["applied_files"]:
+        out.print(
+            f"  {f['action']:<9} {f['path']}  {(f['before_sha256'] or '-')[:12]} -> "
+            f"{(f['after_sha256'] or '-')[:12]}",
+            markup=False,
+        )
+    for c in effects["tool_calls"]:
+        out.print(f"  tool {c['canonical_tool']} {c['tool_call_id']}: {c['status']}", markup=False)
+    evidence = view["evidence"]
+    out.print("evidence:", markup=False)
+    out.print(
+        f"  trace: {evidence['trace_events']} event(s); checkpoints: "
+        f"{evidence['checkpoints']} ({evidence['checkpoint_chain']})",
+        markup=False,
+    )
+    if evidence["replay_hash"]:
+        out.print(f"  replay hash {evidence['replay_hash']}", markup=False)
+    if view["resume"]:
+        r = view["resume"]
+        after = f"after {r['after']}" if r["after"] else "at the start"
+        out.print(f"  resumable {after} of attempt {r['attempt']}: {r['command']}", markup=False)
+    if view["report"] is not None:
+        _print(FlowReport.model_validate(view["report"]))
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The paused or interrupted run ('latest' too).")],
+    repo: RepoOpt = Path("."),
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a paused or interrupted run from its last checkpoint. Refused (exit 2) when
+    the workspace, the request, the planner's inputs or the configuration changed, or when
+    a checkpoint fails verification."""
+    store = _store(repo, state_root)
+    ticket = resume_ticket(store, run_id)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    observer = None if as_json else ProgressPrinter(err)
+    report = resume_run(ticket, StoreRecorder(store, task_id=ticket.task_id), observer)
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
-        out = Console(highlight=False, soft_wrap=True)
-        for event in stored.report.phases:
-            out.print(
-                f"  attempt {event.attempt} {event.phase:<15} {event.status:<6} "
-                f"{event.duration_ms:>9.1f} ms  {event.detail}",
-                markup=False,
-            )
-        print_report(out, stored.report)
+        _print(report)
+    raise typer.Exit(report.exit_code)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -344,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
         where = ".".join(str(p) for p in first["loc"])
         sys.stderr.write(f"tidegate: error: {where}: {first['msg']}\n")
         return EXIT_USAGE
+    except PersistenceError as exc:
+        sys.stderr.write(f"tidegate: error: PERSISTENCE_ERROR: {exc}\n")
+        return 1
     except TidegateError as exc:
         sys.stderr.write(f"tidegate: error: {exc}\n")
         return int(getattr(exc, "exit_code", 1))

@@ -247,7 +247,16 @@ def run_(
         str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
     ] = "structured",
     model: Annotated[
-        str | None, typer.Option("--model", help="Model-driven planning (not available yet).")
+        str | None,
+        typer.Option(
+            "--model", help="A model plans and patches: openai:M, anthropic:M or scripted:PATH."
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", min=0, help="Hard cap in USD per item run.")
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Most model requests per item run.")
     ] = None,
     verify: Annotated[
         str | None, typer.Option("--verify", help="Overrides the item's 'Verify:' line.")
@@ -264,12 +273,18 @@ def run_(
     """Run the next pending item as a guarded tidegate run and record its evidence."""
     from tidegate.ledger.engine import RunOptions, run_items
 
-    if model is not None:
-        raise UsageError(
-            "--model: model-driven planning is not available yet; use --planner structured "
-            "or --planner scripted:PATH"
-        )
-    options = RunOptions(repo, planner, verify, max_attempts, verify_timeout)
+    if model is not None and planner != "structured":
+        raise UsageError("give either --planner or --model, not both")
+    options = RunOptions(
+        repo,
+        planner,
+        verify,
+        max_attempts,
+        verify_timeout,
+        model=model,
+        max_cost_usd=max_cost,
+        max_steps=max_steps,
+    )
     observer = None if as_json else ProgressPrinter(Console(stderr=True, highlight=False))
     runs = run_items(task_dir, options, all_items, observer)
     _print_runs(runs, as_json)

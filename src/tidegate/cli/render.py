@@ -42,13 +42,17 @@ class ProgressPrinter:
 
 
 def print_report(console: Console, report: FlowReport) -> None:
-    colour = {"succeeded": "green", "failed": "red", "conflict": "yellow"}[report.status]
+    colour = {"succeeded": "green", "failed": "red", "conflict": "yellow"}.get(
+        report.status, "cyan"
+    )
     console.print(
         f"[bold {colour}]{report.status}[/bold {colour}] {report.mode} run {report.run_id} "
         f"after {report.attempts} attempt(s): {escape(report.message)}",
         highlight=False,
     )
-    if report.failure_phase:
+    if report.status == "paused":
+        console.print(f"  continue it with: tidegate resume {report.run_id}", highlight=False)
+    elif report.failure_phase:
         console.print(f"  failed in {report.failure_phase} ({report.error_class})")
     if report.changed_files:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,3 +29,14 @@ class RunRequest(BaseModel):
     keep_shadow: bool = False
     warm_shadow: bool = False
     """Reuse (and keep) the repository's warm shadow instead of a fresh worktree."""
+    network: bool = False
+    """Let VERIFY's command reach the network (contained commands have none otherwise)."""
+    containment: Literal["auto", "required", "none"] | None = None
+    """How VERIFY's command is contained; None: the repository's configuration."""
+    model: str | None = None
+    """``openai:MODEL``, ``anthropic:MODEL`` or ``scripted:PATH``: a model plans and patches
+    (``tidegate.planners.model``) instead of ``planner``."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Hard cap on the model's spending for the run: no request is sent that could cross it."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """Most model requests the run may make (all phases and attempts together)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tidegate.config import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
-from tidegate.flow.report import AppliedFile, AttemptEvent, ChangedFile
+from tidegate.flow.report import AppliedFile, AttemptEvent, ChangedFile, ContainmentOut
 from tidegate.flow.request import RunRequest
 from tidegate.planners.base import Finding, Plan, Planner, Proposal
 from tidegate.workspace.changes import PathChange
@@ -27,6 +27,8 @@ class ShadowTreeView:
     """Planners' read-only view of T0: the shadow's files, read before APPLY touches them."""
 
     def __init__(self, shadow_root: Path) -> None:
+        self.root = shadow_root
+        """The shadow worktree itself: a model planner's read-only tools run there."""
         self._fs = LocalFS(shadow_root)
 
     def read_bytes(self, path: str) -> bytes | None:
@@ -84,6 +86,8 @@ class RunState:
     rejects: list[str] = field(default_factory=list)
     rejects_dir: Path | None = None
     fidelity: Fidelity | None = None
+    containment: ContainmentOut | None = None
+    """What VERIFY's command last ran under (recorded in the report)."""
 
     @property
     def tree(self) -> ShadowTreeView:

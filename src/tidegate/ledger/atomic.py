@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 from types import TracebackType
 
+from tidegate.errors import UsageError
 from tidegate.ledger.errors import LedgerLockedError
 
 LOCK_FILE = ".ledger.lock"
@@ -64,6 +65,10 @@ class TaskLock:
         self._fd: int | None = None
 
     def __enter__(self) -> TaskLock:
+        if not self.path.parent.is_dir():
+            raise UsageError(
+                f"{self.path.parent}: no such task directory (create one with `tidegate ledger init`)"
+            )
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

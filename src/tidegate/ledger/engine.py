@@ -28,7 +28,9 @@ from tidegate.ledger.operations import Outcome
 from tidegate.ledger.routes import micro_gates
 from tidegate.ledger.taskdir import Task, load_task, now, save_task
 from tidegate.ledger.transitions import Change, block, claim, done, record, requeue
+from tidegate.planners import planner_for
 from tidegate.planners.objective import parse_objective
+from tidegate.store import StoreRecorder, open_run_store
 from tidegate.workspace.repo import discover
 
 
@@ -40,6 +42,13 @@ class RunOptions:
     max_attempts: int = 3
     verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S
     assignee: str = "tidegate"
+    state_root: str | None = None
+    """Where the run is recorded (default: $TIDEGATE_STATE_ROOT or the user state dir)."""
+    model: str | None = None
+    """A model plans and patches the item (``--model``); the objective is the item's
+    title and its plan section as prose."""
+    max_cost_usd: float | None = None
+    max_steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,24 @@ def objective_text(item: Item, section: PlanSection | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+MAX_SECTION_LINES = 200
+
+
+def model_objective(task: Task, item: Item, section: PlanSection | None) -> str:
+    """The item's title and its plan section (up to the next heading) for a model."""
+    lines = [f"{item.id}: {item.title}", ""]
+    if section is not None:
+        try:
+            text = (task.dir / task.state.plan_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for line in text.splitlines()[section.line :][:MAX_SECTION_LINES]:
+            if line.startswith("#"):
+                break
+            lines.append(line)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def _prepare(task: Task, item: Item, options: RunOptions) -> tuple[str, str, str | None]:
     """The objective, the name its errors use, and the verify command. Raises before any
     change if the item cannot run."""
@@ -69,6 +96,8 @@ def _prepare(task: Task, item: Item, options: RunOptions) -> tuple[str, str, str
             f"route {state.route} runs a micro-gate before done: give --verify or a "
             f"'Verify:' line in the plan section of {item.id}"
         )
+    if options.model is not None:
+        return model_objective(task, item, section), source, verify
     text = objective_text(item, section)
     if options.planner == "structured":
         if section is None or not section.edit_blocks:
@@ -100,12 +129,14 @@ def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None
             )
         objective, source, verify = _prepare(task, item, options)
         discover(options.repo)
-        if action.kind == "claim":
-            change = claim(task.state, item.id, options.assignee)
-            after = refresh(task.state)
-            save_task(task)
-            if change.stopped:
-                return ItemRun(item.id, Outcome([change.message, f"next: {after.text}"], after, 1))
+        # The run is recorded like any other (task id = the item); a bad state root is
+        # refused here, before the item is claimed.
+        recorder = StoreRecorder(
+            open_run_store(options.repo, options.state_root),
+            task_id=item.id,
+            kind="ledger",
+            pausable=False,
+        )
         request = RunRequest(
             repo=options.repo,
             objective=objective,
@@ -115,8 +146,24 @@ def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None
             planner=options.planner,
             max_attempts=options.max_attempts,
             verify_timeout_s=options.verify_timeout_s,
+            model=options.model,
+            max_cost_usd=options.max_cost_usd,
+            max_steps=options.max_steps,
         )
-        report = execute(request, observer=observer)
+        # The planner (and a model's settings) are checked before the item is claimed, so a
+        # bad --model changes nothing.
+        planner = planner_for(request, recorder=recorder)
+        try:
+            if action.kind == "claim":
+                change = claim(task.state, item.id, options.assignee)
+                after = refresh(task.state)
+                save_task(task)
+                if change.stopped:
+                    lines = [change.message, f"next: {after.text}"]
+                    return ItemRun(item.id, Outcome(lines, after, 1))
+            report = execute(request, observer=observer, planner=planner, recorder=recorder)
+        finally:
+            getattr(planner, "close", lambda: None)()
         task = load_task(task_dir)
         change = settle(task, item.id, report)
         after = refresh(task.state)

@@ -1,8 +1,11 @@
-"""Planners: who proposes the change. ``make_planner`` turns a ``--planner`` value into one."""
+"""Planners: who proposes the change. ``make_planner`` turns a ``--planner`` value (or a
+``--model`` spec) into one; ``planner_for`` does it for a whole ``RunRequest``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tidegate.errors import UsageError
 from tidegate.planners.base import (
@@ -18,11 +21,31 @@ from tidegate.planners.base import (
 from tidegate.planners.scripted import ScriptedPlanner
 from tidegate.planners.structured import StructuredPlanner
 
+if TYPE_CHECKING:
+    from tidegate.flow.request import RunRequest
+
 
 def make_planner(
-    spec: str, objective: str, base_dir: Path, needs_edits: bool, source: str = "objective"
+    spec: str,
+    objective: str,
+    base_dir: Path,
+    needs_edits: bool,
+    source: str = "objective",
+    *,
+    model: str | None = None,
+    max_steps: int | None = None,
+    max_cost_usd: float | None = None,
+    verify: str | None = None,
+    recorder: Any = None,
+    env: Mapping[str, str] | None = None,
 ) -> Planner:
-    """``structured`` (default, no model) or ``scripted:PATH`` (a replayed contract double)."""
+    """``structured`` (default, no model) or ``scripted:PATH`` (a replayed contract double);
+    with ``model`` (``openai:M``, ``anthropic:M``, ``scripted:PATH``) a model-driven
+    planner under the given budget, whose loop events go to ``recorder``."""
+    if model is not None:
+        if spec != "structured":
+            raise UsageError("give either --planner or --model, not both")
+        return _model_planner(model, max_steps, max_cost_usd, verify, recorder, env)
     if spec == "structured":
         planner = StructuredPlanner.from_text(objective, base_dir, source)
         if needs_edits and not planner.objective.has_edits:
@@ -38,6 +61,53 @@ def make_planner(
     raise UsageError(f"unknown planner {spec!r}: use 'structured' or 'scripted:PATH'")
 
 
+def planner_for(
+    request: RunRequest, *, recorder: Any = None, env: Mapping[str, str] | None = None
+) -> Planner:
+    """The planner ``request`` asks for (its ``model`` and budget included)."""
+    from tidegate.flow.modes import Mode
+
+    return make_planner(
+        request.planner,
+        request.objective,
+        request.objective_base,
+        needs_edits=request.mode is not Mode.REVIEW,
+        source=request.objective_source,
+        model=request.model,
+        max_steps=request.max_steps,
+        max_cost_usd=request.max_cost_usd,
+        verify=request.verify,
+        recorder=recorder,
+        env=env,
+    )
+
+
+def _model_planner(
+    spec: str,
+    max_steps: int | None,
+    max_cost_usd: float | None,
+    verify: str | None,
+    recorder: Any,
+    env: Mapping[str, str] | None,
+) -> Planner:
+    from tidegate.agent.guards import Budget
+    from tidegate.models import resolve_model, resolve_pricing
+    from tidegate.planners.model import ModelPlanner
+
+    model = resolve_model(spec, None, env)
+    pricing = resolve_pricing(model.identity)
+    if max_cost_usd is not None and pricing.price is None:
+        model.close()
+        raise UsageError(f"--max-cost needs a price for {model.identity.label}: {pricing.source}")
+    return ModelPlanner(
+        model,
+        pricing=pricing,
+        budget=Budget(max_steps=max_steps, hard_dollar_cap=max_cost_usd),
+        recorder=recorder,
+        validation_command=verify,
+    )
+
+
 __all__ = [
     "ContentCheck",
     "FileEdit",
@@ -50,4 +120,5 @@ __all__ = [
     "StructuredPlanner",
     "TreeView",
     "make_planner",
+    "planner_for",
 ]

@@ -40,6 +40,8 @@ def patch(state: RunState) -> str:
     parts = []
     if proposal.diff:
         parts.append("a unified diff")
+    if proposal.search_replace:
+        parts.append("SEARCH/REPLACE blocks")
     if proposal.edits:
         parts.append(f"{len(proposal.edits)} whole-file edit(s)")
     return "proposed " + " and ".join(parts)

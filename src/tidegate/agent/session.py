@@ -1,0 +1,728 @@
+"""An agent session: one model, one tool executor, one task, and everything they share.
+
+The session owns the state the loop (``tidegate.agent.loop``) advances: the conversation,
+the guards, the evidence ledger, the transcript, the causal sequence and the counters.
+Every tool call of the session runs under one :class:`SessionRuntime` -- run, task, phase,
+attempt, task mode, prompt and registry hashes -- which is recorded with the call, so the
+streaming and non-streaming paths (they are one path) cannot diverge in what a call sees.
+
+Phases: EXPLORE, PLAN, PATCH, REVIEW and ANALYZE_ISSUES expose only the read-only tool set
+(:data:`READ_ONLY_TOOLS`: workspace inspection, read-only git, project detection, and plan
+notes through task.checkpoint); PATCH returns its change set as the final answer. The
+AGENT phase exposes whatever the executor's registry holds (a standalone session that may
+write, validate and diff). Sub-agent dispatch is not supported.
+
+Checkpoints (format ``tidegate.agent/1``) hold every counter -- guards, ledger, transcript,
+sequence, state version, compactions -- plus the seven prompt hashes and the workspace
+fingerprint. :meth:`AgentSession.resume` refuses a checkpoint whose prompt contract or
+workspace differs, restores the counters (optionally under larger limits), never runs a
+recorded call again, and starts from the task plus a host-written summary of the
+evidence: when that evidence already completes the task, the first request offers no
+tools at all.
+"""
+
+from __future__ import annotations
+
+import platform
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any, Literal, Protocol
+
+from tidegate.agent.compaction import TokenMeter, context_summary
+from tidegate.agent.evidence import EvidenceLedger
+from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
+from tidegate.agent.transcript import Transcript
+from tidegate.errors import ErrorClass, UsageError
+from tidegate.flow.report import FlowReport
+from tidegate.models.envelope import ModelRequest
+from tidegate.models.events import Usage as ModelUsage
+from tidegate.models.messages import Attachment, Message, UserMessage
+from tidegate.models.messages import ToolSpec as ModelToolSpec
+from tidegate.models.ports import ModelPort
+from tidegate.models.pricing import ModelPricing
+from tidegate.prompt import (
+    HostEnvironment,
+    PromptConfiguration,
+    PromptHashes,
+    PromptSnapshot,
+    RunTask,
+    TaskContract,
+    TokenEstimate,
+    assemble_prompt,
+    format_user_task,
+    reassemble,
+    require_resume_compatible,
+)
+from tidegate.prompt.hashing import sha256_json
+from tidegate.tools.catalog import ToolDefinition
+from tidegate.tools.effects import PROFILE_SHA256
+from tidegate.tools.executor import ToolExecutor
+
+FORMAT = "tidegate.agent/1"
+
+READ_ONLY_TOOLS = frozenset(
+    {
+        "workspace.read",
+        "workspace.list",
+        "workspace.glob",
+        "workspace.grep",
+        "git.exec",
+        "project.detect",
+        "task.checkpoint",
+    }
+)
+"""What a read-only phase may call. task.checkpoint writes plan notes only (a file the
+host owns, never a workspace path the model names)."""
+
+READ_ONLY_PHASES = frozenset({"EXPLORE", "PLAN", "PATCH", "REVIEW", "ANALYZE_ISSUES"})
+AGENT_PHASE = "AGENT"
+
+FINALIZE_NOTE = (
+    "The host now has the evidence it needs ({reason}). No tools are available for this "
+    "turn: give your final answer."
+)
+
+
+def phase_tools(phase: str) -> frozenset[str] | None:
+    """The canonical tools ``phase`` may expose; None: whatever the executor offers."""
+    if phase in READ_ONLY_PHASES:
+        return READ_ONLY_TOOLS
+    if phase == AGENT_PHASE:
+        return None
+    raise ValueError(f"no tool set for phase {phase!r}")
+
+
+class LoopRecorder(Protocol):
+    """Where a session's trace, checkpoints and tool calls go
+    (``tidegate.store.StoreRecorder`` is one)."""
+
+    def event(
+        self,
+        kind: str,
+        *,
+        attempt: int | None = None,
+        phase: str | None = None,
+        payload: Mapping[str, object] | None = None,
+        meta: Mapping[str, object] | None = None,
+    ) -> None: ...
+
+    def checkpoint(self, reason: str, state: Mapping[str, object]) -> None: ...
+
+    def tool_call_requested(
+        self,
+        tool_call_id: str,
+        canonical_tool: str,
+        input_sha256: str,
+        *,
+        attempt: int | None = None,
+    ) -> None: ...
+
+    def tool_call_finished(
+        self,
+        tool_call_id: str,
+        status: str,
+        effects: Mapping[str, object] | None,
+        *,
+        result_sha256: str | None = None,
+        attempt: int | None = None,
+    ) -> None: ...
+
+
+class ResumeRefused(UsageError):
+    """The checkpoint cannot be continued here (other format, workspace or contract)."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """How the loop talks to the model and keeps the context in bounds."""
+
+    max_output_tokens: int | None = None
+    """Per response; default: the model's limit, at most 16 384."""
+    tool_result_chars: int = 12_000
+    """Most characters of one tool result the model is shown."""
+    accumulated_output_chars: int = 120_000
+    """Tool output shown since the last compaction before the loop checkpoints and
+    compacts ahead of the next request."""
+    context_headroom: float = 0.85
+    """Compact when a request would use more than this share of the input budget."""
+    keep_recent_rounds: int = 2
+    max_overflow_compactions: int = 2
+    """Provider overflows in a row that compaction may answer before the session fails."""
+    max_format_repairs: int = 2
+    max_finalization_rejections: int = 1
+    max_malformed_outputs: int = 2
+    max_transient_retries: int = 1
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    phase: str = AGENT_PHASE
+    run_id: str = ""
+    """Empty: a fresh id."""
+    attempt: int | None = None
+    record_scope: str = ""
+    """Prefix of the ids tool calls are stored under, when several loops share one run."""
+    expect_changes: bool | None = None
+    """Whether completion needs a recorded write; default: not for read-only phases."""
+    brief: str | None = None
+    """Instructions for this phase, sent as a second user message after the task."""
+    attachments: tuple[Attachment, ...] = ()
+    guard_limits: GuardLimits = field(default_factory=GuardLimits)
+    settings: LoopSettings = field(default_factory=LoopSettings)
+    checkpoints: bool = True
+    """False when an enclosing engine run owns the checkpoints (planner loops)."""
+
+    @property
+    def read_only(self) -> bool:
+        return self.phase in READ_ONLY_PHASES
+
+
+@dataclass(frozen=True)
+class SessionRuntime:
+    """The runtime context every tool call of a session runs under."""
+
+    run_id: str
+    task_id: str
+    phase: str
+    attempt: int | None
+    mode: str
+    read_only: bool
+    workspace: str
+    prompt_hash: str
+    registry_hash: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "phase": self.phase,
+            "attempt": self.attempt,
+            "mode": self.mode,
+            "read_only": self.read_only,
+            "workspace": self.workspace,
+            "prompt_hash": self.prompt_hash,
+            "registry_hash": self.registry_hash,
+        }
+
+
+def new_run_id() -> str:
+    return time.strftime("agent-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def model_facts(model: ModelPort) -> tuple[dict[str, object], dict[str, object]]:
+    """(identity, capabilities) of a model as the prompt records them."""
+    i = model.identity
+    identity = {
+        "provider": i.provider,
+        "model": i.model,
+        "endpoint": i.endpoint,
+        "revision": i.revision,
+        "contract_double": i.contract_double,
+        "probed_at": i.probed_at,
+    }
+    capabilities = {
+        "context_window": i.context_window,
+        "max_output_tokens": i.max_output_tokens,
+        "tool_calling": i.tool_calling,
+        "streaming": i.streaming,
+        "prompt_caching": i.prompt_caching,
+        "token_counting": i.token_counting,
+        "capability_source": i.capability_source,
+    }
+    return identity, capabilities
+
+
+def default_prompt_configuration(
+    *, write: bool, commands: bool, approval: str = "balanced", network: str = "denied"
+) -> PromptConfiguration:
+    """The prompt configuration this host states about itself: its OS and, when command
+    tools are active, the interpreter the runner really spawns."""
+    command = None
+    if commands:
+        from tidegate.exec.interpreter import host_interpreter
+
+        command = host_interpreter().describe()
+    return PromptConfiguration.model_validate(
+        {
+            "approvalProfile": approval,
+            "complexity": "standard",
+            "networkAccess": network,
+            "writeAccess": "allowed" if write else "denied",
+            "hostEnvironment": HostEnvironment.model_validate(
+                {
+                    "operatingSystem": platform.system().lower() or "unknown",
+                    "architecture": platform.machine() or "unknown",
+                    "command": command,
+                }
+            ),
+        }
+    )
+
+
+_ToolsView = tuple[tuple[str, ...], list[ToolDefinition], tuple[ModelToolSpec, ...]]
+"""(active tool ids, the definitions the phase shows, their model-facing specs)"""
+
+
+class AgentSession:
+    """The state of one session; :func:`tidegate.agent.loop.run_loop` drives it."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelPort,
+        executor: ToolExecutor,
+        config: PromptConfiguration,
+        task: RunTask,
+        options: SessionOptions,
+        recorder: LoopRecorder | None = None,
+        pricing: ModelPricing | None = None,
+        guards: LoopGuards | None = None,
+        ledger: EvidenceLedger | None = None,
+        transcript: Transcript | None = None,
+    ) -> None:
+        self.model = model
+        self.executor = executor
+        self.config = config
+        self.task = task
+        run_id = options.run_id or _recorded_run_id(recorder) or new_run_id()
+        self.options = replace(options, run_id=run_id)
+        self.recorder = recorder
+        self.pricing = pricing or ModelPricing(None, "unknown: no pricing given")
+        self.guards = guards or LoopGuards(options.guard_limits)
+        self.ledger = ledger or EvidenceLedger()
+        self.transcript = transcript or Transcript()
+        self.contract = TaskContract.from_task(task, config)
+        self._tools_view: _ToolsView | None = None
+        self.prompt = self._assemble()
+        self.meter = TokenMeter(model)
+        self.messages: list[Message] = [UserMessage(format_user_task(self.contract))]
+        if options.brief:
+            self.messages.append(UserMessage(options.brief))
+        self.head = len(self.messages)
+        self.seq = 0
+        self.state_base = 0
+        self.workspace_version = 0
+        """Host-observed workspace mutations so far: the state the guards compare calls on."""
+        self.compactions = 0
+        self.inspections = 0
+        self.output_chars = 0
+        self.finalizing: str | None = None
+        self.completed: set[str] = set()
+        self.last_checkpoint: dict[str, Any] | None = None
+        self.last_checkpoint_hash: str | None = None
+        self._fingerprint: tuple[int, str] | None = None
+        self._mark = time.monotonic()
+        self._check_cost_cap()
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, **kwargs: Any) -> AgentSession:
+        """A new session: assembles the prompt, records it, writes the first checkpoint."""
+        session = cls(**kwargs)
+        session.event(
+            "agent.started", session.started_facts(), {"runtime": session.runtime().to_json()}
+        )
+        if session.options.checkpoints:
+            session.checkpoint("start")
+        return session
+
+    @classmethod
+    def resume(
+        cls,
+        saved: Mapping[str, Any],
+        *,
+        limits: GuardLimits | None = None,
+        completed: set[str] | None = None,
+        **kwargs: Any,
+    ) -> AgentSession:
+        """Continue from checkpoint state ``saved``. ``limits`` replaces the recorded guard
+        limits (a larger budget) while every counter is kept; ``completed`` adds record ids
+        the store knows finished (``StoreRecorder.completed_tool_calls``)."""
+        if saved.get("format") != FORMAT:
+            raise ResumeRefused(f"cannot resume: not an agent checkpoint ({saved.get('format')!r})")
+        executor: ToolExecutor = kwargs["executor"]
+        executor.registry.activate(saved["active_tools"])
+        guards = LoopGuards.from_json(str(saved["guards"]), limits)
+        options: SessionOptions = kwargs.pop("options")
+        options = replace(
+            options,
+            run_id=str(saved["run_id"]),
+            phase=str(saved["phase"]),
+            guard_limits=guards.limits,
+        )
+        session = cls(
+            options=options,
+            guards=guards,
+            ledger=EvidenceLedger.from_json(str(saved["ledger"])),
+            transcript=Transcript.from_json(saved["transcript"]),
+            **kwargs,
+        )
+        require_resume_compatible(PromptHashes(**saved["hashes"]), session.hashes)
+        recorded = saved.get("workspace_fingerprint")
+        if recorded is not None:
+            current = session.fingerprint(force=True)
+            if current != recorded:
+                raise ResumeRefused(
+                    "cannot resume: the workspace changed since the checkpoint "
+                    f"({str(recorded)[:19]} then, {current[:19]} now)"
+                )
+        counters = saved["counters"]
+        session.seq = int(counters["seq"])
+        session.state_base = int(counters["state_version"])
+        session.workspace_version = int(counters["workspace_version"])
+        session.compactions = int(counters["compactions"])
+        session.inspections = int(counters["inspections"])
+        session.completed = session.transcript.completed_ids() | (completed or set())
+        session.finalizing = (
+            "resumed with completion evidence" if session.evidence_ready() else None
+        )
+        heading = "The session resumes from a checkpoint; earlier turns are not repeated."
+        summary = context_summary(
+            session.transcript,
+            session.ledger,
+            expect_changes=session.expect_changes,
+            heading=heading,
+        )
+        if session.finalizing:
+            summary += "\n" + FINALIZE_NOTE.format(reason=session.finalizing) + "\n"
+        session.messages.append(UserMessage(summary))
+        session.event(
+            "agent.resumed",
+            {**session.started_facts(), "checkpoint_reason": saved.get("reason")},
+            {"runtime": session.runtime().to_json()},
+        )
+        return session
+
+    def _assemble(self) -> PromptSnapshot:
+        identity, capabilities = model_facts(self.model)
+        return assemble_prompt(
+            self.config,
+            tools=self.visible_definitions(),
+            registry_hash=self.executor.registry.active_hash,
+            effect_policy_hash=PROFILE_SHA256,
+            model_identity=identity,
+            model_capabilities=capabilities,
+            count_tokens=self._count_prompt,
+        )
+
+    def _count_prompt(self, text: str) -> TokenEstimate:
+        count = self.model.count_tokens(text)
+        return TokenEstimate(count.value, count.method, count.exact)
+
+    def _check_cost_cap(self) -> None:
+        budget = self.guards.limits.budget
+        if (budget.hard_dollar_cap is not None or budget.max_dollars is not None) and (
+            self.pricing.price is None
+        ):
+            raise UsageError(
+                f"a cost limit needs a price for {self.model.identity.label}, and "
+                f"{self.pricing.source}"
+            )
+
+    # -- what the session is ---------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        return self.options.phase
+
+    @property
+    def run_id(self) -> str:
+        return self.options.run_id
+
+    @property
+    def expect_changes(self) -> bool:
+        if self.options.expect_changes is not None:
+            return self.options.expect_changes
+        return not self.options.read_only
+
+    @property
+    def hashes(self) -> PromptHashes:
+        return self.prompt.hashes(self.contract)
+
+    @property
+    def max_output_tokens(self) -> int:
+        limit = self.model.identity.max_output_tokens
+        wanted = self.options.settings.max_output_tokens
+        return max(1, min(limit, wanted if wanted is not None else 16_384))
+
+    @property
+    def input_budget(self) -> int:
+        return max(1, self.model.identity.context_window - self.max_output_tokens)
+
+    def runtime(self) -> SessionRuntime:
+        return SessionRuntime(
+            run_id=self.run_id,
+            task_id=self.task.task_id,
+            phase=self.phase,
+            attempt=self.options.attempt,
+            mode=self.executor.context.mode.value,
+            read_only=self.options.read_only,
+            workspace=str(self.executor.context.root),
+            prompt_hash=self.prompt.prompt_hash,
+            registry_hash=self.executor.registry.active_hash,
+        )
+
+    def started_facts(self) -> dict[str, object]:
+        return {
+            "phase": self.phase,
+            "prompt": self.prompt.record(),
+            "model": self.model.identity.label,
+            "tools": [d.canonical_id for d in self.visible_definitions()],
+            "budget": _int_budget(self.guards.limits.budget),
+        }
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def visible_definitions(self) -> list[ToolDefinition]:
+        """The active tools the phase exposes; rebuilt only when the active set changes
+        (rendering a tool's JSON schema is not cheap)."""
+        return list(self._tools()[1])
+
+    def tool_specs(self) -> tuple[ModelToolSpec, ...]:
+        return self._tools()[2]
+
+    def _tools(self) -> _ToolsView:
+        active = tuple(self.executor.registry.active)
+        if self._tools_view is None or self._tools_view[0] != active:
+            allowed = phase_tools(self.options.phase)
+            definitions = [
+                d
+                for d in self.executor.definitions()
+                if allowed is None or d.canonical_id in allowed
+            ]
+            specs = tuple(ModelToolSpec(d.name, d.description, d.input_schema) for d in definitions)
+            self._tools_view = (active, definitions, specs)
+        return self._tools_view
+
+    def refresh_prompt(self) -> None:
+        """After lazy activation: a new snapshot for the new registry, recorded."""
+        if self._tools_view is not None and self._tools_view[0] == tuple(
+            self.executor.registry.active
+        ):
+            return
+        if self.executor.registry.active_hash == self.prompt.registry_hash:
+            return
+        self.prompt = reassemble(
+            self.prompt,
+            tools=self.visible_definitions(),
+            registry_hash=self.executor.registry.active_hash,
+            count_tokens=self._count_prompt,
+        )
+        self.event("agent.prompt", {"prompt": self.prompt.record()})
+
+    def record_id(self, call_id: str) -> str:
+        return f"{self.options.record_scope}{call_id}"
+
+    def workspace_state(self) -> str:
+        """The workspace state the next call observes, as the guards compare it: it moves
+        with every host-observed write or derived mutation (and only then: a plan note or
+        a validation that wrote nothing leaves it), and survives pause and resume."""
+        return f"w{self.workspace_version}"
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    # -- evidence --------------------------------------------------------------------------
+
+    def evidence_complete(self) -> bool:
+        """Enough is known to answer: a mutating session needs a write certified by a
+        later passing validation and complete diff; a read-only one needs at least one
+        inspection and no failing validation."""
+        if self.expect_changes:
+            return self.ledger.is_complete(expect_changes=True)
+        return self.inspections > 0 and self.ledger.is_complete(expect_changes=False)
+
+    def evidence_ready(self) -> bool:
+        """A change has been made and certified: time for a tool-free final answer."""
+        return bool(self.ledger.state.writes) and self.ledger.is_complete(expect_changes=True)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def build_request(self) -> ModelRequest:
+        late = tuple(
+            Attachment(s.name, s.text, cache_safe=False) for s in self.prompt.late_sections
+        )
+        return ModelRequest(
+            system=tuple(s.text for s in self.prompt.cache_safe_sections),
+            messages=tuple(self.messages),
+            tools=() if self.finalizing else self.tool_specs(),
+            attachments=(*self.options.attachments, *late),
+            max_output_tokens=self.max_output_tokens,
+            context_hash=self.contract.contract_hash(),
+            temperature=self.options.settings.temperature,
+        )
+
+    def projected_dollars(self, input_tokens: int) -> float:
+        cost = self.pricing.cost(
+            ModelUsage(input_tokens=input_tokens, output_tokens=self.max_output_tokens)
+        )
+        return float(cost) if cost is not None else 0.0
+
+    def account(
+        self, usage: ModelUsage, cost: Decimal | None, *, seconds: float | None = None
+    ) -> None:
+        now = time.monotonic()
+        elapsed = now - self._mark if seconds is None else seconds
+        self._mark = now
+        self.guards.record_usage(
+            steps=1,
+            tokens=usage.input_tokens + usage.output_tokens,
+            seconds=elapsed,
+            dollars=float(cost) if cost is not None else 0.0,
+        )
+
+    # -- the record ------------------------------------------------------------------------
+
+    def event(
+        self,
+        kind: str,
+        payload: Mapping[str, object] | None = None,
+        meta: Mapping[str, object] | None = None,
+    ) -> None:
+        if self.recorder is not None:
+            self.recorder.event(
+                kind,
+                attempt=self.options.attempt,
+                phase=self.phase,
+                payload=payload,
+                meta=meta,
+            )
+
+    def fingerprint(self, *, force: bool = False) -> str:
+        """The workspace fingerprint, recomputed only when the host state moved."""
+        version = self.state_base + self.executor.state_version
+        if force or self._fingerprint is None or self._fingerprint[0] != version:
+            from tidegate.workspace.fingerprint import workspace_fingerprint
+
+            self._fingerprint = (version, workspace_fingerprint(self.executor.context.root))
+        return self._fingerprint[1]
+
+    def checkpoint_state(self, reason: str) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "reason": reason,
+            "run_id": self.run_id,
+            "task_id": self.task.task_id,
+            "phase": self.phase,
+            "attempt": self.options.attempt,
+            "runtime": self.runtime().to_json(),
+            "prompt": self.prompt.record(),
+            "hashes": self.hashes.model_dump(),
+            "task": self.task.model_dump(mode="json", by_alias=True),
+            "active_tools": self.executor.registry.active,
+            "guards": self.guards.to_json(),
+            "ledger": self.ledger.to_json(),
+            "transcript": self.transcript.to_json(),
+            "counters": {
+                "seq": self.seq,
+                "state_version": self.state_base + self.executor.state_version,
+                "workspace_version": self.workspace_version,
+                "compactions": self.compactions,
+                "inspections": self.inspections,
+                "finalizing": self.finalizing,
+            },
+            "workspace_fingerprint": self.fingerprint() if self.options.checkpoints else None,
+        }
+
+    def checkpoint(self, reason: str) -> str | None:
+        """Write a checkpoint (when this session owns them); returns its hash."""
+        if not self.options.checkpoints:
+            return None
+        state = self.checkpoint_state(reason)
+        self.last_checkpoint = state
+        digest = sha256_json(state)
+        if self.recorder is not None:
+            self.recorder.checkpoint(reason, state)
+            sealed = getattr(self.recorder, "last_checkpoint", None)
+            digest = str(getattr(sealed, "hash", digest))
+        self.last_checkpoint_hash = digest
+        return digest
+
+    def context_note(self) -> str:
+        return context_summary(self.transcript, self.ledger, expect_changes=self.expect_changes)
+
+
+def _recorded_run_id(recorder: object) -> str | None:
+    """The run a recorder has begun (``StoreRecorder.run_id``), if it says."""
+    try:
+        value = getattr(recorder, "run_id", None)
+    except RuntimeError:  # a recorder that has not begun a run
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _int_budget(budget: Budget) -> dict[str, object]:
+    """The budget for a trace payload (canonical JSON has no floats: cents and seconds)."""
+    out: dict[str, object] = {}
+    if budget.max_steps is not None:
+        out["max_steps"] = budget.max_steps
+    if budget.max_tokens is not None:
+        out["max_tokens"] = budget.max_tokens
+    if budget.max_wall_seconds is not None:
+        out["max_wall_seconds"] = round(budget.max_wall_seconds)
+    if budget.max_dollars is not None:
+        out["max_dollars"] = str(budget.max_dollars)
+    if budget.hard_dollar_cap is not None:
+        out["hard_dollar_cap"] = str(budget.hard_dollar_cap)
+    return out
+
+
+def agent_report(session: AgentSession, outcome: LoopOutcomeLike) -> FlowReport:
+    """The final report of a standalone session, for ``StoreRecorder.finish``.
+
+    A paused or cancelled session, and one that failed with a resumable checkpoint
+    (persistent context overflow), is reported ``paused`` so ``resume_ticket`` accepts
+    it; the error class still says what happened."""
+    status: Literal["succeeded", "failed", "paused"] = "failed"
+    if outcome.status == "completed":
+        status = "succeeded"
+    elif outcome.status in ("paused", "cancelled") or outcome.resumable:
+        status = "paused"
+    error = outcome.error_class.value if outcome.error_class is not None else None
+    summary = session.transcript.summary()
+    notes = [
+        f"{summary['steps']} model request(s), {summary['tool_calls']} tool call(s): "
+        + ", ".join(str(t) for t in summary["tool_sequence"]),
+    ]
+    if outcome.guard:
+        notes.append(f"{outcome.status} by the {outcome.guard} guard")
+    if outcome.checkpoint:
+        notes.append(f"checkpoint {outcome.checkpoint}")
+    return FlowReport(
+        status=status,
+        mode=session.task.mode.value,
+        run_id=session.run_id,
+        repo=str(session.executor.context.root),
+        attempts=1,
+        max_attempts=1,
+        failure_phase=None if status == "succeeded" else session.phase,
+        error_class=error,
+        message=outcome.reason or outcome.status,
+        fs_mode="read-only" if session.options.read_only else "read-write",
+        planner=f"model:{session.model.identity.label}",
+        notes=notes,
+    )
+
+
+class LoopOutcomeLike(Protocol):
+    """What :func:`agent_report` reads of a ``LoopOutcome`` (kept structural so this module
+    does not import the loop)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def guard(self) -> str | None: ...
+    @property
+    def error_class(self) -> ErrorClass | None: ...
+    @property
+    def checkpoint(self) -> str | None: ...
+    @property
+    def resumable(self) -> bool: ...

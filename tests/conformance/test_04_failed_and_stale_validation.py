@@ -1,0 +1,70 @@
+"""Matrix 4: failed and stale validation never count as completion.
+
+A scripted agent makes a wrong edit and validates it (a real failing subprocess), fixes it
+and validates again (passing), then edits once more. The failure, and then the pass that
+no longer covers the last write, each keep the session offering tools; only a new pass
+and a complete diff after the last write make the host finalize with no tools offered.
+"""
+
+from __future__ import annotations
+
+from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
+from tests.conftest import Repo
+from tidegate.agent import run_loop
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+WRONG = CALC.replace("a - b", "a * b")
+FIXED = CALC.replace("a - b", "a + b")
+
+
+def test_failed_then_stale_validation_keeps_the_session_open(committed_repo: Repo) -> None:
+    model = scripted(
+        turn(call("workspace_edit", path="calc.py", old="a - b", new="a * b", expect=digest(CALC))),
+        turn(call("project_validate", "v1")),
+        turn(
+            call(
+                "workspace_edit",
+                path="calc.py",
+                old="a * b\n\n",
+                new="a + b\n\n",
+                expect=digest(WRONG),
+            ),
+            expect_tool_results=[{"id": "v1", "contains": "failed"}],
+        ),
+        turn(call("project_validate", "v2")),
+        turn(
+            call("workspace_write", path="NOTES.md", content="fixed add\n", expect="must_not_exist")
+        ),
+        turn(call("project_validate", "v3")),
+        turn(call("git_exec", "d1", args=["diff"])),
+        answer("done"),
+    )
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex)
+        outcome = run_loop(s)
+    assert outcome.status == "completed" and outcome.finalized
+    offered = [t.tools_offered for t in s.transcript.turns]
+    assert all(n > 0 for n in offered[:-1]) and offered[-1] == 0
+    validations = [r.summary for r in s.transcript.tools if r.tool == "project.validate"]
+    assert "failed" in validations[0] and "passed" in validations[1] and "passed" in validations[2]
+    # after v2 passed, the NOTES.md write made it stale: tools were still offered (turn 6)
+    v2 = s.transcript.tools[3]
+    assert v2.tool == "project.validate" and offered[5] > 0
+    assert s.ledger.completion_gaps() == []
+    assert committed_repo.read("calc.py") == FIXED
+
+
+def test_the_ledger_reports_why_completion_is_missing(committed_repo: Repo) -> None:
+    model = scripted(
+        turn(call("workspace_edit", path="calc.py", old="a - b", new="a * b", expect=digest(CALC))),
+        turn(call("project_validate", "v1")),
+        answer("I think it is fine"),
+    )
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex)
+        outcome = run_loop(s)
+    assert outcome.status == "completed" and not outcome.finalized
+    gaps = s.ledger.completion_gaps()
+    assert any("failure for validation default" in g for g in gaps)
+    assert any("no passing validation after the last write" in g for g in gaps)
+    assert all(t.tools_offered > 0 for t in s.transcript.turns)

@@ -1,0 +1,178 @@
+"""``tidegate run --model`` as a user runs it: a real subprocess, a real repository with
+the user's own staged and unstaged edits, the shipped scripted model.
+
+The model explores with tool calls, plans, proposes a wrong patch, receives the shrunk
+feedback of the failing verification, and fixes it on the second attempt. The fix lands as
+an unstaged edit; the user's staged and unstaged edits are untouched; the run store holds
+the model's tool sequence, turns and usage. ``ledger run --model`` runs an item the same
+way. Bad model options are one-line usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Repo, tidegate_cli
+from tidegate.store import open_run_store
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+CHECK = (
+    f"{sys.executable} -B -c 'from calc import add, mul; "
+    'assert add(2, 3) == 5, "add(2, 3) should be 5"; assert mul(2, 3) == 6\''
+)
+
+
+def block(old: str, new: str) -> str:
+    return f"calc.py\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n"
+
+
+def tool(cid: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": cid, "name": name, "arguments": arguments}
+
+
+SCRIPT = {
+    "model": "e2e-model",
+    "turns": [
+        {
+            "text": "Looking for add().",
+            "tool_calls": [tool("g1", "workspace_grep", pattern="def add")],
+        },
+        {
+            "expect_tool_results": [{"id": "g1", "contains": "calc.py"}],
+            "tool_calls": [tool("r1", "workspace_read", path="calc.py")],
+        },
+        {
+            "expect_tool_results": [{"id": "r1", "contains": "a - b"}],
+            "text": "Plan: change the operator in add() in calc.py.",
+        },
+        {
+            "expect_user_contains": "Phase PATCH",
+            "text": block("    return a - b", "    return a * b"),
+        },
+        {
+            "expect_user_contains": "add(2, 3) should be 5",
+            "text": "Plan: add() must use +.",
+            "tool_calls": [tool("r2", "workspace_read", path="calc.py")],
+        },
+        {"text": "Plan: add() must use + in calc.py."},
+        {
+            "expect_user_contains": "add(2, 3) should be 5",
+            "text": block("    return a - b", "    return a + b"),
+        },
+    ],
+}
+
+
+def _ok(res: subprocess.CompletedProcess[str], code: int = 0) -> str:
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    return res.stdout
+
+
+def test_a_model_fixes_the_bug_on_the_second_attempt(repo: Repo, tmp_path: Path) -> None:
+    repo.write("calc.py", CALC)
+    repo.write("README.md", "# calc\n")
+    repo.write("notes.txt", "tracked notes\n")
+    repo.commit_all("initial")
+    repo.write("README.md", "# calc\n\nstaged line\n")
+    repo.git("add", "README.md")
+    repo.write("README.md", "# calc\n\nstaged line\nunstaged line\n")
+    repo.write("notes.txt", "tracked notes\nmy unstaged note\n")
+    index_before = repo.index_bytes()
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(SCRIPT))
+
+    res = tidegate_cli(
+        "run", "--repo", str(repo.root), "--json",
+        "--objective", "Fix add() so that the check passes.",
+        "--model", f"scripted:{script}", "--verify", CHECK, "--max-steps", "20",
+    )  # fmt: skip
+    report = json.loads(_ok(res))
+    assert report["status"] == "succeeded" and report["attempts"] == 2
+    assert report["planner"] == "model:scripted:e2e-model"
+    assert "add(2, 3) should be 5" in report["feedback"][0]
+    assert [e["status"] for e in report["attempt_events"]] == ["failed", "succeeded"]
+
+    assert repo.read("calc.py") == CALC.replace("a - b", "a + b")
+    assert repo.read("README.md") == "# calc\n\nstaged line\nunstaged line\n"
+    assert repo.read("notes.txt") == "tracked notes\nmy unstaged note\n"
+    assert repo.index_bytes() == index_before
+    assert repo.git("diff", "--cached", "--name-only") == "README.md\n"
+    assert sorted(repo.status().splitlines()) == [" M calc.py", " M notes.txt", "MM README.md"]
+
+    store = open_run_store(repo.root, None)
+    calls = store.tool_calls(report["run_id"])
+    assert [(c.tool_call_id, c.canonical_tool, c.status) for c in calls] == [
+        ("a1.plan.g1", "workspace.grep", "succeeded"),
+        ("a1.plan.r1", "workspace.read", "succeeded"),
+        ("a2.plan.r2", "workspace.read", "succeeded"),
+    ]
+    turns = [e for e in store.events(report["run_id"]) if e.kind == "agent.turn"]
+    assert [(e.phase, e.attempt) for e in turns] == [
+        ("PLAN", 1),
+        ("PLAN", 1),
+        ("PLAN", 1),
+        ("PATCH", 1),
+        ("PLAN", 2),
+        ("PLAN", 2),
+        ("PATCH", 2),
+    ]
+    assert all(e.payload_value()["input_tokens"] > 0 for e in turns)
+    finished = [
+        e.payload_value() for e in store.events(report["run_id"]) if e.kind == "agent.finished"
+    ]
+    assert [f["tool_sequence"] for f in finished] == [
+        ["workspace.grep", "workspace.read"],
+        [],
+        ["workspace.read"],
+        [],
+    ]
+    assert "Looking for add()" not in json.dumps(
+        [e.to_json() for e in store.events(report["run_id"])]
+    )
+
+
+def test_ledger_run_with_a_model(repo: Repo, tmp_path: Path) -> None:
+    repo.write("calc.py", CALC)
+    repo.commit_all("calc")
+    task = tmp_path / "task"
+    _ok(tidegate_cli("ledger", "init", str(task), "--route", "small", "--brief", "Fix add"))
+    (task / "plan.md").write_text(
+        f"# Plan\n\n## T1: Fix add\n\nadd() subtracts; make it add.\n\nVerify: `{CHECK}`\n"
+    )
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps({"turns": [
+        {"expect_user_contains": "Phase PLAN", "text": "plan: use +"},
+        {"text": block("    return a - b", "    return a + b")},
+    ]}))  # fmt: skip
+    res = tidegate_cli(
+        "ledger", "run", str(task), "--repo", str(repo.root), "--model", f"scripted:{script}",
+        "--json",
+    )  # fmt: skip
+    (item_run,) = json.loads(_ok(res))
+    assert item_run["item"] == "T1" and item_run["report"]["status"] == "succeeded"
+    assert item_run["report"]["planner"] == "model:scripted:script"
+    assert repo.read("calc.py") == CALC.replace("a - b", "a + b")
+    assert "| T1 | Fix add | done |" in (task / "ledger.md").read_text()
+
+
+def test_bad_model_options_are_usage_errors(repo: Repo, tmp_path: Path) -> None:
+    repo.write("calc.py", CALC)
+    repo.commit_all("calc")
+    script = tmp_path / "m.json"
+    script.write_text(json.dumps({"turns": [{"text": "x"}]}))
+    cases = [
+        (["--model", "nope:thing"], "--model takes"),
+        (["--model", f"scripted:{tmp_path / 'missing.json'}"], "missing.json"),
+        (["--model", f"scripted:{script}", "--max-cost", "1"], "needs a price"),
+        (["--model", f"scripted:{script}", "--planner", "scripted:x.json"], "not both"),
+    ]
+    for extra, expected in cases:
+        res = tidegate_cli("run", "--repo", str(repo.root), "--objective", "fix", *extra)
+        assert res.returncode == 2, (extra, res.stdout, res.stderr)
+        assert res.stderr.startswith("tidegate: error: ") and res.stderr.count("\n") == 1
+        assert expected in res.stderr, res.stderr
+    assert repo.status() == ""

@@ -101,6 +101,9 @@ class TidegateConfig(BaseModel):
     validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     containment: ContainmentConfig = Field(default_factory=ContainmentConfig)
+    model: dict[str, Any] = Field(default_factory=dict)
+    """``--model`` settings (base URL, key variable, limits, retry, price); validated by
+    ``tidegate.models.settings`` when a model is used."""
 
 
 def load_config(root: Path) -> TidegateConfig:

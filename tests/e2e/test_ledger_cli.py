@@ -82,11 +82,23 @@ def test_ledger_run_over_two_items_then_ship(repo: Repo, tmp_path: Path) -> None
     assert "next: claim T1: Fix add" in out
     (task / "plan.md").write_text(PLAN.format(python=sys.executable))
 
-    res = tidegate_cli("ledger", "run", str(task), "--repo", str(repo.root), "--all", "--json")
+    records = tmp_path / "records"
+    records.mkdir()
+    res = tidegate_cli(
+        "ledger", "run", str(task), "--repo", str(repo.root), "--all", "--json",
+        "--state-root", str(records),
+    )  # fmt: skip
     runs: list[dict[str, Any]] = json.loads(_ok(res))
     assert [r["item"] for r in runs] == ["T1", "T2"]
     reports = [r["report"] for r in runs]
     assert [r["status"] for r in reports] == ["succeeded", "succeeded"]
+    # Each item run is recorded in the state root it was given.
+    for report in reports:
+        stored = tidegate_cli(
+            "read", report["run_id"], "--repo", str(repo.root), "--state-root", str(records),
+            "--json",
+        )  # fmt: skip
+        assert json.loads(_ok(stored))["run_id"] == report["run_id"]
 
     # The repository: both fixes as unstaged edits, HEAD and the index untouched.
     assert repo.read("calc.py") == CALC.replace("a - b", "a + b").replace("a ** b", "a * b")

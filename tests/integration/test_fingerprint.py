@@ -304,3 +304,23 @@ def test_fingerprint_with_unmerged_entries(project: Repo) -> None:
     project.write("calc.py", "resolved\n")
     assert workspace_fingerprint(project.root) != details.value
     assert _index_identity(project) == before_index
+
+
+def test_a_t0_snapshot_yields_the_same_fingerprint(project: Repo, tmp_path: Path) -> None:
+    """A run derives its fingerprint from the trees T0 already built; it must equal the
+    one computed from scratch (resume compares the two)."""
+    from tidegate.flow.transaction import workspace_identity
+    from tidegate.workspace.repo import discover
+    from tidegate.workspace.snapshot import ensure_excluded, take_snapshot
+
+    project.write("staged.py", "x = 1\n")
+    project.git("add", "staged.py")
+    project.write("staged.py", "x = 2\n")
+    project.write("untracked dir/new file.txt", "new\n")
+    repo = discover(project.root)
+    ensure_excluded(repo)
+    snapshot = take_snapshot(repo, "fp-test", tmp_path)
+    assert snapshot.tree is not None and snapshot.index_tree is not None
+    from_t0 = workspace_identity(project.root, snapshot)
+    assert from_t0 == workspace_identity(project.root)
+    assert from_t0["value"] == workspace_fingerprint(project.root)

@@ -268,6 +268,10 @@ def run_(
     all_items: Annotated[
         bool, typer.Option("--all", help="Keep going while items succeed.")
     ] = False,
+    state_root: Annotated[
+        str | None,
+        typer.Option("--state-root", help="Where the item runs are recorded (as for `run`)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the next pending item as a guarded tidegate run and record its evidence."""
@@ -284,6 +288,7 @@ def run_(
         model=model,
         max_cost_usd=max_cost,
         max_steps=max_steps,
+        state_root=state_root,
     )
     observer = None if as_json else ProgressPrinter(Console(stderr=True, highlight=False))
     runs = run_items(task_dir, options, all_items, observer)

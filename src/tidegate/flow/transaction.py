@@ -189,11 +189,17 @@ def closing_notes(
     return notes
 
 
-def workspace_identity(root: Path) -> dict[str, str | None]:
-    """The workspace fingerprint and the digests it is made of (HEAD, tree, staged)."""
-    from tidegate.workspace.fingerprint import fingerprint_details
+def workspace_identity(root: Path, snapshot: T0Snapshot | None = None) -> dict[str, str | None]:
+    """The workspace fingerprint and the digests it is made of (HEAD, tree, staged).
 
-    details = fingerprint_details(root)
+    With the run's T0 ``snapshot`` it is computed from the trees T0 already built (the
+    same value, without hashing the work tree again)."""
+    from tidegate.workspace.fingerprint import fingerprint_details, git_fingerprint
+
+    if snapshot is not None and snapshot.tree is not None and snapshot.index_tree is not None:
+        details = git_fingerprint(snapshot.head, snapshot.tree, "tree:" + snapshot.index_tree)
+    else:
+        details = fingerprint_details(root)
     return {
         "value": details.value,
         "method": details.method,
@@ -229,7 +235,7 @@ class Driver:
         state, request = self.state, self.state.request
         try:
             self.inputs = RunInputs(
-                fingerprint=workspace_identity(state.repo.root),
+                fingerprint=workspace_identity(state.repo.root, state.snapshot),
                 request=self.blobs.keep("request", request_bytes(request)),
                 planner_sha256=planner_inputs_sha256(request),
                 config_sha256=config_sha256(state.config),

@@ -38,6 +38,7 @@ def make_planner(
     verify: str | None = None,
     recorder: Any = None,
     env: Mapping[str, str] | None = None,
+    model_settings: Mapping[str, object] | None = None,
 ) -> Planner:
     """``structured`` (default, no model) or ``scripted:PATH`` (a replayed contract double);
     with ``model`` (``openai:M``, ``anthropic:M``, ``scripted:PATH``) a model-driven
@@ -45,7 +46,7 @@ def make_planner(
     if model is not None:
         if spec != "structured":
             raise UsageError("give either --planner or --model, not both")
-        return _model_planner(model, max_steps, max_cost_usd, verify, recorder, env)
+        return _model_planner(model, max_steps, max_cost_usd, verify, recorder, env, model_settings)
     if spec == "structured":
         planner = StructuredPlanner.from_text(objective, base_dir, source)
         if needs_edits and not planner.objective.has_edits:
@@ -65,8 +66,11 @@ def planner_for(
     request: RunRequest, *, recorder: Any = None, env: Mapping[str, str] | None = None
 ) -> Planner:
     """The planner ``request`` asks for (its ``model`` and budget included)."""
+    from tidegate.config import load_config
     from tidegate.flow.modes import Mode
+    from tidegate.workspace.repo import discover
 
+    settings = load_config(discover(request.repo).root).model if request.model else None
     return make_planner(
         request.planner,
         request.objective,
@@ -79,6 +83,7 @@ def planner_for(
         verify=request.verify,
         recorder=recorder,
         env=env,
+        model_settings=settings,
     )
 
 
@@ -89,13 +94,14 @@ def _model_planner(
     verify: str | None,
     recorder: Any,
     env: Mapping[str, str] | None,
+    settings: Mapping[str, object] | None = None,
 ) -> Planner:
     from tidegate.agent.guards import Budget
     from tidegate.models import resolve_model, resolve_pricing
     from tidegate.planners.model import ModelPlanner
 
-    model = resolve_model(spec, None, env)
-    pricing = resolve_pricing(model.identity)
+    model = resolve_model(spec, settings, env)
+    pricing = resolve_pricing(model.identity, settings)
     if max_cost_usd is not None and pricing.price is None:
         model.close()
         raise UsageError(f"--max-cost needs a price for {model.identity.label}: {pricing.source}")

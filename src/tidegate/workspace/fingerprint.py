@@ -108,7 +108,13 @@ def fingerprint_details(root: Path) -> WorkspaceFingerprint:
             index = "stage:" + sha256_bytes(listing)
         git.run("add", "--all", ":/", env=env)
         tree = git.out("write-tree", env=env)
-    head = git.rev_parse("HEAD")
+    return git_fingerprint(git.rev_parse("HEAD"), tree, index)
+
+
+def git_fingerprint(head: str | None, tree: str, index: str) -> WorkspaceFingerprint:
+    """The fingerprint of a work tree whose ``git add --all`` tree is ``tree`` and whose
+    staged state is ``index`` (``tree:<id>`` or ``stage:<sha256>``). A T0 snapshot has all
+    three already, so a run need not hash the work tree a second time."""
     payload = b"\0".join([_FORMAT, (head or "unborn").encode(), tree.encode(), index.encode()])
     return WorkspaceFingerprint(sha256_bytes(payload), "git", head, tree, index)
 

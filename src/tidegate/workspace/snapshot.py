@@ -27,6 +27,8 @@ class T0Snapshot:
     index_tree: str | None
     """Tree of the staged state at T0; None while the index has unresolved conflicts."""
     index_file: Path | None = None
+    tree: str | None = None
+    """The tree of ``commit`` (the work tree at T0), when known."""
     """A scratch index holding exactly the T0 tree (with its cached trees): a cheap starting
     point for candidate indexes, instead of reading 'T0' into an empty one."""
 
@@ -55,7 +57,12 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
         "commit-tree", tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
     )
     snapshot = T0Snapshot(
-        run_id=run_id, head=repo.head, commit=commit, index_tree=index_tree, index_file=temp_index
+        run_id=run_id,
+        head=repo.head,
+        commit=commit,
+        index_tree=index_tree,
+        index_file=temp_index,
+        tree=tree,
     )
     git.run("update-ref", snapshot.ref, commit, "")
     if index_tree is not None:

@@ -1,13 +1,16 @@
 """``tidegate mcp serve``: the active tools over MCP on stdin/stdout.
 
 The same executor, approval policy and effect capture as ``tidegate tools call``. Approval
-questions cannot be answered over stdio: such calls come back as pending approvals.
+questions cannot be answered over stdio: such calls come back as pending approvals. The
+session is one run (kind ``mcp``) in the workspace repository's run store; it ends when
+the client closes stdin or on SIGTERM. Exit code 0, or 1 with one ``PERSISTENCE_ERROR``
+line when a record could not be stored.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,7 +22,11 @@ from tidegate.cli.tools import (
     NetworkOpt,
     StateRootOpt,
     open_cli_executor,
+    open_cli_run,
 )
+
+if TYPE_CHECKING:
+    from tidegate.tools.recording import ToolRun
 
 mcp_app = typer.Typer(
     name="mcp",
@@ -50,4 +57,8 @@ def serve(
     executor = open_cli_executor(
         workspace, approval, mode, network, containment, doubles, state_root, validation_command
     )
-    serve_stdio(executor)
+
+    def open_run() -> ToolRun | None:
+        return open_cli_run(executor, "mcp", state_root)
+
+    serve_stdio(executor, open_run)

@@ -1,13 +1,17 @@
 """``tidegate tools``: list the canonical tools and call one, as the agent loop would.
 
-``call`` prints the whole result (output, error, host-authored effects) as JSON.
-Exit codes: 0 the call succeeded; 1 it failed (a structured failure, a denial, a pause);
-2 usage error (bad JSON, unknown tool, bad option); 3 approval pending (nobody can answer
-here: re-run with ``--grant REQUEST_ID`` to approve); 5 the call's outcome is unknown.
+``call`` prints the whole result (output, error, host-authored effects) as JSON, and
+records the call as one run (kind ``tools``) in the workspace repository's run store.
+Exit codes: 0 the call succeeded; 1 it failed (a structured failure, a denial, a pause) or
+its record could not be stored (one ``PERSISTENCE_ERROR`` line; the result is still
+printed); 2 usage error (bad JSON, unknown tool, bad option); 3 approval pending (nobody
+can answer here: re-run with ``--grant REQUEST_ID`` to approve); 5 the call's outcome is
+unknown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -16,10 +20,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from tidegate.errors import UsageError
+from tidegate.errors import PersistenceError, UsageError
 
 if TYPE_CHECKING:
     from tidegate.tools.executor import ToolExecutor
+    from tidegate.tools.recording import RunKind, ToolRun
 
 # tidegate.tools is imported by the commands, so that other commands do not pay for it.
 
@@ -56,7 +61,12 @@ DoublesOpt = Annotated[
     ),
 ]
 StateRootOpt = Annotated[
-    str | None, typer.Option("--state-root", help="Where artifacts and task state are kept.")
+    str | None,
+    typer.Option(
+        "--state-root",
+        help="Where run records, artifacts and task state are kept (default: "
+        "TIDEGATE_STATE_ROOT, else the per-user state directory).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 
@@ -85,6 +95,20 @@ def open_cli_executor(
         validation_command=validation_command,
         grants=grants or (),
     )
+
+
+def open_cli_run(
+    executor: ToolExecutor, kind: RunKind, state_root: str | None, **settings: object
+) -> ToolRun | None:
+    """Begin the run that records this surface's calls, or None (said once on stderr)
+    when the workspace is not in a repository with a commit."""
+    from tidegate.tools.host import NotRecorded, open_tool_run
+
+    try:
+        return open_tool_run(executor, kind, state_root, settings)
+    except NotRecorded as exc:
+        sys.stderr.write(f"tidegate: note: not recording this run ({exc})\n")
+        return None
 
 
 def _rows(executor: ToolExecutor) -> list[dict[str, Any]]:
@@ -168,6 +192,14 @@ def _arguments(text: str) -> dict[str, Any]:
     return value
 
 
+def _try_finish(run: ToolRun | None, **how: str) -> None:
+    """End ``run`` on the way out of a failure; a store that fails again changes nothing
+    about what is reported (the first failure is)."""
+    if run is not None:
+        with contextlib.suppress(Exception):
+            run.finish(**how)
+
+
 @tools_app.command("call")
 def call_tool(
     tool: Annotated[str, typer.Argument(help="workspace.read or workspace_read ...")],
@@ -193,10 +225,13 @@ def call_tool(
     """Call one tool and print its result and effects as JSON."""
     from tidegate.tools.calls import ToolCall, ToolOutcomeUnknown
     from tidegate.tools.catalog import canonical_id
+    from tidegate.tools.recording import input_digest
 
     arguments = _arguments(args)
-    if canonical_id(tool) is None:
+    tool_id = canonical_id(tool)
+    if tool_id is None:
         raise UsageError(f"unknown tool {tool!r} (see 'tidegate tools list')")
+    failure: PersistenceError | None = None
     with open_cli_executor(
         workspace,
         approval,
@@ -209,11 +244,30 @@ def call_tool(
         grant,
     ) as executor:
         call = ToolCall(call_id="cli-1", name=tool, arguments=arguments)
+        run = open_cli_run(
+            executor, "tools", state_root, tool=tool_id, arguments_sha256=input_digest(arguments)
+        )
         try:
             result = executor.execute(call)
         except ToolOutcomeUnknown as unknown:
             result = unknown.result
+        except PersistenceError as exc:
+            if run is None or run.calls.last_result is None:
+                _try_finish(run, persistence_error=str(exc))
+                raise  # nothing was dispatched: there is no result to show
+            failure, result = exc, run.calls.last_result
+        except BaseException:  # Ctrl-C, SIGTERM: end the run as stopped, if the store lets us
+            _try_finish(run, ended_by="interrupted")
+            raise
+        if run is not None:
+            try:
+                run.finish(persistence_error=None if failure is None else str(failure))
+            except PersistenceError as exc:
+                failure = failure or exc
     sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    if failure is not None:
+        sys.stderr.write(f"tidegate: error: PERSISTENCE_ERROR: {failure}\n")
+        raise typer.Exit(1)
     if result.status == "pending_approval" and result.approval_request is not None:
         sys.stderr.write(
             f"tidegate: approval needed; re-run with --grant {result.approval_request.request_id}\n"

@@ -1,19 +1,27 @@
-"""Building an executor for an operator surface (``tidegate tools``, ``tidegate mcp``).
+"""Building an executor for an operator surface (``tidegate tools``, ``tidegate mcp``), and
+the run that records its calls.
 
 The workspace must be an existing directory. Artifacts and task checkpoints go under the
 validated state root (never inside the workspace), in a directory per workspace path.
+
+Runs are recorded in the run store of the repository that holds the workspace (the same
+store ``tidegate run`` writes and ``tidegate runs`` / ``read`` show). A workspace outside
+any repository (or in one without a first commit) has no such store, and ``read`` could not
+find one keyed by a bare path, so there ``open_tool_run`` raises ``NotRecorded`` and the
+surface says once that it records nothing; the calls themselves still run.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from tidegate.errors import UsageError
+from tidegate.errors import NotARepositoryError, UsageError
 from tidegate.tools.context import ContainmentMode, ToolContext
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, NetworkAccess, TaskMode
+from tidegate.tools.recording import RunKind, ToolRun
 
 PROFILES = tuple(p.value for p in ApprovalProfile)
 MODES = tuple(m.value for m in TaskMode)
@@ -65,3 +73,55 @@ def open_executor(
         validation_command=validation_command,
     )
     return ToolExecutor(context, doubles=doubles, activate_all=True)
+
+
+class NotRecorded(Exception):
+    """The workspace has no run store to record into (not in a repository with a commit)."""
+
+
+SURFACES: Mapping[RunKind, str] = {"tools": "tools:cli", "mcp": "mcp:stdio"}
+
+
+def open_tool_run(
+    executor: ToolExecutor,
+    kind: RunKind,
+    state_root: str | None,
+    settings: Mapping[str, object],
+) -> ToolRun:
+    """Open the workspace repository's run store, begin a run of ``kind`` in it and make
+    it the executor's recorder.
+
+    ``NotRecorded`` when the workspace is not in a repository with a commit; UsageError
+    for a state root inside the repository; PersistenceError when the store cannot be
+    opened or the start cannot be stored (then nothing has run). The store's SQLite
+    connection belongs to the calling thread: record and finish from it."""
+    from tidegate.store import StoreRecorder, open_run_store
+    from tidegate.workspace.repo import discover
+
+    root = executor.context.root
+    try:
+        repo = discover(root)
+    except NotARepositoryError as exc:
+        raise NotRecorded(str(exc)) from None
+    store = open_run_store(repo.root, state_root)
+    context = executor.context
+    recorded = {
+        "approval": context.approval_profile.value,
+        "network": context.network,
+        "containment": context.containment,
+        "registry_hash": executor.registry.active_hash,
+        **settings,
+    }
+    run = ToolRun(
+        StoreRecorder(store, kind=kind, pausable=False),
+        kind=kind,
+        repo=str(repo.root),
+        workspace=str(root),
+        mode=context.mode.value,
+        read_only=context.mode.read_only,
+        settings=recorded,
+        surface=SURFACES[kind],
+    )
+    run.begin()
+    executor.recorder = run.calls
+    return run

@@ -365,7 +365,8 @@ def runs(
         failure = f" {r['error_class']}" if r["error_class"] else ""
         where = f"  {r['repo']}" if several else ""
         out.print(
-            f"{r['run_id']}  {r['mode']:<6} {r['status']:<11}{failure}  {r['attempts']} "
+            f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {r['status']:<11}"
+            f"{failure}  {r['attempts']} "
             f"attempt(s)  {r['duration_s']:.1f}s{where}",
             markup=False,
         )

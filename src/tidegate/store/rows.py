@@ -1,0 +1,198 @@
+"""The store's records and their rows: what a run starts with, and runs, attempts and
+tool calls as read back, with the status a reader should see derived from the row."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tidegate.errors import ErrorClass
+from tidegate.flow.report import FlowReport
+from tidegate.store.holder import ProcessIdentity
+
+TERMINAL = frozenset({"succeeded", "failed", "conflict"})
+"""Statuses of runs that ended (their final report is stored)."""
+RESUMABLE = frozenset({"paused", "interrupted"})
+
+RUN_COLUMNS = (
+    "run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts, "
+    "t0_ref, diff_sha256, replay_hash, duration_s, execution_id, pid, pid_start, host, "
+    "started_ms, updated_ms, report_json, acknowledged"
+)
+"""The ``runs`` columns ``stored_run`` reads, in its order."""
+ATTEMPT_COLUMNS = (
+    "attempt, execution_id, status, failure_phase, error_class, proposal_sha256, "
+    "candidate_tree, event_json"
+)
+TOOL_CALL_COLUMNS = (
+    "tool_call_id, canonical_tool, input_sha256, attempt, execution_id, status, "
+    "effects, result_sha256, request_seq, finish_seq"
+)
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What the store learns when an execution of a run begins."""
+
+    run_id: str
+    repo: str
+    task_id: str
+    mode: str
+    execution_id: str
+    kind: str = "engine"
+    request: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store sees it. ``status`` is derived: a ``running`` run whose process
+    is gone is ``interrupted``; an ended run whose report was never acknowledged is
+    ``failed`` with PERSISTENCE_ERROR (``stored_status`` keeps what the row says)."""
+
+    run_id: str
+    seq: int
+    mode: str
+    status: str
+    error_class: str | None
+    attempts: int
+    duration_s: float
+    report: FlowReport | None
+    repo: str = ""
+    task_id: str = ""
+    kind: str = "engine"
+    stored_status: str = ""
+    failure_phase: str | None = None
+    replay_hash: str | None = None
+    execution_id: str | None = None
+    holder: ProcessIdentity | None = None
+    started_ms: int = 0
+    updated_ms: int = 0
+    acknowledged: bool = True
+
+
+@dataclass(frozen=True)
+class StoredAttempt:
+    attempt: int
+    execution_id: str
+    status: str
+    failure_phase: str | None
+    error_class: str | None
+    proposal_sha256: str | None
+    candidate_tree: str | None
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredToolCall:
+    tool_call_id: str
+    canonical_tool: str
+    input_sha256: str
+    attempt: int | None
+    execution_id: str
+    status: str
+    effects: Any
+    result_sha256: str | None
+    request_seq: int
+    finish_seq: int | None
+
+
+def stored_run(row: tuple[Any, ...]) -> StoredRun:
+    """A ``runs`` row (``RUN_COLUMNS``) as a ``StoredRun``, its status derived."""
+    (
+        run_id,
+        seq,
+        repo,
+        task_id,
+        kind,
+        mode,
+        status,
+        error_class,
+        failure_phase,
+        attempts,
+        _t0_ref,
+        _diff,
+        replay,
+        duration,
+        execution_id,
+        pid,
+        pid_start,
+        host,
+        started,
+        updated,
+        report_json,
+        acknowledged,
+    ) = row
+    report = None if report_json is None else FlowReport.model_validate_json(report_json)
+    holder = (
+        ProcessIdentity(int(pid), str(pid_start or ""), str(host or ""))
+        if pid is not None
+        else None
+    )
+    derived = str(status)
+    if derived == "running" and (holder is None or not holder.alive()):
+        derived = "interrupted"
+    if derived in TERMINAL and not acknowledged:
+        derived = "failed"
+        error_class = ErrorClass.PERSISTENCE_ERROR.value
+        if report is not None:
+            report = report.model_copy(
+                update={
+                    "status": "failed",
+                    "error_class": error_class,
+                    "message": "the final report was written but never acknowledged by the "
+                    f"store (it said: {report.status}: {report.message})",
+                }
+            )
+    return StoredRun(
+        run_id=str(run_id),
+        seq=int(seq),
+        mode=str(mode),
+        status=derived,
+        error_class=None if error_class is None else str(error_class),
+        attempts=int(attempts),
+        duration_s=float(duration or 0.0),
+        report=report,
+        repo=str(repo),
+        task_id=str(task_id),
+        kind=str(kind),
+        stored_status=str(status),
+        failure_phase=None if failure_phase is None else str(failure_phase),
+        replay_hash=None if replay is None else str(replay),
+        execution_id=None if execution_id is None else str(execution_id),
+        holder=holder,
+        started_ms=int(started),
+        updated_ms=int(updated),
+        acknowledged=bool(acknowledged),
+    )
+
+
+def stored_attempt(r: tuple[Any, ...]) -> StoredAttempt:
+    """An ``attempts`` row (``ATTEMPT_COLUMNS``) as a ``StoredAttempt``."""
+    return StoredAttempt(
+        attempt=r[0],
+        execution_id=r[1],
+        status=r[2],
+        failure_phase=r[3],
+        error_class=r[4],
+        proposal_sha256=r[5],
+        candidate_tree=r[6],
+        event=json.loads(r[7]),
+    )
+
+
+def stored_tool_call(r: tuple[Any, ...]) -> StoredToolCall:
+    """A ``tool_calls`` row (``TOOL_CALL_COLUMNS``) as a ``StoredToolCall``."""
+    return StoredToolCall(
+        tool_call_id=r[0],
+        canonical_tool=r[1],
+        input_sha256=r[2],
+        attempt=r[3],
+        execution_id=r[4],
+        status=r[5],
+        effects=None if r[6] is None else json.loads(r[6]),
+        result_sha256=r[7],
+        request_seq=r[8],
+        finish_seq=r[9],
+    )

@@ -1,0 +1,412 @@
+"""Bounded, paginated traversals for the port: list, glob and grep.
+
+Every traversal walks beneath the root through ``confine`` (no-follow, descriptor-relative),
+skips ``.git`` and, unless asked, what git ignores, and discloses what it skipped. A page
+that fills up, or a scan that reaches its per-call budget, ends ``truncated`` with a
+cursor that continues after the last path it covered.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from tidegate.workspace.confine import (
+    FILE_READ_FLAGS,
+    PathRefused,
+    RootHandle,
+    WalkItem,
+    check_relative,
+)
+from tidegate.workspace.ignores import ALWAYS_EXCLUDED, IgnoreRules, load_ignores
+from tidegate.workspace.port_cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
+from tidegate.workspace.port_errors import BadQuery, NotADirectory, PathNotFound
+from tidegate.workspace.port_glob import compile_glob, file_filter
+from tidegate.workspace.port_paths import relative, resolve_existing
+from tidegate.workspace.port_results import (
+    GrepMatch,
+    GrepResult,
+    ListEntry,
+    Listing,
+    WorkspaceLimits,
+)
+from tidegate.workspace.states import Kind
+
+
+@dataclass(frozen=True)
+class Search:
+    """The traversals of one root under ``limits``; ``in_git`` says (lazily, cached by the
+    port) whether git's ignore rules apply."""
+
+    handle: RootHandle
+    limits: WorkspaceLimits
+    in_git: Callable[[], bool]
+
+    def list_dir(
+        self,
+        path: str,
+        *,
+        depth: int,
+        cursor: str | None,
+        limit: int | None,
+        include_ignored: bool,
+        exclude_names: Sequence[str],
+    ) -> Listing:
+        if depth < 1:
+            raise BadQuery(f"depth must be 1 or more, not {depth}")
+        rel = relative(self.handle, path)
+        depth = min(depth, self.limits.max_depth)
+        page = _page_size(limit, self.limits.max_entries)
+        query = ("list", str(rel), depth, include_ignored, sorted(exclude_names))
+        after = cursor_parts(cursor, query)
+        excluded = _Excluded(self.limits.max_excluded_shown)
+        skip = self._skipper(rel, include_ignored, excluded, frozenset(exclude_names))
+        entries: list[ListEntry] = []
+        with closing(self._walk(rel, path, depth, skip, after)) as walk:
+            for item in walk:
+                if len(entries) == page:
+                    return Listing(
+                        entries,
+                        True,
+                        encode_cursor(query, path_parts(entries[-1].path)),
+                        excluded.shown(),
+                        excluded.total,
+                    )
+                entries.append(_list_entry(item))
+        return Listing(entries, False, None, excluded.shown(), excluded.total)
+
+    def glob(
+        self, pattern: str, *, cursor: str | None, limit: int | None, include_ignored: bool
+    ) -> Listing:
+        matcher, base, depth = compile_glob(self._glob_pattern(pattern), self.limits.max_depth)
+        page = _page_size(limit, self.limits.max_entries)
+        query = ("glob", pattern, include_ignored)
+        after = cursor_parts(cursor, query)
+        excluded = _Excluded(self.limits.max_excluded_shown)
+        skip = self._skipper(base, include_ignored, excluded)
+        entries: list[ListEntry] = []
+        visited = 0
+        previous: tuple[str, ...] = after or ()
+        try:
+            walk = self._walk(base, pattern, depth, skip, after)
+        except (PathNotFound, NotADirectory):
+            return Listing([], False, None, [], 0)
+        with closing(walk):
+            for item in walk:
+                visited += 1
+                if visited > self.limits.max_scan_entries:
+                    excluded.add(f"(scan stopped after {self.limits.max_scan_entries} entries)")
+                    return Listing(
+                        entries,
+                        True,
+                        encode_cursor(query, previous),
+                        excluded.shown(),
+                        excluded.total,
+                    )
+                previous = item.parts
+                if item.is_dir and not item.descended and depth >= self.limits.max_depth:
+                    excluded.add(f"{item.rel}/ (depth limit {self.limits.max_depth})")
+                if not matcher(item.rel):
+                    continue
+                if len(entries) == page:
+                    return Listing(
+                        entries,
+                        True,
+                        encode_cursor(query, path_parts(entries[-1].path)),
+                        excluded.shown(),
+                        excluded.total,
+                    )
+                entries.append(_list_entry(item))
+        return Listing(entries, False, None, excluded.shown(), excluded.total)
+
+    def grep(
+        self,
+        pattern: str,
+        *,
+        path: str,
+        glob: str | None,
+        regex: bool,
+        case_sensitive: bool,
+        cursor: str | None,
+        limit: int | None,
+        include_ignored: bool,
+    ) -> GrepResult:
+        search = _compile_search(pattern, regex, case_sensitive)
+        wanted = file_filter(glob, self.limits.max_depth)
+        rel = relative(self.handle, path)
+        page = _page_size(limit, self.limits.max_matches)
+        query = ("grep", pattern, str(rel), glob, regex, case_sensitive, include_ignored)
+        resume = decode_cursor(cursor, query)
+        excluded = _Excluded(self.limits.max_excluded_shown)
+        scan = _GrepScan(self.handle, self.limits, search, page, excluded, regex)
+
+        target = resolve_existing(self.handle, rel, path, follow_final=True)
+        if ALWAYS_EXCLUDED in target.rel.parts:
+            target.close()
+            raise PathRefused(path, "git_dir")
+        try:
+            is_dir = target.name is None or stat.S_ISDIR(
+                os.stat(target.name, dir_fd=target.dir_fd, follow_symlinks=False).st_mode
+            )
+        except FileNotFoundError:
+            raise PathNotFound(path) from None
+        finally:
+            target.close()
+        if not is_dir:
+            done = scan.scan_file(str(target.rel), start_after=resume[1] if resume else 0)
+            return scan.result(None if done else encode_cursor(query, *scan.position))
+
+        if resume is not None and resume[1] > 0:
+            resumed = "/".join(resume[0])
+            if not scan.scan_file(resumed, start_after=resume[1]):
+                return scan.result(encode_cursor(query, *scan.position))
+        after = resume[0] if resume is not None else None
+        skip = self._skipper(rel, include_ignored, excluded)
+        visited = 0
+        previous: tuple[str, ...] = after or ()
+        with closing(self._walk(rel, path, self.limits.max_depth, skip, after)) as walk:
+            for item in walk:
+                visited += 1
+                over_entries = visited > self.limits.max_scan_entries
+                if over_entries or scan.bytes_read > self.limits.max_bytes_scanned:
+                    what = "entries" if over_entries else "bytes"
+                    excluded.add(f"(scan stopped: the {what} limit of one call)")
+                    return scan.result(encode_cursor(query, previous, 0))
+                previous = item.parts
+                if item.is_dir:
+                    if not item.descended:
+                        excluded.add(f"{item.rel}/ (depth limit {self.limits.max_depth})")
+                    continue
+                if not stat.S_ISREG(item.st.st_mode) or not wanted(item.rel):
+                    continue
+                if not scan.scan_item(item):
+                    return scan.result(encode_cursor(query, *scan.position))
+        return scan.result(None)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _walk(
+        self,
+        rel: PurePosixPath,
+        path: str,
+        depth: int,
+        skip: Callable[[str, bool], bool],
+        after: tuple[str, ...] | None,
+    ) -> Generator[WalkItem, None, None]:
+        """The walk below ``rel``; a missing or non-directory start is reported now."""
+        start = resolve_existing(self.handle, rel, path, follow_final=True)
+        start.close()
+        if ALWAYS_EXCLUDED in start.rel.parts:
+            raise PathRefused(path, "git_dir")
+        walk = self.handle.walk(start.rel, max_depth=depth, skip=skip, after=after)
+        try:
+            first = next(walk, None)  # resolution errors surface here
+        except FileNotFoundError:
+            raise PathNotFound(path) from None
+        except NotADirectoryError:
+            raise NotADirectory(path) from None
+        return _chained(first, walk)
+
+    def _skipper(
+        self,
+        rel: PurePosixPath,
+        include_ignored: bool,
+        excluded: _Excluded,
+        names: frozenset[str] = frozenset(),
+    ) -> Callable[[str, bool], bool]:
+        ignores = IgnoreRules(git=False)
+        if not include_ignored and self.in_git():
+            ignores = load_ignores(self.handle.real_root, under=str(rel))
+
+        def skip(entry: str, is_dir: bool) -> bool:
+            name = entry.rpartition("/")[2]
+            if name == ALWAYS_EXCLUDED:
+                excluded.add(entry + "/" if is_dir else entry)
+                return True
+            if is_dir and name in names:
+                excluded.add(entry + "/ (excluded by name)")
+                return True
+            if ignores.ignored(entry, is_dir):
+                excluded.add(entry + "/ (ignored)" if is_dir else entry + " (ignored)")
+                return True
+            return False
+
+        return skip
+
+    def _glob_pattern(self, pattern: str) -> str:
+        if "\0" in pattern:
+            raise PathRefused(pattern, "nul")
+        if pattern.startswith("/"):
+            return str(self.handle.relative(pattern))
+        text = pattern
+        while text.startswith("./"):
+            text = text[2:]
+        if text.startswith("~"):
+            raise PathRefused(pattern, "home")
+        if ".." in text.split("/"):
+            raise PathRefused(pattern, "parent")
+        if ALWAYS_EXCLUDED in text.split("/"):
+            raise PathRefused(pattern, "git_dir")
+        if "\\" in text:
+            raise PathRefused(pattern, "backslash")
+        return text
+
+
+def _page_size(limit: int | None, ceiling: int) -> int:
+    if limit is not None and limit < 1:
+        raise BadQuery(f"limit must be 1 or more, not {limit}")
+    return min(limit or ceiling, ceiling)
+
+
+def _chained(
+    first: WalkItem | None, rest: Generator[WalkItem, None, None]
+) -> Generator[WalkItem, None, None]:
+    try:
+        if first is not None:
+            yield first
+            yield from rest
+    finally:
+        rest.close()
+
+
+class _Excluded:
+    """Disclosed exclusions, capped for output, all counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.items: list[str] = []
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += 1
+        if len(self.items) < self.cap:
+            self.items.append(text)
+
+    def shown(self) -> list[str]:
+        return list(self.items)
+
+
+def _list_entry(item: WalkItem) -> ListEntry:
+    mode = item.st.st_mode
+    kind: Kind
+    if stat.S_ISDIR(mode):
+        kind = "dir"
+    elif stat.S_ISREG(mode):
+        kind = "file"
+    elif stat.S_ISLNK(mode):
+        kind = "symlink"
+    else:
+        kind = "special"
+    return ListEntry(item.rel, kind, item.st.st_size if kind == "file" else None)
+
+
+# -- grep ----------------------------------------------------------------------------------
+
+
+def _compile_search(pattern: str, regex: bool, case_sensitive: bool) -> re.Pattern[str]:
+    flags = 0 if case_sensitive else re.IGNORECASE
+    try:
+        return re.compile(pattern if regex else re.escape(pattern), flags)
+    except re.error as exc:
+        raise BadQuery(f"bad regular expression {pattern!r}: {exc}") from None
+
+
+@dataclass
+class _GrepScan:
+    handle: RootHandle
+    limits: WorkspaceLimits
+    search: re.Pattern[str]
+    page: int
+    excluded: _Excluded
+    regex: bool
+    matches: list[GrepMatch] = field(default_factory=list)
+    files_scanned: int = 0
+    bytes_read: int = 0
+    position: tuple[tuple[str, ...], int] = ((), 0)
+    truncated: bool = False
+
+    def result(self, cursor: str | None) -> GrepResult:
+        return GrepResult(
+            self.matches,
+            self.files_scanned,
+            cursor is not None,
+            cursor,
+            self.excluded.shown(),
+            self.excluded.total,
+        )
+
+    def scan_item(self, item: WalkItem) -> bool:
+        """Scan one walked file; False when the page filled up inside it."""
+        limits = self.limits
+        if item.st.st_size > limits.max_file_bytes_scanned:
+            self.excluded.add(f"{item.rel} (larger than {limits.max_file_bytes_scanned} bytes)")
+            return True
+        try:
+            fd = os.open(item.name, FILE_READ_FLAGS, dir_fd=item.dir_fd)
+        except OSError:
+            return True  # replaced or unreadable since the walk saw it
+        return self._scan_fd(fd, item.rel, 0)
+
+    def scan_file(self, rel: str, start_after: int) -> bool:
+        """Scan a file named by path (a grep of one file, or a resumed file)."""
+        try:
+            where = self.handle.resolve(check_relative(rel), follow_final=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        try:
+            if where.name is None:
+                return True
+            try:
+                fd = os.open(where.name, FILE_READ_FLAGS, dir_fd=where.dir_fd)
+            except OSError:
+                return True
+        finally:
+            where.close()
+        st = os.fstat(fd)
+        largest = self.limits.max_file_bytes_scanned
+        if not stat.S_ISREG(st.st_mode) or st.st_size > largest:
+            os.close(fd)
+            if stat.S_ISREG(st.st_mode):
+                self.excluded.add(f"{rel} (larger than {largest} bytes)")
+            return True
+        return self._scan_fd(fd, rel, start_after)
+
+    def _scan_fd(self, fd: int, rel: str, start_after: int) -> bool:
+        limits = self.limits
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return True
+            data = fh.read(limits.max_file_bytes_scanned + 1)
+        self.bytes_read += len(data)
+        if b"\0" in data[:8192]:
+            self.excluded.add(f"{rel} (binary)")
+            return True
+        self.files_scanned += 1
+        text = data.decode("utf-8", "replace")
+        long_lines = 0
+        for number, line in enumerate(text.split("\n"), start=1):
+            if number <= start_after:
+                continue
+            searched = line
+            if self.regex and len(line) > limits.max_searched_line_chars:
+                searched = line[: limits.max_searched_line_chars]
+                long_lines += 1
+            if self.search.search(searched) is None:
+                continue
+            if len(self.matches) == self.page:
+                self.position = (path_parts(rel), number - 1)
+                return False
+            shown = line.rstrip("\r")[: limits.max_match_chars]
+            self.matches.append(GrepMatch(rel, number, shown))
+        if long_lines:
+            self.excluded.add(
+                f"{rel} ({long_lines} long lines searched only in their first "
+                f"{limits.max_searched_line_chars} characters)"
+            )
+        self.position = (path_parts(rel), 0)
+        return True

@@ -46,6 +46,7 @@ from tidegate.flow.transaction import (
     Driver,
     closing_notes,
     new_state,
+    planner_hashes,
     request_summary,
     workspace_identity,
 )
@@ -94,12 +95,16 @@ def resume_run(
         raise refuse(f"the planner's inputs (script or patch files) changed{since}")
     if config_sha256(config) != inputs.config_sha256:
         raise refuse(f"the repository's tidegate configuration changed{since}")
-    for name in MODEL_HASHES:
-        if inputs.model_hashes.get(name) is not None:
-            raise refuse(
-                f"the {name.replace('_', ' ')} hash changed{since} (no model is configured)"
-            )
     planner = planner_for(request)
+    current_hashes = planner_hashes(planner)
+    changed = [
+        name.replace("_", " ")
+        for name in MODEL_HASHES
+        if inputs.model_hashes.get(name) != current_hashes.get(name)
+    ]
+    if changed:
+        getattr(planner, "close", lambda: None)()
+        raise refuse(f"the {', '.join(changed)} hash(es) changed{since}")
     t0 = saved["t0"]
     lock = RunLock(repo.runtime_dir, ticket.run_id)
     lock.acquire()

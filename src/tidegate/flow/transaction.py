@@ -46,6 +46,7 @@ from tidegate.flow.pipeline import (
     run_attempt,
 )
 from tidegate.flow.progress import (
+    MODEL_HASHES,
     LoopState,
     Restored,
     RunBlobs,
@@ -189,6 +190,16 @@ def closing_notes(
     return notes
 
 
+def planner_hashes(planner: Planner) -> dict[str, str | None]:
+    """The prompt/registry/effect-policy/model hashes a model-driven planner runs under
+    (all None for planners without a model)."""
+    hashes: dict[str, str | None] = dict.fromkeys(MODEL_HASHES)
+    own = getattr(planner, "input_hashes", None)
+    if callable(own):
+        hashes.update(own())
+    return hashes
+
+
 def workspace_identity(root: Path, snapshot: T0Snapshot | None = None) -> dict[str, str | None]:
     """The workspace fingerprint and the digests it is made of (HEAD, tree, staged).
 
@@ -239,6 +250,7 @@ class Driver:
                 request=self.blobs.keep("request", request_bytes(request)),
                 planner_sha256=planner_inputs_sha256(request),
                 config_sha256=config_sha256(state.config),
+                model_hashes=planner_hashes(state.planner),
             )
         except (GitError, OSError) as exc:
             # Without this evidence no checkpoint can be trusted: the run must not go on.

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,14 +46,16 @@ from tidegate.agent import (
     run_loop,
 )
 from tidegate.agent.guards import Budget, GuardState, Usage
+from tidegate.agent.session import model_facts
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.modes import Mode
 from tidegate.models.ports import ModelPort
 from tidegate.models.pricing import ModelPricing
 from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
-from tidegate.prompt import RunTask
+from tidegate.prompt import RunTask, assemble_prompt
 from tidegate.tools.adapters import default_adapters
 from tidegate.tools.context import ToolContext
+from tidegate.tools.effects import PROFILE_SHA256
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, TaskMode
 from tidegate.validate.edit_blocks import EditBlockError, apply_edit_blocks, parse_edit_blocks
@@ -212,6 +215,34 @@ class ModelPlanner:
         if outcome.status != "completed":
             raise _phase_error(phase, outcome)
         return outcome, session
+
+    def input_hashes(self) -> dict[str, str | None]:
+        """What a guarded run's checkpoints bind it to, so ``tidegate resume`` refuses to go on
+        under another model, capability set, tool registry, effect policy or system prompt.
+        The task contract is left out: it follows from the objective and the attempt's
+        feedback, which the run's request and checkpoints already carry."""
+        with (
+            tempfile.TemporaryDirectory(prefix="tidegate-hashes-") as empty,
+            read_only_executor(Path(empty)) as executor,
+        ):
+            identity, capabilities = model_facts(self.model)
+            snapshot = assemble_prompt(
+                default_prompt_configuration(write=False, commands=False),
+                tools=executor.definitions(),
+                registry_hash=executor.registry.active_hash,
+                effect_policy_hash=PROFILE_SHA256,
+                model_identity=identity,
+                model_capabilities=capabilities,
+            )
+        return {
+            "prompt": snapshot.prompt_hash,
+            "system_prompt": snapshot.system_prompt_hash,
+            "task_contract": None,
+            "registry": snapshot.registry_hash,
+            "effect_policy": snapshot.effect_policy_hash,
+            "model_identity": snapshot.model_identity_hash,
+            "model_capability": snapshot.model_capability_hash,
+        }
 
     def close(self) -> None:
         """Release the model's connections (the planner is unusable afterwards)."""

@@ -27,3 +27,5 @@ def test_demo_script_runs_end_to_end(tmp_path: Path) -> None:
     assert "MM calc.py" in after and " M README.md" in after
     assert "a1.plan.r1   workspace.read   succeeded" in out
     assert "chain verified" in out
+    # The model's tool calls show up live, inside the phase that made them.
+    assert '· PLAN workspace.read {"path":"calc.py"}' in res.stderr

@@ -169,6 +169,8 @@ def _run(
     observer = None if as_json else ProgressPrinter(err)
     recorder = StoreRecorder(store)
     planner = planner_for(request, recorder=recorder) if request.model else None
+    if observer is not None and hasattr(planner, "progress"):
+        planner.progress = observer.activity  # type: ignore[union-attr]
     try:
         report = execute(request, observer=observer, planner=planner, recorder=recorder)
     finally:

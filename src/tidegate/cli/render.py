@@ -30,6 +30,10 @@ class ProgressPrinter:
             self._status = self.console.status(f"{phase.value} ...", spinner="dots")
             self._status.start()
 
+    def activity(self, text: str) -> None:
+        """A line about work inside the running phase (a model's tool call)."""
+        self.console.print(f"      [dim]· {escape(text)}[/dim]")
+
     def phase_finished(self, event: PhaseEvent) -> None:
         if self._status is not None:
             self._status.stop()

@@ -49,11 +49,13 @@ from tidegate.agent.guards import Budget, GuardState, Usage
 from tidegate.agent.session import model_facts
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.modes import Mode
+from tidegate.models.events import ToolCallCompleted
 from tidegate.models.ports import ModelPort
 from tidegate.models.pricing import ModelPricing
 from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
 from tidegate.prompt import RunTask, assemble_prompt
 from tidegate.tools.adapters import default_adapters
+from tidegate.tools.catalog import canonical_id
 from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import PROFILE_SHA256
 from tidegate.tools.executor import ToolExecutor
@@ -142,6 +144,8 @@ class ModelPlanner:
     usage: Usage = field(default_factory=Usage)
     """Spending across every loop of the run (steps, tokens, seconds, dollars)."""
     history: list[PhaseRecord] = field(default_factory=list)
+    progress: Callable[[str], None] | None = None
+    """Told, as they happen, about the tool calls the model makes (for live output)."""
 
     def __post_init__(self) -> None:
         self.name = f"model:{self.model.identity.label}"
@@ -209,12 +213,26 @@ class ModelPlanner:
                 pricing=self.pricing,
                 guards=LoopGuards(self.guard_limits, GuardState(usage=self.usage)),
             )
-            outcome = run_loop(session, answer_check=check)
+            outcome = run_loop(session, answer_check=check, on_event=self._sink(phase))
         self.usage = session.guards.state.usage
         self.history.append(PhaseRecord(phase, request.attempt, outcome, session.transcript))
         if outcome.status != "completed":
             raise _phase_error(phase, outcome)
         return outcome, session
+
+    def _sink(self, phase: str) -> Callable[[object], None] | None:
+        progress = self.progress
+        if progress is None:
+            return None
+
+        def sink(event: object) -> None:
+            if isinstance(event, ToolCallCompleted):
+                args = event.call.arguments_json()
+                shown = args if len(args) <= 80 else args[:77] + "..."
+                name = canonical_id(event.call.name) or event.call.name
+                progress(f"{phase} {name} {shown}")
+
+        return sink
 
     def input_hashes(self) -> dict[str, str | None]:
         """What a guarded run's checkpoints bind it to, so ``tidegate resume`` refuses to go on

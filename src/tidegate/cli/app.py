@@ -322,6 +322,12 @@ def recover(
             out.print("nothing to recover")
         for j in summary.journals:
             out.print(f"run {j.run_id}: apply-back {j.action}; {len(j.finished)} path(s) written")
+            if j.action == "completed":
+                out.print(
+                    f"  its record says 'interrupted' until `tidegate resume {j.run_id}` "
+                    "records the report (nothing is written twice)",
+                    markup=False,
+                )
             for path in j.diverged:
                 out.print(f"  left alone (changed since the crash): {path}", markup=False)
         for path in summary.removed_shadows:

@@ -1,13 +1,19 @@
 """Conformance 7: approval outcomes. A policy denial, an approver's denial, a timed-out
-approval and an uncorrelated answer all end the call before dispatch with only the denial
+approval (the executor stops waiting for an approver that blocks past
+ToolLimits.approval_timeout_s) and an uncorrelated answer all end the call before dispatch with only the denial
 (and its request ID) as effect; with no approver the call is pending (nothing runs, the
 request is returned) and a later grant of that request ID lets the same call through."""
 
 from __future__ import annotations
 
+import threading
+import time
+from dataclasses import dataclass, field
+
 from tests.conftest import Repo
 from tests.integration.tools.support import call, executor
-from tidegate.tools.context import ApprovalAnswer
+from tidegate.tools.calls import ApprovalRequest
+from tidegate.tools.context import ApprovalAnswer, ToolLimits
 from tidegate.tools.policy import ApprovalProfile, TaskMode
 from tidegate.tools.scripted import ScriptedApprover
 
@@ -54,6 +60,50 @@ def test_timed_out_and_uncorrelated_answers_are_denials(committed_repo: Repo) ->
         result = ex.execute(call("workspace_write", **_create("a.txt")))
     assert result.status == "denied"
     assert "another request" in result.effects.approval.reasons[0]  # type: ignore[union-attr]
+    assert not (committed_repo.root / "a.txt").exists()
+
+
+@dataclass
+class BlockingApprover:
+    """Test approver (labelled): ignores its timeout and blocks until released, then
+    grants - a person who walked away and came back too late."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+    answered: threading.Event = field(default_factory=threading.Event)
+    timeouts: list[float] = field(default_factory=list)
+    label: str = "blocking test approver"
+
+    def request(self, request: ApprovalRequest, timeout_s: float) -> ApprovalAnswer | None:
+        self.timeouts.append(timeout_s)
+        self.release.wait(30)
+        self.answered.set()
+        return ApprovalAnswer(request.request_id, True, by=self.label)
+
+
+def test_the_executor_enforces_the_approval_timeout(committed_repo: Repo) -> None:
+    approver = BlockingApprover()
+    limits = ToolLimits(approval_timeout_s=0.3)
+    try:
+        with executor(committed_repo.root, approval=STRICT, approver=approver, limits=limits) as ex:
+            started = time.monotonic()
+            result = ex.execute(call("workspace_write", **_create("a.txt")))
+            waited = time.monotonic() - started
+            assert not approver.answered.is_set()  # the approver was still blocking
+            assert 0.25 <= waited < 10  # it did wait, but not for the approver
+            assert approver.timeouts == [0.3]
+            assert result.status == "denied" and not result.ok
+            assert result.effects.present() == ["approval"]
+            assert result.effects.approval is not None
+            assert result.effects.approval.status == "denied"
+            assert result.effects.approval.decided_by == "timeout"
+            # the late grant changes nothing: the call ended and nothing was dispatched
+            approver.release.set()
+            assert approver.answered.wait(10)
+            assert not (committed_repo.root / "a.txt").exists()
+            read = ex.execute(call("workspace_read", path="calc.py"))
+            assert read.ok
+    finally:
+        approver.release.set()
     assert not (committed_repo.root / "a.txt").exists()
 
 

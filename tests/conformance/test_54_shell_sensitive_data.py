@@ -1,16 +1,20 @@
 """Conformance 54: file names that look like shell syntax or options stay data - in the
-argv the runner spawns, in commands the host builds (quoted), in tidegate.git's path
-arguments, and through a whole guarded run. Nothing they spell is ever executed."""
+argv the runner spawns, in the validation command the host builds from project.validate's
+paths (one argument each, never an option), in tidegate.git's path arguments, and through
+a whole guarded run. Nothing they spell is ever executed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Repo
+from tests.integration.tools.support import call, executor
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.git import Git
 
@@ -65,13 +69,29 @@ def test_runner_argv_passes_names_as_data(weird: Repo, tmp_path: Path) -> None:
     assert _tree(weird.root) == before
 
 
-def test_host_built_commands_quote_names(weird: Repo, tmp_path: Path) -> None:
+# The operator's validation command, recording what it was handed: each argument, and
+# whether it names an existing file (so "./-rf" is the file -rf, not an option).
+RECORD_ARGV = (
+    f"{sys.executable} -c 'import json, os, sys; "
+    "print(json.dumps([[a, os.path.isfile(a)] for a in sys.argv[1:]]))'"
+)
+
+
+def test_host_built_validation_keeps_each_name_one_non_option_argument(weird: Repo) -> None:
+    # tidegate's path policy refuses backslashes; every other name is a valid scope path
+    scoped = [n for n in NAMES if "\\" not in n]
     before = _tree(weird.root)
-    for i, name in enumerate(NAMES):
-        command = f"cat < {shlex.quote(name)} && test -f {shlex.quote(name)}"
-        res = run_command(shell_argv(command), weird.root, 10, tmp_path / "spill")
-        assert (res.exit_code, res.stdout_tail) == (0, f"content {i}\n"), name
-    assert _tree(weird.root) == before
+    with executor(weird.root, validation_command=RECORD_ARGV) as ex:
+        result = ex.execute(call("project_validate", paths=scoped))
+        refused = ex.execute(call("project_validate", paths=["back\\slash"]))
+    assert result.ok and result.output is not None, result
+    assert result.output["status"] == "passed", result.output["output_tail"]
+    argv = json.loads(result.output["output_tail"])
+    assert argv == [[f"./{name}", True] for name in scoped]
+    assert not any(arg.startswith("-") for arg, _ in argv)
+    assert refused.error is not None and refused.error.code == "path_refused"
+    assert _tree(weird.root) == before  # no pwned*, no file named after an option
+    assert not any(p.startswith("pwned") for p in _tree(weird.root))
     assert weird.read(SENTINEL) == "keep me\n"
 
 

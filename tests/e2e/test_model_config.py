@@ -1,14 +1,17 @@
 """``[tool.tidegate.model]`` settings reach the model: a user points ``--model openai:M`` at
 a local OpenAI-compatible server through the repository's configuration (base URL, the
-name of the key variable, a price so ``--max-cost`` can be enforced), and the key travels
-only in the request header."""
+name of the key variable, a price so ``--max-cost`` can be enforced), the price is applied
+to every reply's usage (the recorded agent events carry the computed cost), and the key
+travels only in the request header."""
 
 from __future__ import annotations
 
 import json
 import sys
+from decimal import Decimal
 
 from tests.conftest import Repo, tidegate_cli
+from tests.integration._store import readonly_store
 from tests.integration.models.servers import LoopbackServer, Reply, oa_completion
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
@@ -47,6 +50,20 @@ def test_model_settings_come_from_the_repository_config(committed_repo: Repo) ->
         assert all(r.path == "/v1/chat/completions" for r in server.received)
         assert server.credential_problems() == []
         assert "sk-local-123" not in res.stdout + res.stderr
+    # the configured price was applied to every reply's usage (11 input and 7 output tokens
+    # at USD 1 and 2 per million), so the --max-cost cap had a spend to check
+    store = readonly_store(committed_repo)
+    try:
+        events = store.events(report["run_id"])
+    finally:
+        store.close()
+    started = [e.payload_value() for e in events if e.kind == "agent.started"]
+    turns = [e.payload_value() for e in events if e.kind == "agent.turn"]
+    finished = [e.payload_value() for e in events if e.kind == "agent.finished"]
+    assert [p["budget"]["hard_dollar_cap"] for p in started] == ["0.5", "0.5"]
+    assert [(p["input_tokens"], p["output_tokens"]) for p in turns] == [(11, 7), (11, 7)]
+    assert [Decimal(p["cost_usd"]) for p in turns] == [Decimal("0.000025")] * 2
+    assert sum(Decimal(p["cost_usd"]) for p in finished) == Decimal("0.00005")
 
 
 def test_bad_model_settings_are_one_line_and_change_nothing(committed_repo: Repo) -> None:

@@ -5,7 +5,8 @@ For each call, in this order, and nothing is dispatched before the last check pa
 1. resolve the name (model-facing or canonical) and refuse unknown, inactive or reused
    call IDs; parse and validate the arguments against the tool's input model;
 2. cancellation and the session's call budget;
-3. approval: ``policy.decide`` (pure); Ask goes to a grant, the approver, or becomes a
+3. approval: ``policy.decide`` (pure); Ask goes to a grant, the approver (waited for at
+   most ``ToolLimits.approval_timeout_s``, then a timed-out denial), or becomes a
    pending approval; Deny ends the call with only the denial as its effect;
 4. the stale-edit guard (a path whose state has collected too many failed edits pauses);
 5. capture the "before" state independently of the adapter: the typed state of the target
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -51,7 +53,7 @@ from tidegate.tools.calls import (
     ToolResult,
 )
 from tidegate.tools.catalog import ToolDefinition, ToolRegistry, ToolSpec
-from tidegate.tools.context import CallRecorder, ToolContext
+from tidegate.tools.context import ApprovalAnswer, ApprovalPort, CallRecorder, ToolContext
 from tidegate.tools.effects import (
     HOST_CAPTURED_FIELDS,
     ApprovalEffect,
@@ -347,7 +349,7 @@ class ToolExecutor:
                 approval_request=request,
                 duration_ms=_ms(started),
             )
-        answer = ctx.approver.request(request, ctx.limits.approval_timeout_s)
+        answer = _ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
         if answer is None:
             return self._denied(call, spec, request_id, "timeout", ("no answer in time",), started)
         if answer.request_id != request_id:
@@ -712,6 +714,40 @@ def _write(path: str, before: Any, after: Any) -> WriteEffect:
         before=EntryStateModel(kind=before.kind, sha256=before.sha256),
         after=EntryStateModel(kind=after.kind, sha256=after.sha256),
     )
+
+
+def _ask_within(
+    approver: ApprovalPort, request: ApprovalRequest, timeout_s: float
+) -> ApprovalAnswer | None:
+    """The approver's answer, or None when none came within ``timeout_s``.
+
+    The approver runs in a daemon worker thread and the executor waits at most
+    ``timeout_s`` for it, so an approver that ignores its timeout (a person who walked
+    away, a hung remote service) cannot hold the call, or the run, open. A late answer is
+    dropped: the call has already ended as a timed-out denial and nothing was dispatched.
+    An approver that raises raises here.
+    """
+    done = threading.Event()
+    outcome: list[ApprovalAnswer | None] = []
+    failure: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            outcome.append(approver.request(request, timeout_s))
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    worker = threading.Thread(
+        target=ask, name=f"tidegate-approval-{request.request_id}", daemon=True
+    )
+    worker.start()
+    if not done.wait(max(timeout_s, 0.0)):
+        return None
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _ms(started: float) -> float:

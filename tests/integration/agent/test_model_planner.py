@@ -25,6 +25,7 @@ from tidegate.ledger import ItemStatus, RunOptions, run_next
 from tidegate.ledger.engine import model_objective
 from tidegate.ledger.taskdir import load_task
 from tidegate.planners import planner_for
+from tidegate.planners.base import Finding
 from tidegate.planners.model import ModelPlanner, parse_change_set, parse_findings
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5, \"add(2, 3) should be 5\"'"
@@ -181,16 +182,9 @@ def test_answers_are_parsed_into_proposals_and_findings() -> None:
     assert parse_change_set("I would change x.py.") is None
     assert parse_change_set("--- a/x\n+++ b/x\nno hunks") is None
     assert parse_findings("- warning src/a.py:10: too long\n* [error] b.js: broken\nprose") == [
-        parse_findings("- warning src/a.py:10: too long")[0],
-        parse_findings("* [error] b.js: broken")[0],
+        Finding("too long", path="src/a.py", line=10, severity="warning", source="model"),
+        Finding("broken", path="b.js", line=None, severity="error", source="model"),
     ]
-    (first,) = parse_findings("- warning src/a.py:10: too long")
-    assert (first.path, first.line, first.severity, first.source) == (
-        "src/a.py",
-        10,
-        "warning",
-        "model",
-    )
 
 
 def test_ledger_run_with_a_model(committed_repo: Repo, tmp_path: Path) -> None:

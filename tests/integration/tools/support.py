@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
+from tidegate.tools.adapters.project import ProjectValidate
 from tidegate.tools.adapters.workspace import port_errors
 from tidegate.tools.calls import ToolCall
 from tidegate.tools.context import ToolContext, ToolLimits
 from tidegate.tools.effects import Effects, EntryStateModel, ValidateEffect, WriteEffect
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, TaskMode
+from tidegate.tools.schemas import project as proj
 from tidegate.tools.schemas import workspace as ws
 from tidegate.workspace.port import WorkspacePort
 
@@ -121,6 +123,20 @@ class PortEditThenFails:
     def run(self, args: ws.EditInput, call: Dispatch) -> AdapterResult:
         call.context.workspace.edit(args.path, old=args.old, new=args.new, expect=args.expect)
         raise ToolFailure("edit_failed", "pretending the edit failed")
+
+
+@dataclass
+class ValidatesThenFails:
+    """project.validate that really runs the validation (the host's adapter), keeps its
+    result in ``seen``, then reports a structured failure instead."""
+
+    seen: list[AdapterResult] = field(default_factory=list)
+    tool_id: str = "project.validate"
+    label: str | None = TEST_LABEL
+
+    def run(self, args: proj.ValidateInput, call: Dispatch) -> AdapterResult:
+        self.seen.append(ProjectValidate().run(args, call))
+        raise ToolFailure("validation_lost", "pretending the validation failed")
 
 
 @dataclass

@@ -121,29 +121,34 @@ def test_every_call_is_recorded_and_a_failing_recorder_stops_the_run(
 
 
 class _Log:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, ...]] = []
+    """The store side of StoreCallRecorder: notes each event and whether the file the
+    write creates (``watched``) already existed at that moment."""
+
+    def __init__(self, watched: Path) -> None:
+        self.watched = watched
+        self.events: list[tuple[str, str, str, bool]] = []
 
     def tool_call_requested(
         self, tool_call_id: str, canonical_tool: str, input_sha256: str
     ) -> None:
-        self.events.append(("requested", tool_call_id, canonical_tool))
+        self.events.append(("requested", tool_call_id, canonical_tool, self.watched.exists()))
 
     def tool_call_finished(
         self, tool_call_id: str, status: str, effects: object, *, result_sha256: str | None = None
     ) -> None:
         assert result_sha256 is not None and result_sha256.startswith("sha256:")
-        self.events.append(("finished", tool_call_id, status))
+        self.events.append(("finished", tool_call_id, status, self.watched.exists()))
 
 
 def test_store_bridge_records_the_request_before_dispatch(committed_repo: Repo) -> None:
-    log = _Log()
+    log = _Log(committed_repo.root / "n.txt")
     with executor(committed_repo.root, recorder=StoreCallRecorder(log)) as ex:
         ex.execute(call("workspace_write", "w", path="n.txt", content="", expect="must_not_exist"))
         ex.execute(call("workspace_read", "bad", path=5))
+    # the request is recorded while n.txt does not exist yet: before dispatch
     assert log.events == [
-        ("requested", "w", "workspace.write"),
-        ("finished", "w", "succeeded"),
-        ("requested", "bad", "workspace.read"),
-        ("finished", "bad", "failed"),
+        ("requested", "w", "workspace.write", False),
+        ("finished", "w", "succeeded", True),
+        ("requested", "bad", "workspace.read", True),
+        ("finished", "bad", "failed", True),
     ]

@@ -260,14 +260,3 @@ def test_resume_with_a_larger_budget_keeps_the_spending() -> None:
     resumed = LoopGuards.from_json(guards.to_json(), GuardLimits(budget=Budget(max_steps=5)))
     assert isinstance(resumed.check_model_request(), Allow)
     assert resumed.state.usage.steps == 2 and resumed.state.usage.dollars == 0.5
-
-
-def test_decisions_are_plain_data() -> None:
-    assert Pause("g", "r") == Pause("g", "r")
-    assert {Allow.kind, Block.kind, Finalize.kind, Pause.kind, Stop.kind} == {
-        "allow",
-        "block",
-        "finalize",
-        "pause",
-        "stop",
-    }

@@ -239,7 +239,9 @@ def test_an_unknown_tool_outcome_ends_the_session_and_skips_the_rest(committed_r
         ("workspace.read", True, "unknown_outcome"),
         ("workspace.list", False, "skipped"),
     ]
-    assert ThrowingReader().label == TEST_LABEL
+    # the model is told which result came from a labelled (non-host) adapter
+    (reply,) = [m for m in s.messages if isinstance(m, ToolResult) and m.tool_call_id == "u1"]
+    assert reply.is_error and json.loads(reply.content)["label"] == TEST_LABEL
 
 
 def test_a_call_needing_approval_pauses_the_session(committed_repo: Repo) -> None:

@@ -10,12 +10,20 @@ failure is classified by ``tidegate.feedback.diagnose`` into structured diagnost
 claimed ``validate`` evidence names the command, status, exit code, fingerprint and
 whether the run was contained; the executor adds whatever the command wrote from its own
 inventory. A failing validation is a successful tool call with ``status: failed``.
+
+Scoping ``paths`` are appended to the command as shell-quoted words, each spelled
+``./<path>`` (the root itself stays ``.``). Quoting keeps a name one argument; the ``./``
+keeps it from ever reading as an option (``-rf`` arrives as ``./-rf``). ``--`` would not
+do: the command is arbitrary (``cargo test``, ``npm test``, ``make`` ...), and for many
+tools ``--`` changes what follows instead of just ending the options, while every tool
+that takes paths accepts a ``./`` prefix.
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
@@ -52,6 +60,11 @@ def validation_command(ctx: ToolContext, report: dict[str, Any] | None) -> tuple
         if s.get("command") == found and s.get("cwd") == "."
     ]
     return found, f"detection:{sources[0]}" if sources else "detection"
+
+
+def _path_word(path: PurePosixPath) -> str:
+    """A checked root-relative path as it goes on the command line: never option-like."""
+    return "." if path == PurePosixPath(".") else f"./{path}"
 
 
 @dataclass
@@ -102,7 +115,7 @@ class ProjectValidate:
             )
         command = chosen[0]
         try:
-            scoped = [str(check_relative(p)) for p in args.paths]
+            scoped = [_path_word(check_relative(p)) for p in args.paths]
         except PathRefused as exc:
             raise ToolFailure("path_refused", str(exc)) from exc
         if scoped:

@@ -1,48 +1,75 @@
 """Matrix 19: a passing validation supersedes older failed evidence with the same ID.
 
-In a real repository a real validation fails, the agent fixes the file, and the same
-validation (same stable ID) passes: the ledger keeps only the newest result and completion
-evidence is sufficient. A pass under a *different* ID does not clear the failure.
+A scripted agent drives the real loop over a real executor and a recorded run. Its
+validation under a stable id (``calc-unit``) fails (a real subprocess), it fixes calc.py
+and reviews the diff -- the recorded failure still blocks completion -- and the same id then
+passes: the ledger holds only the newest result for that id and the host finalizes. A pass
+under a *different* id does not clear the failure: the session ends without certification,
+and the ledger names the failing id.
 """
 
 from __future__ import annotations
 
+from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
+from tests.conformance._agent import turn as model_turn
 from tests.conftest import Repo
-from tests.unit.agent.host import content_hash, diff_hash, run_validation
+from tidegate.agent import run_loop
 from tidegate.agent.evidence import EvidenceLedger, ValidationStatus
 
-CHECK = "import calc; assert calc.add(2, 3) == 5"
-FIXED = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+FAILED_GAP = "newest result is a failure for validation calc-unit"
 
 
-def fix(repo: Repo, ledger: EvidenceLedger, sequence: int) -> None:
-    target = repo.root / "calc.py"
-    before = content_hash(target)
-    repo.write("calc.py", FIXED)
-    ledger.record_write(sequence, "calc.py", before, content_hash(target))
+def fix() -> dict[str, object]:
+    return model_turn(
+        call("workspace_edit", path="calc.py", old="a - b", new="a + b", expect=digest(CALC))
+    )
+
+
+def validate(validation_id: str) -> dict[str, object]:
+    return model_turn(call("project_validate", validation_id=validation_id))
+
+
+def diff() -> dict[str, object]:
+    return model_turn(call("git_exec", args=["diff"]))
 
 
 def test_pass_supersedes_the_failure_with_the_same_id(committed_repo: Repo) -> None:
-    ledger = EvidenceLedger()
-    assert not run_validation(committed_repo.root, CHECK)
-    ledger.record_validation("calc-unit", passed=False, sequence=1)
-    fix(committed_repo, ledger, sequence=2)
-    ledger.record_diff(diff_hash(committed_repo.root), sequence=3)
-    assert not ledger.is_complete()  # the failure still stands
-
-    assert run_validation(committed_repo.root, CHECK)
-    ledger.record_validation("calc-unit", passed=True, sequence=4)
-    held = ledger.validation("calc-unit")
+    record = Recorded(committed_repo.root)
+    model = scripted(
+        validate("calc-unit"), fix(), diff(), validate("calc-unit"), answer("add() adds.")
+    )
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex, recorder=record.recorder)
+        outcome = run_loop(s)
+        record.finish(s, outcome)
+    assert outcome.status == "completed" and outcome.finalized
+    summaries = [r.summary for r in s.transcript.tools if r.tool == "project.validate"]
+    assert "failed" in summaries[0] and "passed" in summaries[1]
+    # after the fix the failure recorded for calc-unit still stood (the last checkpoint
+    # before the final validation), and the turn after the diff still offered tools
+    after_fix = [c for c in record.checkpoints() if c.reason == "round"][-2]
+    ledger = EvidenceLedger.from_json(str(after_fix.state["ledger"]))
+    assert FAILED_GAP in ledger.completion_gaps()
+    offered = [t.tools_offered for t in s.transcript.turns]
+    assert offered[3] > 0 and offered[4] == 0
+    # the newer pass replaced it
+    assert list(s.ledger.state.validations) == ["calc-unit"]
+    held = s.ledger.validation("calc-unit")
     assert held is not None and held.status is ValidationStatus.PASSED
-    assert ledger.completion_gaps() == []
+    assert held.sequence == s.transcript.tools[-1].seq
+    assert s.ledger.completion_gaps() == []
 
 
 def test_a_pass_under_another_id_does_not_clear_the_failure(committed_repo: Repo) -> None:
-    ledger = EvidenceLedger()
-    assert not run_validation(committed_repo.root, CHECK)
-    ledger.record_validation("calc-unit", passed=False, sequence=1)
-    fix(committed_repo, ledger, sequence=2)
-    assert run_validation(committed_repo.root, "import calc")
-    ledger.record_validation("calc-import", passed=True, sequence=3)
-    ledger.record_diff(diff_hash(committed_repo.root), sequence=4)
-    assert ledger.completion_gaps() == ["newest result is a failure for validation calc-unit"]
+    model = scripted(
+        validate("calc-unit"), fix(), validate("calc-import"), diff(), answer("I think it works.")
+    )
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex)
+        outcome = run_loop(s)
+    assert outcome.status == "completed" and not outcome.finalized
+    assert all(t.tools_offered > 0 for t in s.transcript.turns)
+    passed = s.ledger.validation("calc-import")
+    assert passed is not None and passed.status is ValidationStatus.PASSED
+    assert s.ledger.completion_gaps() == [FAILED_GAP]

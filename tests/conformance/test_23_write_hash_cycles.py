@@ -1,57 +1,76 @@
 """Matrix 23: A -> B -> A -> B write-hash cycles pause rather than oscillate indefinitely.
 
-A scripted agent keeps flipping a real file between two versions. Each write is attested
-with real before/after SHA-256 digests; the write-cycle guard pauses the run once the file
-returns to a state it just left a second time, so the loop ends after three writes instead
-of running until the iteration cap.
+A scripted agent keeps flipping calc.py between two versions with ``workspace_write``
+through the real loop and a real executor. Each write is attested by the host with real
+before/after digests; once the file returns a second time to a state it just left, the
+write-cycle guard pauses the run after the third dispatched write, although the script
+would go on flipping. The pause is checkpointed: a fresh host resuming from it pauses on
+the very next flip (made with ``workspace_edit``, so no call repeats an earlier one),
+because the recorded write states came back with the guards.
+(Finalizing instead of pausing when evidence already suffices is a guard-level rule,
+covered in tests/unit/agent/test_guards.py.)
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
+from tests.conformance._agent import turn as model_turn
 from tests.conftest import Repo
-from tests.unit.agent.host import content_hash
-from tidegate.agent.guards import WRITE_CYCLE, Allow, Finalize, LoopGuards, Pause
+from tidegate.agent import run_loop
 
-VERSION_A = "def add(a, b):\n    return a - b\n"
-VERSION_B = "def add(a, b):\n    return a + b\n"
-
-
-def oscillate(repo: Repo, guards: LoopGuards, evidence_complete: bool) -> tuple[int, object]:
-    target = repo.root / "calc.py"
-    repo.write("calc.py", VERSION_A)
-    for writes in range(1, 101):
-        before = content_hash(target)
-        repo.write("calc.py", VERSION_B if writes % 2 else VERSION_A)
-        decision = guards.record_write(
-            "calc.py", before, content_hash(target), evidence_complete=evidence_complete
-        )
-        if not isinstance(decision, Allow):
-            return writes, decision
-    return 100, None
+VERSION_A = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+"""calc.py as committed."""
+VERSION_B = VERSION_A.replace("a - b", "a + b")
 
 
-def test_oscillating_writes_pause(repo: Repo) -> None:
-    writes, decision = oscillate(repo, LoopGuards(), evidence_complete=False)
-    assert writes == 3
-    assert isinstance(decision, Pause) and decision.guard == WRITE_CYCLE
-    assert "calc.py" in decision.reason
+def flips(count: int, start: str = VERSION_A) -> list[dict[str, Any]]:
+    """``count`` turns, each overwriting calc.py with the other version."""
+    turns, current = [], start
+    for _ in range(count):
+        other = VERSION_B if current == VERSION_A else VERSION_A
+        write = call("workspace_write", path="calc.py", content=other, expect=digest(current))
+        turns.append(model_turn(write))
+        current = other
+    return turns
 
 
-def test_oscillation_after_sufficient_evidence_finalizes(repo: Repo) -> None:
-    writes, decision = oscillate(repo, LoopGuards(), evidence_complete=True)
-    assert writes == 3
-    assert isinstance(decision, Finalize)
+def test_oscillating_writes_pause_after_the_third_write(committed_repo: Repo) -> None:
+    model = scripted(*flips(8), answer("never"))
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex)
+        outcome = run_loop(s)
+    assert outcome.status == "paused" and outcome.guard == "write-cycle"
+    assert "calc.py" in outcome.reason
+    assert s.transcript.tool_sequence == ["workspace.write"] * 3
+    assert [r.status for r in s.transcript.tools] == ["ok"] * 3
+    assert model.turns_left == 6, "the script wanted to keep flipping"
+    assert committed_repo.read("calc.py") == VERSION_B  # A -> B -> A -> B
+    assert s.last_checkpoint is not None and s.last_checkpoint["reason"] == "pause"
 
 
-def test_the_pause_holds_across_a_checkpoint(repo: Repo) -> None:
-    guards = LoopGuards()
-    target = repo.root / "calc.py"
-    repo.write("calc.py", VERSION_A)
-    for content in (VERSION_B, VERSION_A):
-        before = content_hash(target)
-        repo.write("calc.py", content)
-        guards.record_write("calc.py", before, content_hash(target))
-    restored = LoopGuards.from_json(guards.to_json())
-    before = content_hash(target)
-    repo.write("calc.py", VERSION_B)
-    assert isinstance(restored.record_write("calc.py", before, content_hash(target)), Pause)
+def test_the_pause_holds_across_a_resume(committed_repo: Repo) -> None:
+    record = Recorded(committed_repo.root)
+    back = call(
+        "workspace_edit", path="calc.py", old="a + b", new="a - b", expect=digest(VERSION_B)
+    )
+    model = scripted(*flips(3), model_turn(back), *flips(1), answer("never"))
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex, recorder=record.recorder)
+        outcome = run_loop(s)
+        record.finish(s, outcome)
+    assert outcome.status == "paused" and outcome.guard == "write-cycle"
+    assert model.turns_left == 3
+
+    with executor(committed_repo.root) as fresh:
+        resumed = record.resume(model, fresh)
+        again = run_loop(resumed)
+        record.finish(resumed, again)
+    # one more flip (B -> A) completes the cycle again at once
+    assert again.status == "paused" and again.guard == "write-cycle"
+    assert resumed.transcript.tool_sequence == ["workspace.write"] * 3 + ["workspace.edit"]
+    assert committed_repo.read("calc.py") == VERSION_A
+    assert model.turns_left == 2
+    stored = [c.canonical_tool for c in record.store.tool_calls(record.run_id)]
+    assert stored == ["workspace.write"] * 3 + ["workspace.edit"]

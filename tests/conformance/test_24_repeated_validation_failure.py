@@ -1,60 +1,76 @@
-"""Matrix 24: repeated validation failure on one workspace fingerprint is bounded.
+"""Matrix 24: repeated validation failure on one workspace state is bounded.
 
-A scripted agent keeps asking for the same failing validation without changing anything.
-Each run is a real subprocess; the guards count failures per workspace fingerprint and,
-once the bound is reached, refuse the next validation before it is dispatched, so the
-number of real runs equals the bound. After a real change the fingerprint moves and
-validation may run again.
+A scripted agent drives the real loop, a real executor and a recorded run: it asks three
+times for the same failing validation (one stable id, varied timeouts so no call is an
+exact repeat) without changing anything. Each is a real subprocess; the third failure on
+the unchanged workspace pauses the run. A fresh host resumes and asks once more: the call
+is refused before dispatch and the run pauses again, so the store still holds three
+validations. Resumed again, the agent fixes calc.py: the workspace state moved, so the
+next validation is dispatched, passes, and the run completes.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
+from tests.conformance._agent import turn as model_turn
 from tests.conftest import Repo
-from tests.unit.agent.host import fingerprint, run_validation
-from tidegate.agent.guards import (
-    VALIDATION_FAILURE,
-    Allow,
-    GuardLimits,
-    LoopGuards,
-    Pause,
-    ToolCall,
-)
+from tidegate.agent import GuardLimits, run_loop
 
-CHECK = "import calc; assert calc.add(2, 3) == 5"
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+LIMITS = GuardLimits(validation_failures_per_state=3)
 
 
-def validate_call(repo: Repo, attempt: int = 0) -> ToolCall:
-    # the arguments vary, so the exact-repeat guard is not what ends the loop
-    args = {"id": "calc-unit", "verbosity": attempt}
-    return ToolCall("project.validate", args, workspace_state=fingerprint(repo.root))
+def validate(n: int) -> dict[str, Any]:
+    return model_turn(call("project_validate", validation_id="calc-unit", timeout_s=600.0 - n))
 
 
-def test_validation_on_an_unchanged_workspace_is_bounded(committed_repo: Repo) -> None:
-    guards = LoopGuards(GuardLimits(validation_failures_per_state=3))
-    runs = 0
-    outcome = None
-    for attempt in range(20):
-        call = validate_call(committed_repo, attempt)
-        decision = guards.check_call(call)
-        if not isinstance(decision, Allow):
-            outcome = decision
-            break
-        runs += 1
-        passed = run_validation(committed_repo.root, CHECK)
-        guards.record_call(call, ok=True)
-        after = guards.record_validation(call.workspace_state, passed=passed)
-        if not isinstance(after, Allow):
-            outcome = after
-            break
-    assert runs == 3
-    assert isinstance(outcome, Pause) and outcome.guard == VALIDATION_FAILURE
+def stored_validations(record: Recorded) -> list[str]:
+    return [
+        c.status
+        for c in record.store.tool_calls(record.run_id)
+        if c.canonical_tool == "project.validate"
+    ]
 
-    # before dispatch, the same fingerprint stays refused (also after a checkpoint)
-    restored = LoopGuards.from_json(guards.to_json())
-    assert isinstance(restored.check_call(validate_call(committed_repo, 99)), Pause)
 
-    committed_repo.write("calc.py", "def add(a, b):\n    return a + b\n")
-    call = validate_call(committed_repo)
-    assert isinstance(restored.check_call(call), Allow)
-    assert run_validation(committed_repo.root, CHECK)
-    assert isinstance(restored.record_validation(call.workspace_state, passed=True), Allow)
+def test_failures_on_one_state_pause_until_the_workspace_changes(committed_repo: Repo) -> None:
+    record = Recorded(committed_repo.root)
+    fix = call("workspace_edit", path="calc.py", old="a - b", new="a + b", expect=digest(CALC))
+    model = scripted(
+        *[validate(n) for n in range(3)],
+        validate(3),  # after the first resume: refused before dispatch
+        model_turn(fix),  # after the second resume
+        validate(4),
+        model_turn(call("git_exec", args=["diff"])),
+        answer("add() adds; validation passed."),
+    )
+    with executor(committed_repo.root) as ex:
+        s = session(model, ex, recorder=record.recorder, limits=LIMITS)
+        outcome = run_loop(s)
+        record.finish(s, outcome)
+    assert outcome.status == "paused" and outcome.guard == "repeated-validation-failure"
+    assert s.transcript.tool_sequence == ["project.validate"] * 3
+    assert all("failed" in r.summary for r in s.transcript.tools)
+    assert model.turns_left == 5
+
+    with executor(committed_repo.root) as fresh:
+        resumed = record.resume(model, fresh, limits=LIMITS)
+        again = run_loop(resumed)
+        record.finish(resumed, again)
+    assert again.status == "paused" and again.guard == "repeated-validation-failure"
+    refused = resumed.transcript.tools[-1]
+    assert refused.tool == "project.validate" and not refused.dispatched
+    assert len(stored_validations(record)) == 3, "the fourth validation never ran"
+
+    with executor(committed_repo.root) as fresh:
+        last = record.resume(model, fresh, limits=LIMITS)
+        final = run_loop(last)
+        record.finish(last, final)
+    assert final.status == "completed" and final.finalized
+    validations = [r for r in last.transcript.tools if r.tool == "project.validate"]
+    assert validations[-1].dispatched and "passed" in validations[-1].summary
+    assert len(stored_validations(record)) == 4
+    held = last.ledger.validation("calc-unit")
+    assert held is not None and held.status.value == "passed"
+    assert model.turns_left == 0

@@ -29,6 +29,7 @@ from tests.conformance._agent import (
 )
 from tests.conftest import Repo
 from tidegate.agent import Budget, GuardLimits, run_loop
+from tidegate.tools.guards import state_key
 
 
 def stale_edit(n: int) -> dict[str, object]:
@@ -53,16 +54,18 @@ def test_failed_mutation_family_counter_survives_resume(committed_repo: Repo) ->
         turn(stale_edit(5)),
         answer("never"),
     )
+    key = state_key("file", digest(committed_repo.read("calc.py")))
     with executor(committed_repo.root) as ex:
         s = session(model, ex, recorder=record.recorder)
         outcome = run_loop(s)
         record.finish(s, outcome)
+    assert ex.guard.count("calc.py", key) == 3, "the first host counted the failed edits"
     assert outcome.status == "paused" and outcome.guard == "failed-mutation-family"
     assert [r.status for r in s.transcript.tools] == ["error", "error", "error", "not-run"]
     assert record.store.get(record.run_id).status == "paused"
 
     with executor(committed_repo.root) as fresh:
-        assert fresh.guard.count("calc.py", "x") == 0, "the executor's own counters start empty"
+        assert fresh.guard.count("calc.py", key) == 0, "the executor's own counters start empty"
         resumed = record.resume(model, fresh)
         again = run_loop(resumed)
         record.finish(resumed, again)

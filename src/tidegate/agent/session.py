@@ -314,7 +314,6 @@ class AgentSession:
         self.completed: set[str] = set()
         self.last_checkpoint: dict[str, Any] | None = None
         self.last_checkpoint_hash: str | None = None
-        self._fingerprint: tuple[int, str] | None = None
         self._mark = time.monotonic()
         self._check_cost_cap()
 
@@ -365,7 +364,7 @@ class AgentSession:
         require_resume_compatible(PromptHashes(**saved["hashes"]), session.hashes)
         recorded = saved.get("workspace_fingerprint")
         if recorded is not None:
-            current = session.fingerprint(force=True)
+            current = session.fingerprint()
             if current != recorded:
                 raise ResumeRefused(
                     "cannot resume: the workspace changed since the checkpoint "
@@ -594,14 +593,15 @@ class AgentSession:
                 meta=meta,
             )
 
-    def fingerprint(self, *, force: bool = False) -> str:
-        """The workspace fingerprint, recomputed only when the host state moved."""
-        version = self.state_base + self.executor.state_version
-        if force or self._fingerprint is None or self._fingerprint[0] != version:
-            from tidegate.workspace.fingerprint import workspace_fingerprint
+    def fingerprint(self) -> str:
+        """The workspace fingerprint as the tree stands now. Never cached: the user may edit
+        the work tree between two host actions, and a checkpoint that recorded the tree as
+        it was before such an edit would make resume refuse a workspace that has not changed
+        since. It is cheap (git's stat cache hashes only files changed since the last
+        ``git add``), and checkpoints are taken per changed round, not per call."""
+        from tidegate.workspace.fingerprint import workspace_fingerprint
 
-            self._fingerprint = (version, workspace_fingerprint(self.executor.context.root))
-        return self._fingerprint[1]
+        return workspace_fingerprint(self.executor.context.root)
 
     def checkpoint_state(self, reason: str) -> dict[str, Any]:
         return {

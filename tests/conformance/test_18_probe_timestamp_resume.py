@@ -1,44 +1,99 @@
 """Matrix 18: a fresh capability-probe timestamp does not invalidate a compatible resume.
 
-The model's capability evidence keeps its semantic state (supported, source, verified) in
-the prompt snapshot and its hash; probe timestamps are diagnostics and are dropped before
-hashing. Two probes taken at different real times resume each other; a probe whose
-verification state changed does not.
+A model's identity carries the time it was probed (``ModelIdentity.probed_at``, which the
+real provider adapters stamp when they are built). A recorded session runs under one probe,
+pauses and is checkpointed; a fresh host resumes it through ``AgentSession.resume`` with
+the same model probed an hour later, and the run completes. A re-probe that finds tool
+calling gone is a different capability set: the same checkpoint is refused with the
+model-capability hash named. The model here is the shipped scripted double, reporting the
+re-probed identity the test gives it.
 """
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
 
-from tests.unit.prompt.helpers import capabilities, config, snapshot
-from tidegate.prompt import RunTask, TaskContract, check_resume
+import pytest
 
-TASK = RunTask(task_id="t-18", workspace_root="/workspace/project", goal="Fix the parser.")
+from tests.conformance._agent import Recorded, answer, call, executor, scripted, session, turn
+from tests.conftest import Repo
+from tidegate.agent import Budget, GuardLimits, run_loop
+from tidegate.agent.session import model_facts
+from tidegate.models import ModelIdentity
+from tidegate.models.envelope import ModelRequest
+from tidegate.models.events import ModelEvent
+from tidegate.models.scripted import ScriptedModel
+from tidegate.models.tokens import TokenCount
+from tidegate.prompt import ResumeIncompatible
 
-
-def probe(verified: bool = True) -> dict[str, object]:
-    return capabilities(probed_at=datetime.now(UTC).isoformat(), verified=verified)
-
-
-def test_a_later_probe_with_the_same_evidence_resumes() -> None:
-    contract = TaskContract.from_task(TASK, config())
-    first_probe = probe()
-    time.sleep(0.01)
-    second_probe = probe()
-    assert first_probe != second_probe  # the timestamps really differ
-    first = snapshot(caps=first_probe)
-    second = snapshot(caps=second_probe)
-    assert check_resume(first.hashes(contract), second.hashes(contract)) == []
-    assert second.model_capabilities["toolCalling"]["verified"] is True
-    assert "probedAt" not in second.model_capabilities["toolCalling"]
+FIRST_PROBE = "2026-11-30T10:00:00+00:00"
+LATER_PROBE = "2026-11-30T11:00:00+00:00"
 
 
-def test_a_change_in_verification_state_is_not_compatible() -> None:
-    contract = TaskContract.from_task(TASK, config())
-    first = snapshot(caps=probe(verified=True))
-    second = snapshot(caps=probe(verified=False))
-    assert check_resume(first.hashes(contract), second.hashes(contract)) == [
-        "prompt",
-        "model_capability",
-    ]
+class Reprobed:
+    """Test double of the model port: one scripted model, reported under ``identity`` (the
+    same deployment probed at another time, or found with other capabilities)."""
+
+    def __init__(self, inner: ScriptedModel, identity: ModelIdentity) -> None:
+        self.inner = inner
+        self._identity = identity
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return self._identity
+
+    def count_tokens(self, text: str) -> TokenCount:
+        return self.inner.count_tokens(text)
+
+    def stream(
+        self, request: ModelRequest, cancel: threading.Event | None = None
+    ) -> Iterator[ModelEvent]:
+        return self.inner.stream(request, cancel)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def paused_under_first_probe(repo: Repo) -> tuple[Recorded, ScriptedModel]:
+    model = scripted(turn(call("workspace_read", "r1", path="calc.py")), answer("after resume"))
+    first = Reprobed(model, model.identity.probed(FIRST_PROBE))
+    record = Recorded(repo.root)
+    with executor(repo.root) as ex:
+        limits = GuardLimits(budget=Budget(max_steps=1))
+        s = session(first, ex, recorder=record.recorder, limits=limits)  # type: ignore[arg-type]
+        outcome = run_loop(s)
+        record.finish(s, outcome)
+    assert outcome.status == "paused"
+    assert model_facts(first)[0]["probed_at"] == FIRST_PROBE
+    return record, model
+
+
+def test_a_later_probe_of_the_same_model_resumes(committed_repo: Repo) -> None:
+    record, model = paused_under_first_probe(committed_repo)
+    later = Reprobed(model, model.identity.probed(LATER_PROBE))
+    assert later.identity != model.identity.probed(FIRST_PROBE)
+    assert model_facts(later)[0]["probed_at"] == LATER_PROBE
+    with executor(committed_repo.root) as ex:
+        resumed = record.resume(
+            later,  # type: ignore[arg-type]
+            ex,
+            limits=GuardLimits(budget=Budget(max_steps=10)),
+        )
+        outcome = run_loop(resumed)
+        record.finish(resumed, outcome)
+    assert outcome.status == "completed" and outcome.text == "after resume"
+    saved = record.checkpoints()[0].state
+    assert saved["hashes"] == resumed.hashes.model_dump()
+    assert record.store.get(record.run_id).status == "succeeded"
+
+
+def test_a_probe_that_lost_tool_calling_is_refused(committed_repo: Repo) -> None:
+    record, model = paused_under_first_probe(committed_repo)
+    degraded = replace(model.identity.probed(LATER_PROBE), tool_calling=False)
+    with executor(committed_repo.root) as ex, pytest.raises(ResumeIncompatible) as refused:
+        record.resume(Reprobed(model, degraded), ex)  # type: ignore[arg-type]
+    assert "model-capability" in str(refused.value)
+    assert refused.value.changed == ["prompt", "model_capability"]
+    assert model.turns_left == 1, "no model turn ran"

@@ -4,8 +4,10 @@ fails, the run fails closed, even though the write itself committed.
 Runs go through the engine with the store's ``ack`` fault points (the write commits, then
 its read-back acknowledgement raises). A checkpoint whose acknowledgement fails stops the
 run with PERSISTENCE_ERROR before the work tree is touched. A final report whose
-acknowledgement fails is never reported as succeeded, and the stored row, which does say
-succeeded, is read back as failed because it was never acknowledged."""
+acknowledgement fails is never reported as succeeded: the host then stores the failure in
+its place; when that acknowledgement fails too, the row (which says failed) stays
+unacknowledged and every reader shows the run failed. When the second acknowledgement
+succeeds, the acknowledged row is the failure."""
 
 from __future__ import annotations
 
@@ -38,7 +40,9 @@ def test_an_unacknowledged_final_report_is_never_a_success(committed_repo: Repo)
     assert "was not acknowledged" in report["message"]
 
     run = readonly_store(repo).get(report["run_id"])
-    assert run.stored_status in ("succeeded", "failed") and not run.acknowledged
+    # The host stored the failure over the unacknowledged success; with ``report.ack`` failing
+    # every acknowledgement, that row is unacknowledged too, and reads back as failed.
+    assert run.stored_status == "failed" and not run.acknowledged
     assert (run.status, run.error_class) == ("failed", "PERSISTENCE_ERROR")
     code, shown, _ = cli("read", report["run_id"], cwd=repo.root)
     assert isinstance(shown, dict) and shown["status"] == "failed"

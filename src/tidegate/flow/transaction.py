@@ -37,6 +37,7 @@ from tidegate.errors import (
     UsageError,
 )
 from tidegate.exec.containment import probe
+from tidegate.faults import maybe_crash
 from tidegate.flow.modes import Mode, fs_mode
 from tidegate.flow.pipeline import (
     PhaseObserver,
@@ -245,8 +246,11 @@ class Driver:
             return
         state, request = self.state, self.state.request
         try:
+            fingerprint = workspace_identity(state.repo.root, state.snapshot)
+            # Crash tests: the process dies while the evidence is being captured.
+            maybe_crash("run.evidence")
             self.inputs = RunInputs(
-                fingerprint=workspace_identity(state.repo.root, state.snapshot),
+                fingerprint=fingerprint,
                 request=self.blobs.keep("request", request_bytes(request)),
                 planner_sha256=planner_inputs_sha256(request),
                 config_sha256=config_sha256(state.config),

@@ -165,10 +165,14 @@ class ModelPlanner:
         outcome, _ = self._run("PATCH", request, tree, brief, _change_set_check(tree))
         proposal = parse_change_set(outcome.text)
         if proposal is None:
+            # Retryable: the next attempt is told why. The transaction stops anyway if the
+            # same failure comes back (a retry needs a changed condition).
             raise PhaseError(
                 ErrorClass.LOGIC,
                 "the model's answer holds no change set (no SEARCH/REPLACE blocks, no diff)",
-                retryable=False,
+                "The previous PATCH answer held no change set. Answer PATCH with SEARCH/REPLACE "
+                "blocks (a path line, <<<<<<< SEARCH, the exact current lines, =======, the new "
+                "lines, >>>>>>> REPLACE) or one unified diff in a ```diff fence.",
             )
         return proposal
 

@@ -158,7 +158,10 @@ def wire_messages(request: ModelRequest, names: ToolNameMap) -> list[dict[str, A
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            # Content is always a string, "" beside tool calls: OpenAI accepts that, while
+            # OpenAI-compatible servers such as llama-cpp-python refuse null and its chat
+            # templates fail on a missing key (both found with a real local model).
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {

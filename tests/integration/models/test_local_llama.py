@@ -20,9 +20,13 @@ from pathlib import Path
 import pytest
 
 from tidegate.models import (
+    AssistantMessage,
     ModelRequest,
     StopReason,
     TextDelta,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
     UserMessage,
     check_order,
     resolve_model,
@@ -111,3 +115,41 @@ def test_a_real_local_model_answers(llama_server: str, streaming: bool) -> None:
     assert response.usage.output_tokens > 0
     if streaming:
         assert sum(isinstance(e, TextDelta) for e in events) > 1
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_history_with_tool_calls_is_accepted(llama_server: str, streaming: bool) -> None:
+    """An assistant turn that only called tools is sent with ``content: ""`` (this real
+    OpenAI-compatible server refuses ``null`` and fails on a missing key), followed by the
+    tool's result."""
+    settings = {
+        "base_url": f"{llama_server}/v1",
+        "context_window": 2048,
+        "max_output_tokens": 16,
+        "streaming": streaming,
+    }
+    model = resolve_model("openai:gemma-3-270m", settings, {"OPENAI_API_KEY": "local-no-auth"})
+    try:
+        request = ModelRequest(
+            system=("Answer in one short sentence.",),
+            messages=(
+                UserMessage("Read notes.txt and tell me what it says."),
+                AssistantMessage(
+                    tool_calls=(ToolCall("c1", "workspace.read", {"path": "notes.txt"}),)
+                ),
+                ToolResult("c1", "The meeting is at noon."),
+            ),
+            tools=(ToolSpec("workspace.read", "Read a file.", READ_SCHEMA),),
+            max_output_tokens=16,
+        )
+        events = list(check_order(model.stream(request)))
+    finally:
+        model.close()
+    assert events[-1].response.stop_reason is not None  # type: ignore[union-attr]
+
+
+READ_SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}},
+    "required": ["path"],
+}

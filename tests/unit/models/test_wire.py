@@ -136,7 +136,8 @@ def test_openai_messages_put_late_attachments_after_the_history() -> None:
         "user",
     ]
     assert after_results[1] == {"role": "user", "content": "go"}
-    assert after_results[2]["content"] is None
+    assert after_results[2]["content"] == ""  # never null or missing: servers refuse both
+    assert after_results[2]["tool_calls"]
     assert after_results[4]["content"] == "[tool error] fatal"
     assert after_results[-1]["content"].startswith('<attachment name="dirty">')
     on_prompt = openai_wire.wire_messages(request((UserMessage("go"),)), NAMES)

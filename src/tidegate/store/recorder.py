@@ -198,6 +198,12 @@ def resume_ticket(store: RunStore, run_id: str) -> ResumeTicket:
             f"run {run.run_id} belongs to ledger item {run.task_id}; continue it with "
             "`tidegate ledger run` (which records its evidence), not `tidegate resume`"
         )
+    if run.kind in ("tools", "mcp"):
+        raise UsageError(
+            f"run {run.run_id} is a `tidegate {'tools call' if run.kind == 'tools' else 'mcp serve'}`"
+            " record: tool runs keep no checkpoints and cannot be resumed (`tidegate read` "
+            "shows which calls finished)"
+        )
     checkpoints = store.checkpoints(run.run_id)
     if not checkpoints:
         raise UsageError(f"run {run.run_id} has no checkpoint to resume from")

@@ -10,6 +10,7 @@ the translation of its SDK's exceptions.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 import threading
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ class PreparedCall:
     params: dict[str, Any]
 
 
-class ProviderModel:
+class ProviderModel(ABC):
     provider: ClassVar[str]
     stop_reasons: ClassVar[dict[str, StopReason]]
 
@@ -140,13 +141,16 @@ class ProviderModel:
 
     # -- provider specific ---------------------------------------------------------
 
+    @abstractmethod
     def _params(self, request: ModelRequest, names: ToolNameMap) -> dict[str, Any]:
-        raise NotImplementedError
+        """The provider's request parameters for ``request``."""
 
+    @abstractmethod
     def _attempt(
         self, call: PreparedCall, inflight: InflightCall, remaining_s: float
     ) -> Generator[ModelEvent, None, None]:
-        raise NotImplementedError
+        """One HTTP attempt, yielding the ordered events."""
 
+    @abstractmethod
     def _translate(self, exc: Exception) -> ModelError:
-        raise NotImplementedError
+        """A provider SDK exception as a typed, credential-free model error."""

@@ -36,6 +36,7 @@ from typing import Any
 
 from tidegate.config import TidegateConfig
 from tidegate.errors import ErrorClass, PhaseError, UsageError
+from tidegate.exactfloats import decode_floats, encode_floats
 from tidegate.exec.runner import CommandResult
 from tidegate.flow.pipeline import ResumePoint
 from tidegate.flow.report import AppliedFile, AttemptEvent, ContainmentOut, PhaseEvent
@@ -64,30 +65,6 @@ def sha256_hex(data: bytes) -> str:
 
 def _canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
-# -- floats ---------------------------------------------------------------------------------
-
-
-def encode_floats(value: Any) -> Any:
-    """A copy of ``value`` with every float as ``{"$float": repr}`` (exact and canonical)."""
-    if isinstance(value, float):
-        return {"$float": repr(value)}
-    if isinstance(value, Mapping):
-        return {str(k): encode_floats(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [encode_floats(v) for v in value]
-    return value
-
-
-def decode_floats(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        if set(value) == {"$float"}:
-            return float(value["$float"])
-        return {k: decode_floats(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode_floats(v) for v in value]
-    return value
 
 
 # -- blobs in the user's object store -------------------------------------------------------

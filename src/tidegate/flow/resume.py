@@ -29,6 +29,7 @@ from typing import Any
 
 from tidegate.config import load_config
 from tidegate.errors import UsageError
+from tidegate.exactfloats import decode_floats
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.progress import (
     MODEL_HASHES,
@@ -36,7 +37,6 @@ from tidegate.flow.progress import (
     RunBlobs,
     RunInputs,
     config_sha256,
-    decode_floats,
     planner_inputs_sha256,
     restore,
 )

@@ -10,8 +10,8 @@ the translation of its SDK's exceptions.
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime

@@ -50,25 +50,3 @@ def _check(value: object, where: str) -> None:
             _check(item, f"{where}[{i}]")
         return
     raise NotCanonical(f"{where}: {type(value).__name__} is not JSON")
-
-
-def encode_floats(value: object) -> object:
-    """A copy of ``value`` with every float as ``{"$float": repr}`` (exact and canonical)."""
-    if isinstance(value, float):
-        return {"$float": repr(value)}
-    if isinstance(value, Mapping):
-        return {str(k): encode_floats(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [encode_floats(v) for v in value]
-    return value
-
-
-def decode_floats(value: object) -> object:
-    """The inverse of ``encode_floats``."""
-    if isinstance(value, Mapping):
-        if set(value) == {"$float"}:
-            return float(value["$float"])
-        return {k: decode_floats(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode_floats(v) for v in value]
-    return value

@@ -7,13 +7,8 @@ import json
 
 import pytest
 
-from tidegate.store.canonical import (
-    NotCanonical,
-    canonical_json,
-    decode_floats,
-    encode_floats,
-    value_digest,
-)
+from tidegate.exactfloats import decode_floats, encode_floats
+from tidegate.store.canonical import NotCanonical, canonical_json, value_digest
 from tidegate.store.redact import OMITTED_REASONING, REDACTED, redact_value
 
 

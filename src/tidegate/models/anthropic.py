@@ -18,19 +18,17 @@ from typing import Any
 import anthropic
 import httpx2
 
-from tidegate.models.calls import classify_failure, classify_transport
+from tidegate.models.calls import translate_sdk_error
 from tidegate.models.envelope import ModelRequest
 from tidegate.models.errors import (
     MalformedModelOutput,
     ModelConfigError,
     ModelError,
-    ModelUnavailable,
 )
 from tidegate.models.events import ModelEvent, StopReason, StreamAssembler, Usage
 from tidegate.models.messages import AssistantMessage, ToolResult, UserMessage, canonical_json
 from tidegate.models.network import InflightCall
 from tidegate.models.provider import PreparedCall, ProviderConnection, ProviderModel
-from tidegate.models.retry import retry_after_seconds
 from tidegate.models.tokens import TokenCounter
 from tidegate.models.tool_names import ToolNameMap
 
@@ -121,24 +119,7 @@ class AnthropicModel(ProviderModel):
         yield from reader.finish()
 
     def _translate(self, exc: Exception) -> ModelError:
-        if isinstance(exc, anthropic.APIStatusError):
-            return classify_failure(
-                "anthropic",
-                exc.status_code,
-                exc.body,
-                retry_after=retry_after_seconds(exc.response.headers),
-                scrub=self._scrub,
-            )
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ModelUnavailable("anthropic: the request timed out")
-        if isinstance(exc, anthropic.APIConnectionError):
-            return ModelUnavailable("anthropic: connection failed")
-        known = classify_transport("anthropic", exc, self._scrub)
-        if known is not None:
-            return known
-        return ModelError(
-            f"anthropic: unexpected {type(exc).__name__}: {self._scrub(str(exc))[:300]}"
-        )
+        return translate_sdk_error("anthropic", anthropic, exc, self._scrub)
 
 
 def wire_messages(request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:

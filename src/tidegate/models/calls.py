@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
+from typing import Any
 
 import httpx2
 
@@ -26,7 +27,7 @@ from tidegate.models.errors import (
 )
 from tidegate.models.events import ModelEvent
 from tidegate.models.network import InflightCall
-from tidegate.models.retry import RetryClock, RetryPolicy
+from tidegate.models.retry import RetryClock, RetryPolicy, retry_after_seconds
 
 _OVERFLOW_MARKERS = (
     "context_length_exceeded",
@@ -167,3 +168,29 @@ def drive(
                 mid_stream=True,
             )
         inflight.sleep(clock.next_delay(failure))
+
+
+def translate_sdk_error(
+    provider: str, sdk: Any, exc: Exception, scrub: Scrubber, *, stream_errors: bool = False
+) -> ModelError:
+    """An exception of the official ``openai`` or ``anthropic`` SDK (``sdk`` is the module;
+    both have the same exception hierarchy) as a typed, credential-free model error.
+    ``stream_errors``: a bare ``APIError`` is an error object sent inside the stream."""
+    if isinstance(exc, sdk.APIStatusError):
+        return classify_failure(
+            provider,
+            exc.status_code,
+            exc.body,
+            retry_after=retry_after_seconds(exc.response.headers),
+            scrub=scrub,
+        )
+    if isinstance(exc, sdk.APITimeoutError):
+        return ModelUnavailable(f"{provider}: the request timed out")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ModelUnavailable(f"{provider}: connection failed")
+    if stream_errors and isinstance(exc, sdk.APIError):
+        return classify_failure(provider, None, exc.body, retry_after=None, scrub=scrub)
+    known = classify_transport(provider, exc, scrub)
+    if known is not None:
+        return known
+    return ModelError(f"{provider}: unexpected {type(exc).__name__}: {scrub(str(exc))[:300]}")

@@ -18,19 +18,17 @@ from typing import Any, cast
 import httpx2
 import openai
 
-from tidegate.models.calls import classify_failure, classify_transport
+from tidegate.models.calls import translate_sdk_error
 from tidegate.models.envelope import ModelRequest
 from tidegate.models.errors import (
     MalformedModelOutput,
     ModelConfigError,
     ModelError,
-    ModelUnavailable,
 )
 from tidegate.models.events import ModelEvent, StopReason, StreamAssembler, Usage
 from tidegate.models.messages import AssistantMessage, ToolResult, UserMessage
 from tidegate.models.network import InflightCall, endpoint_of
 from tidegate.models.provider import PreparedCall, ProviderConnection, ProviderModel
-from tidegate.models.retry import retry_after_seconds
 from tidegate.models.tokens import TokenCounter
 from tidegate.models.tool_names import ToolNameMap
 
@@ -128,24 +126,7 @@ class OpenAICompatModel(ProviderModel):
         yield from assembler.finish()
 
     def _translate(self, exc: Exception) -> ModelError:
-        if isinstance(exc, openai.APIStatusError):
-            return classify_failure(
-                "openai",
-                exc.status_code,
-                exc.body,
-                retry_after=retry_after_seconds(exc.response.headers),
-                scrub=self._scrub,
-            )
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelUnavailable("openai: the request timed out")
-        if isinstance(exc, openai.APIConnectionError):
-            return ModelUnavailable("openai: connection failed")
-        if isinstance(exc, openai.APIError):  # an error object inside the stream
-            return classify_failure("openai", None, exc.body, retry_after=None, scrub=self._scrub)
-        known = classify_transport("openai", exc, self._scrub)
-        if known is not None:
-            return known
-        return ModelError(f"openai: unexpected {type(exc).__name__}: {self._scrub(str(exc))[:300]}")
+        return translate_sdk_error("openai", openai, exc, self._scrub, stream_errors=True)
 
 
 def wire_messages(request: ModelRequest, names: ToolNameMap) -> list[dict[str, Any]]:

@@ -21,6 +21,8 @@ from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 
 ROOT = Path(__file__).resolve().parents[1]
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+"""``calc.py`` of ``committed_repo``: ``add`` has the bug the tests fix."""
 
 
 @pytest.fixture(autouse=True)
@@ -144,9 +146,7 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
 @pytest.fixture
 def committed_repo(repo: Repo) -> Repo:
     """A repository with a small committed Python project."""
-    repo.write(
-        "calc.py", "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-    )
+    repo.write("calc.py", CALC)
     repo.write("README.md", "# calc\n")
     repo.write(".gitignore", ".env\nbuild/\n__pycache__/\n")
     repo.commit_all("initial")

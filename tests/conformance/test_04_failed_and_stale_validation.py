@@ -11,10 +11,9 @@ pass, write, diff is left with exactly one gap: no passing validation after that
 from __future__ import annotations
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tidegate.agent import run_loop
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 WRONG = CALC.replace("a - b", "a * b")
 FIXED = CALC.replace("a - b", "a + b")
 NOTES_SEQUENCE = 3

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
 from tests.conformance._agent import turn as model_turn
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tidegate.agent import run_loop
 from tidegate.agent.evidence import EvidenceLedger, ValidationStatus
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 FAILED_GAP = "newest result is a failure for validation calc-unit"
 
 

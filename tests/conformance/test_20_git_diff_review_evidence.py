@@ -11,11 +11,9 @@ from __future__ import annotations
 import subprocess
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tidegate.agent import run_loop
 from tidegate.workspace.states import sha256_bytes
-
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 
 
 def edit() -> dict[str, object]:

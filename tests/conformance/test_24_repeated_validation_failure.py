@@ -15,10 +15,9 @@ from typing import Any
 
 from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
 from tests.conformance._agent import turn as model_turn
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tidegate.agent import GuardLimits, run_loop
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 LIMITS = GuardLimits(validation_failures_per_state=3)
 
 

@@ -10,12 +10,10 @@ three with the completion verdict -- never a summary of a summary.
 from __future__ import annotations
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tidegate.agent import LoopSettings, run_loop
 from tidegate.agent.compaction import SUMMARY_MARK
 from tidegate.models.messages import UserMessage
-
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 
 
 def test_repeated_compaction_accumulates_evidence(committed_repo: Repo) -> None:

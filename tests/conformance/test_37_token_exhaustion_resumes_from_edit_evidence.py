@@ -22,10 +22,9 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tidegate.agent import Budget, GuardLimits, run_loop
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 FIXED = CALC.replace("a - b", "a + b")
 
 

@@ -24,12 +24,11 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tests.integration.models.servers import Reply, an_stream
 from tidegate.agent import run_loop
 from tidegate.tools.policy import TaskMode
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 FIXED = CALC.replace("a - b", "a + b")
 
 

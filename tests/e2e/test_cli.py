@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import CALC, Repo, tidegate_cli
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 FIXED_CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
-ORIGINAL_CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 REPORT_KEYS = {
     "status",
     "mode",
@@ -98,7 +97,7 @@ def test_exactly_one_objective_source(committed_repo: Repo, tmp_path: Path, both
     args = ["--objective", FIX, "--objective-file", str(objective_file)] if both else []
     stderr = _usage_error(tidegate_cli("run", *args, cwd=committed_repo.root))
     assert "--objective" in stderr and "--objective-file" in stderr
-    assert committed_repo.read("calc.py") == ORIGINAL_CALC
+    assert committed_repo.read("calc.py") == CALC
 
 
 @pytest.mark.parametrize(
@@ -157,7 +156,7 @@ def test_json_report(committed_repo: Repo) -> None:
     assert {"path", "before_sha256", "after_sha256"} <= set(entry)
     assert entry["path"] == "calc.py"
     assert entry["action"] == "modify"
-    assert entry["before_sha256"] == hashlib.sha256(ORIGINAL_CALC.encode()).hexdigest()
+    assert entry["before_sha256"] == hashlib.sha256(CALC.encode()).hexdigest()
     assert entry["after_sha256"] == hashlib.sha256(FIXED_CALC.encode()).hexdigest()
     assert committed_repo.read("calc.py") == FIXED_CALC
     assert committed_repo.read("README.md") == "# calc\n\nmy draft\n"

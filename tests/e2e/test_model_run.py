@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import CALC, Repo, tidegate_cli
 from tidegate.store import open_run_store
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 CHECK = (
     f"{sys.executable} -B -c 'from calc import add, mul; "
     'assert add(2, 3) == 5, "add(2, 3) should be 5"; assert mul(2, 3) == 6\''

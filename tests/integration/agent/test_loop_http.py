@@ -19,7 +19,7 @@ from tests.conformance._agent import (
     loopback_fixture,  # noqa: F401
     session,
 )
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tests.integration.models.servers import (
     Reply,
     an_stream,
@@ -31,7 +31,6 @@ from tests.integration.models.servers import (
 from tidegate.agent import Budget, GuardLimits, LoopSettings, run_loop
 from tidegate.models import resolve_pricing
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 EDIT = {"path": "calc.py", "old": "a - b", "new": "a + b", "expect": digest(CALC)}
 ROUNDS: list[list[tuple[str, str, dict[str, Any]]]] = [
     [("c1", "workspace_read", {"path": "calc.py"}), ("c2", "workspace_grep", {"pattern": "add"})],

@@ -22,7 +22,7 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tests.integration.tools.support import TEST_LABEL, ThrowingReader
 from tidegate.agent import Budget, GuardLimits, LoopSettings, run_loop
 from tidegate.errors import ErrorClass, UsageError
@@ -32,8 +32,6 @@ from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile
 from tidegate.workspace.port import WorkspacePort
-
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 
 
 def fix_turns() -> list[dict[str, Any]]:

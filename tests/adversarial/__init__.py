@@ -1,0 +1,2 @@
+"""Hostile-input tests: each is written from the attacker's side and must fail when the
+mechanism it attacks is removed."""

@@ -318,7 +318,7 @@ def recover(
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     else:
         out = Console(highlight=False)
-        if not summary.journals and not summary.removed_shadows:
+        if not summary.journals and not summary.removed_shadows and not summary.errors:
             out.print("nothing to recover")
         for j in summary.journals:
             out.print(f"run {j.run_id}: apply-back {j.action}; {len(j.finished)} path(s) written")
@@ -330,8 +330,21 @@ def recover(
                 )
             for path in j.diverged:
                 out.print(f"  left alone (changed since the crash): {path}", markup=False)
+            for kept in j.kept:
+                beside = (
+                    f"the {'old' if rollback else 'new'} version is in {kept.side_copy}"
+                    if kept.side_copy
+                    else f"the {'old' if rollback else 'new'} version has no file there"
+                )
+                out.print(
+                    f"  kept your edit of {kept.path} (changed after the crash); {beside}",
+                    markup=False,
+                    soft_wrap=True,
+                )
         for path in summary.removed_shadows:
             out.print(f"removed stale shadow {path}", markup=False)
+    for line in summary.errors:
+        sys.stderr.write(f"tidegate: error: {line}\n")
     raise typer.Exit(0 if summary.clean else 1)
 
 

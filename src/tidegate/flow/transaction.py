@@ -73,7 +73,7 @@ from tidegate.planners import Planner, planner_for
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.journal import pending_journals
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import LockFileError, RunLock
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import SCRATCH_PREFIX, ShadowWorktree
 from tidegate.workspace.snapshot import T0Snapshot, ensure_excluded, take_snapshot
@@ -112,6 +112,13 @@ def execute(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
+            ),
+        )
+    except LockFileError as exc:
+        return finish_report(
+            recorder,
+            _bootstrap_failure(
+                request, repo, run_id, planner, ErrorClass.PERSISTENCE_ERROR, str(exc), started
             ),
         )
     pending = pending_journals(repo.runtime_dir)

@@ -1,5 +1,6 @@
 """``tidegate recover``: finish or undo apply-backs interrupted by a crash, and remove the
-shadow worktrees and scratch directories that dead runs left behind.
+shadow worktrees and scratch directories that dead runs left behind (never those of a run
+that is alive, in this work tree or another linked one: see ``workspace.claims``).
 
 A path the user edited after the crash keeps the user's bytes; the version recovery would
 have written goes under ``.tidegate/recovered/<run-id>/`` and the journal is cleared, so
@@ -20,7 +21,7 @@ from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import discover
-from tidegate.workspace.shadow import remove_stale_shadows
+from tidegate.workspace.shadow import remove_leftovers
 
 
 @dataclass
@@ -28,6 +29,7 @@ class RecoverySummary:
     repo: str
     journals: list[RecoveryReport] = field(default_factory=list)
     removed_shadows: list[str] = field(default_factory=list)
+    removed_scratch: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -41,6 +43,7 @@ class RecoverySummary:
                 {**j.__dict__, "kept": [k.__dict__ for k in j.kept]} for j in self.journals
             ],
             "removed_shadows": self.removed_shadows,
+            "removed_scratch": self.removed_scratch,
             "errors": self.errors,
             "clean": self.clean,
         }
@@ -61,7 +64,9 @@ def recover_repository(path: Path, rollback: bool = False) -> RecoverySummary:
                     f"{'undone' if rollback else 'finished'} ({_why(exc)}); it is kept in {jdir}"
                 )
         try:
-            summary.removed_shadows = remove_stale_shadows(repo)
+            leftovers = remove_leftovers(repo)
+            summary.removed_shadows = leftovers.shadows
+            summary.removed_scratch = leftovers.scratch
         except (OSError, GitError) as exc:
             summary.errors.append(f"stale shadows could not be removed: {_why(exc)}")
     finally:

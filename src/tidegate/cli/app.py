@@ -318,7 +318,9 @@ def recover(
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     else:
         out = Console(highlight=False)
-        if not summary.journals and not summary.removed_shadows and not summary.errors:
+        if not (
+            summary.journals or summary.removed_shadows or summary.removed_scratch or summary.errors
+        ):
             out.print("nothing to recover")
         for j in summary.journals:
             out.print(f"run {j.run_id}: apply-back {j.action}; {len(j.finished)} path(s) written")
@@ -343,6 +345,8 @@ def recover(
                 )
         for path in summary.removed_shadows:
             out.print(f"removed stale shadow {path}", markup=False)
+        for path in summary.removed_scratch:
+            out.print(f"removed stale scratch directory {path}", markup=False)
     for line in summary.errors:
         sys.stderr.write(f"tidegate: error: {line}\n")
     raise typer.Exit(0 if summary.clean else 1)

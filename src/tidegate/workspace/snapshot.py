@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tidegate.errors import GitError
+from tidegate.faults import maybe_crash
 from tidegate.git import IDENTITY
 from tidegate.workspace.repo import Repository
 
@@ -45,6 +46,7 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
         # copy2 keeps the mtime: git judges "racily clean" entries against it, so a fresh
         # mtime would make it trust stale stat data for files edited just after `git add`.
         shutil.copy2(repo.index_path, temp_index)
+    maybe_crash("snapshot.index_copied")  # crash tests: die while the scratch index exists
     env = {"GIT_INDEX_FILE": str(temp_index), **IDENTITY}
     index_tree: str | None
     try:

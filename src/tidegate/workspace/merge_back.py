@@ -83,7 +83,9 @@ def _plan_one(
         conflict(f"unsafe path in the work tree: {exc}")
         return
 
-    if _same(git, fs, ours, change.before, base, path):
+    # "Untouched since T0" needs the very bytes T0's version checks out as: a clean filter
+    # can make different bytes hash to the same blob, and those bytes are the user's.
+    if _same(git, fs, ours, change.before, base, path, exact=True):
         if theirs.kind == "missing":
             plan.ops.append(PlannedOp(path, ours, Entry("missing")))
         else:
@@ -137,10 +139,17 @@ def _materialise(forms: dict[tuple[str, str], bytes], version: Version | None, p
 
 
 def _same(
-    git: Git, fs: WorkspaceFS, ours: Entry, version: Version | None, wt: Entry, path: str
+    git: Git,
+    fs: WorkspaceFS,
+    ours: Entry,
+    version: Version | None,
+    wt: Entry,
+    path: str,
+    exact: bool = False,
 ) -> bool:
-    """Is the work tree's entry the given version? Files compare the way git does: by the
-    blob their cleaned content would hash to, plus the executable bit."""
+    """Is the work tree's entry the given version? With ``exact``, files must hold its
+    work-tree bytes; otherwise they compare the way git does: by the blob their cleaned
+    content would hash to, plus the executable bit."""
     if version is None or wt.kind == "missing":
         return ours.kind == "missing"
     if ours.kind != wt.kind:
@@ -153,7 +162,7 @@ def _same(
         return False
     if ours.content == wt.content:
         return True
-    return git.hash_worktree_file(fs.root / path, path) == version.blob
+    return not exact and git.hash_worktree_file(fs.root / path, path) == version.blob
 
 
 def _with_mode(theirs: Entry, ours: Entry) -> Entry:

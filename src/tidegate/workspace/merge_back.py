@@ -72,6 +72,9 @@ def _plan_one(
     rejected = _rejected_diff(path, base, theirs)
 
     def conflict(reason: str) -> None:
+        if own := tidegate_artefact(path):
+            # Not the user's doing: say whose file is in the way.
+            reason = f"the path holds {own}, not an edit of yours; move it away and run again"
         plan.conflicts.append(Conflict(path, reason, rejected))
 
     if any(v is not None and v.mode == "160000" for v in (change.before, change.after)):
@@ -124,6 +127,20 @@ def _plan_one(
         plan.unchanged.append(path)
         return
     plan.ops.append(PlannedOp(path, ours, _file(merged, ours, new_exec), merged=True))
+
+
+def tidegate_artefact(path: str) -> str | None:
+    """What tidegate itself keeps at ``path`` (its ``.tidegate/`` directory of rejects and
+    recovered files, or a temp file of an atomic write), or None for the user's paths."""
+    parts = path.split("/")
+    if parts[0] == ".tidegate":
+        kind = {"rejects": "a .rej file", "recovered": "a recovered version"}.get(
+            parts[1] if len(parts) > 1 else "", "a file"
+        )
+        return f"{kind} tidegate wrote under .tidegate/"
+    if any(p.startswith(".tidegate-tmp-") for p in parts):
+        return "a temporary file an interrupted tidegate write left"
+    return None
 
 
 def _materialise(forms: dict[tuple[str, str], bytes], version: Version | None, path: str) -> Entry:

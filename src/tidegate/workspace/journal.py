@@ -4,8 +4,15 @@ Before the first write, every planned operation is recorded in
 ``<git-dir>/tidegate/journal/<run-id>/``: the old and the new content of each path and the
 digest of each. Then each path is re-checked (compare-and-swap: the user's file must still
 be what the merge was computed from) and replaced atomically. The journal is removed when
-every write is done. After a crash, ``recover`` finds the journal and either completes the
-remaining writes or restores the old content, so every file ends exactly old or exactly new.
+every write is done. A write that fails (an ``OSError``: permission, full disk, read-only
+file system) undoes the writes already made, from the journal, before the error is
+reported. After a crash, ``recover`` finds the journal and either completes the remaining
+writes or restores the old content, so every file ends exactly old or exactly new; a file
+the user changed after the crash keeps the user's bytes.
+
+Order is what makes the journal trustworthy: blobs are fsynced before ``journal.json`` is
+published (temp file, fsync, rename, directory fsync), and the first work-tree write comes
+after that.
 """
 
 from __future__ import annotations
@@ -103,6 +110,10 @@ def apply_ops(fs: WorkspaceFS, ops: list[PlannedOp], runtime_dir: Path, run_id: 
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         try:
+            jdir.mkdir(parents=True, exist_ok=False)  # never reuse (or remove) another's
+        except OSError as exc:
+            raise ApplyBackWriteError(None, exc, rolled_back=True, written=[]) from exc
+        try:
             records = _write_journal(jdir, ops, run_id)
         except OSError as exc:
             # Nothing was written yet: the half-made journal is worthless.
@@ -122,7 +133,7 @@ def _write_all(fs: WorkspaceFS, jdir: Path, records: list[dict[str, Any]]) -> No
         try:
             current = fs.read(rec["path"]).digest()
             if current != rec["old"]["digest"]:
-                _abort(fs, jdir, done, None)
+                _abort(fs, jdir, done, None, failed=rec["path"])
                 raise ApplyBackRace(rec["path"])
             maybe_crash("apply_back.before_write", count)
             done.append(rec)  # from here on the path may hold the new content
@@ -211,7 +222,6 @@ def _side_copy(
 
 
 def _write_journal(jdir: Path, ops: list[PlannedOp], run_id: str) -> list[dict[str, Any]]:
-    jdir.mkdir(parents=True, exist_ok=False)
     records = []
     for i, op in enumerate(ops):
         rec = {

@@ -83,7 +83,8 @@ class ShadowWorktree:
         and its ``.git`` link to its own admin directory (which must still exist)."""
         st = os.stat(self.path)
         link = (self.path / ".git").read_bytes()
-        admin = Path(os.fsdecode(link.removeprefix(b"gitdir:").strip()))
+        # Relative to the shadow when git writes relative links (worktree.useRelativePaths).
+        admin = self.path / os.fsdecode(link.removeprefix(b"gitdir:").strip())
         if not (admin / "HEAD").is_file():
             raise FileNotFoundError(f"{admin}: the shadow's git directory is gone")
         return st.st_dev, st.st_ino, link

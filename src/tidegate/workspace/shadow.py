@@ -1,5 +1,9 @@
 """Shadow worktrees: a linked git work tree at T0, under the OS temp dir, where proposals
-are applied and verified. Destructive git (reset --hard, clean) only ever runs here."""
+are applied and verified. Destructive git (reset --hard, clean) only ever runs here.
+
+A run's shadow and scratch directory are claimed (``workspace.claims``) before they are
+made, so that recovery removes only those of dead runs; a shadow half-made when an
+interrupt arrives is removed on the way out, even if git left it locked."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ a command that "passed" in an emptied directory verified nothing.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -94,3 +96,34 @@ def test_a_shadow_removed_during_verify_fails_the_attempt(
     assert report["applied_files"] == []
     assert a.tree_state() == before
     assert on_disk(a, OLD)
+
+
+@pytest.mark.parametrize("reused", [True, False])
+def test_a_claim_is_alive_only_while_its_own_process_runs(
+    a_and_b: tuple[Repo, Repo], tmp_path: Path, reused: bool
+) -> None:
+    """A killed run's pid may be reused: the kernel start time tells the new process from
+    the dead owner. (The live owner here is the test process itself.)"""
+    a, b = a_and_b
+    code, _, _ = cli(
+        "run", "--objective", OBJECTIVE, "--verify", "true", "--containment", "none",
+        cwd=a.root, env={**env(tmp_path), "TIDEGATE_FAULT": "phase.VERIFY"},
+    )  # fmt: skip
+    assert code == -signal.SIGKILL
+    [record] = (a.root / ".git" / "tidegate" / "claims").glob("*.json")
+    claim = json.loads(record.read_text())
+    shadow = Path(claim["paths"]["shadow"])
+    assert shadow.is_dir()
+    me = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    claim.update(pid=os.getpid(), start=str(int(me) + 1) if reused else me)
+    record.write_text(json.dumps(claim))
+
+    code, summary, err = cli("recover", cwd=b.root, env=env(tmp_path))
+
+    assert code == 0, err
+    assert isinstance(summary, dict)
+    if reused:
+        assert summary["removed_shadows"] == [str(shadow)]
+        assert not shadow.exists() and not record.exists()
+    else:
+        assert summary["removed_shadows"] == [] and shadow.is_dir() and record.exists()

@@ -1,5 +1,36 @@
-"""The ``tidegate`` command line. Thin: parse, call a service, render."""
+"""The ``tidegate`` command line. Thin: parse, call a service, render.
 
-from tidegate.cli.app import app, main
+``main`` first tries the fast path (``tidegate.cli.fast``: help, ``runs``, ``read``
+without importing typer or the engine), then the typer application. ``app`` is loaded on
+first use."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tidegate.cli.app import app
 
 __all__ = ["app", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (``tidegate``): the exit code of the command ``argv`` names."""
+    args = sys.argv[1:] if argv is None else argv
+    from tidegate.cli.fast import dispatch
+
+    code = dispatch(args)
+    if code is not None:
+        return code
+    from tidegate.cli.app import main as full
+
+    return full(args)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from tidegate.cli.app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

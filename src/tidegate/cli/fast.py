@@ -11,9 +11,12 @@ and ``runs``/``read`` share their bodies with the typer commands (``tidegate.cli
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+
+TYPE_CHECKING = False  # as in tidegate.cli: the help path does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 HELP = """\
 Usage: tidegate [OPTIONS] COMMAND [ARGS]...
@@ -75,12 +78,25 @@ def dispatch(args: Sequence[str]) -> int | None:
 
 
 def _help() -> int | None:
-    import shutil
-
-    if shutil.get_terminal_size().columns < HELP_MIN_COLUMNS:
+    if _columns() < HELP_MIN_COLUMNS:
         return None  # click wraps narrower: let it
     sys.stdout.write(HELP)
     return 0
+
+
+def _columns() -> int:
+    """The width click wraps help to, as ``shutil.get_terminal_size`` finds it (``COLUMNS``,
+    else the terminal, else 80), without importing shutil (and its compression modules)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _options(
@@ -113,6 +129,8 @@ def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
     limit = str(options.get("--limit", "20"))
     if positional or not limit.isdigit() or int(limit) < 1 or "--detail" in options:
         return None
+    from pathlib import Path
+
     from tidegate.cli.records import list_runs
 
     repo = options.get("--repo")
@@ -128,6 +146,8 @@ def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
 def _read(options: dict[str, str | bool], positional: list[str]) -> int | None:
     if len(positional) != 1:
         return None
+    from pathlib import Path
+
     from tidegate.cli.records import show_run
 
     show_run(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tidegate.errors import UsageError
 from tidegate.store.state_root import read_all_run_stores, read_run_store
 from tidegate.store.views import run_row, run_view
-from tidegate.workspace.repo import discover
+from tidegate.workspace.repo import Repository, discover
 
 if TYPE_CHECKING:
     from tidegate.flow.report import FlowReport
@@ -32,10 +32,10 @@ def _line(text: str) -> None:
 def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bool) -> None:
     """Print recorded runs, newest first: this repository's, or outside a repository (and
     without ``repo``) every repository's in the state root."""
-    if repo is None and not _inside_repository(Path(".")):
+    found = _repository(Path(".")) if repo is None else discover(repo)
+    if found is None:
         stores = read_all_run_stores(state_root)
     else:
-        found = discover(repo or Path("."))
         one = read_run_store(found, state_root)
         stores = [one] if one is not None else []
     rows = sorted(
@@ -59,12 +59,13 @@ def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bo
         )
 
 
-def _inside_repository(path: Path) -> bool:
+def _repository(path: Path) -> Repository | None:
+    """The repository ``path`` is in, or None outside one (discovered once: each discovery
+    runs git)."""
     try:
-        discover(path)
+        return discover(path)
     except UsageError:
-        return False
-    return True
+        return None
 
 
 def show_run(run_id: str, repo: Path, state_root: str | None, as_json: bool, detail: bool) -> None:

@@ -32,7 +32,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        from tidegate.cli.app import app
+        from tidegate.cli.app import app as typer_app
 
-        return app
+        # Importing the submodule bound the package's ``app`` to it; the name means the
+        # typer application, as it did when this module imported it eagerly.
+        globals()["app"] = typer_app
+        return typer_app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

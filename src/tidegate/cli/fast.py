@@ -59,6 +59,9 @@ def dispatch(args: Sequence[str]) -> int | None:
     if parsed is None:
         return None
     options, positional = parsed
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)  # as the typer path: SIGTERM ends like Ctrl-C
     try:
         if command == "runs":
             return _runs(options, positional)
@@ -75,6 +78,10 @@ def dispatch(args: Sequence[str]) -> int | None:
             "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
         )
         return 130
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _help() -> int | None:

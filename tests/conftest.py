@@ -200,3 +200,17 @@ def pytest_report_header() -> str:
     if containment_verified():
         return "containment: bubblewrap verified (the containment tests run)"
     return f"containment: {CONTAINMENT_MISSING}; tests marked requires_containment skip"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One closing line that says how many tests the missing bubblewrap skipped (the
+    header line is hidden under ``-q``, which ``make test`` uses)."""
+    skipped = [
+        r
+        for r in terminalreporter.stats.get("skipped", [])
+        if CONTAINMENT_MISSING in str(getattr(r, "longrepr", ""))
+    ]
+    if skipped:
+        terminalreporter.write_line(
+            f"containment: {len(skipped)} test(s) skipped: {CONTAINMENT_MISSING}"
+        )

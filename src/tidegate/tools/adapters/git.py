@@ -1,26 +1,37 @@
-"""git.exec: read-only git subcommands through tidegate.git (argv lists, scrubbed env).
+"""git.exec: read-only git subcommands, in three layers.
 
-The allowlist is the policy's (``git_refusal``), checked again here so the adapter is safe
-on its own. Diffs run with ``--no-ext-diff --no-textconv`` so repository configuration
-cannot make git run a program. Output is bounded; a ``diff`` whose whole patch fits is
-complete, and only then is a ``diff_review`` claimed, with the digest of the exact bytes
-and the paths named by the patch's own headers.
+1. The allowlist (``tidegate.tools.git_allowlist``, also the policy's rule): the argv is
+   parsed as git parses it and rebuilt; what runs is that rebuilt argv, never the model's
+   words (``--no-ext-diff --no-textconv`` added where git has them).
+2. The repository is the one the context pinned when it was made (``GIT_DIR`` and
+   ``GIT_WORK_TREE``: a ``.git`` planted later is not discovered; a workspace that was not
+   in a repository then has none now) and git reads only that repository's own
+   configuration, with its filter drivers neutralised (``Git(untrusted=True)``).
+3. Containment: unless the context's containment is ``none``, git runs in the read-only
+   bubblewrap view of ``exec.git_sandbox`` (the repository read-only, nothing else of the
+   filesystem, no network); ``required`` refuses to run without it. ``contained`` in the
+   output says which happened.
+
+Output is bounded; a ``diff`` whose whole patch fits is complete, and only then is a
+``diff_review`` claimed, with the digest of the exact bytes and the paths named by the
+patch's own headers.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from tidegate.exec.git_sandbox import git_sandbox_prefix
 from tidegate.git import Git
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
+from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import DiffReviewEffect, Effects, InspectEffect
-from tidegate.tools.policy import git_refusal
+from tidegate.tools.git_allowlist import Refused, canonical
 from tidegate.tools.schemas.git import GitInput, GitOutput
 from tidegate.workspace.states import sha256_bytes
 
-_NO_PROGRAMS = ("--no-ext-diff", "--no-textconv")
-_DIFF_LIKE = frozenset({"diff", "show", "log"})
 # Options after which a diff's output is a summary, not the patch itself.
 _SUMMARY_OPTIONS = (
     "--stat",
@@ -50,13 +61,12 @@ class GitExec:
     label: str | None = None
 
     def run(self, args: GitInput, call: Dispatch) -> AdapterResult:
-        argv = list(args.args)
-        refusal = git_refusal(argv)
-        if refusal is not None:
-            raise ToolFailure("git_refused", refusal)
-        if argv[0] in _DIFF_LIKE:
-            argv = [argv[0], *_NO_PROGRAMS, *argv[1:]]
-        res = Git(call.context.root).run(*argv, check=False)
+        verdict = canonical(args.args)
+        if isinstance(verdict, Refused):
+            raise ToolFailure("git_refused", verdict.reason)
+        argv = list(verdict.argv)
+        git, contained = _git_for(call.context)
+        res = git.run(*argv, check=False)
         data = res.stdout
         truncated = len(data) > args.max_bytes
         shown = data[: args.max_bytes]
@@ -77,5 +87,46 @@ class GitExec:
             stderr=res.stderr[-8000:],
             truncated=truncated,
             complete_diff=complete,
+            contained=contained,
         )
         return AdapterResult(self.tool_id, output, Effects(inspect=tuple(claims), diff_review=diff))
+
+
+def _git_for(ctx: ToolContext) -> tuple[Git, bool]:
+    """The pinned, untrusted git of the context's repository, sandboxed when possible."""
+    view = ctx.git_view
+    if view is None:
+        raise ToolFailure(
+            "not_a_repository",
+            "the workspace was not inside a git work tree when the session started",
+            retryable=False,
+        )
+    pinned = view.git
+    assert pinned.git_dir is not None  # git_view pins every view
+    prefix = None
+    if ctx.containment != "none":
+        prefix = git_sandbox_prefix(_repository_paths(view.top, pinned.git_dir), ctx.root)
+        if prefix is None and ctx.containment == "required":
+            raise ToolFailure(
+                "containment_unavailable",
+                "containment is required but bubblewrap did not pass its probe",
+                retryable=False,
+            )
+    git = Git(
+        ctx.root,
+        git_dir=pinned.git_dir,
+        work_tree=view.top,
+        untrusted=True,
+        prefix=prefix or (),
+    )
+    return git, prefix is not None
+
+
+def _repository_paths(top: Path, git_dir: Path) -> list[Path]:
+    """The work tree, the git dir and (for a linked work tree) the common git dir."""
+    paths = [top, git_dir]
+    common = git_dir / "commondir"
+    if common.is_file():
+        target = Path(common.read_text().strip())
+        paths.append(target if target.is_absolute() else git_dir / target)
+    return paths

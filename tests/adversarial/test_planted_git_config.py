@@ -144,26 +144,33 @@ def test_a_tracked_submodule_relinked_by_a_command_runs_nothing(
     committed_repo.commit_all("submodule")
     root = committed_repo.root
     script = tmp_path / "plant.sh"
+    evil = root / "evilgit"
+    plant = {
+        "core.worktree": str(root / "mod"),
+        "core.fsmonitor": _touch(marks, "fsmonitor"),
+        "filter.x.clean": _touch(marks, "clean"),
+    }
     script.write_text(
-        plant_script(marks, "evil", commit=True)
-        + f"cd {root}/mod && git --git-dir={root}/evil/.git read-tree HEAD 2>/dev/null; "
-        f"printf 'gitdir: {root}/evil/.git\\n' > {root}/mod/.git\n"
-        f"cp -r {root}/.git/modules/mod/objects {root}/evil/.git/ 2>/dev/null\n"
-        f"cp {root}/.git/modules/mod/HEAD {root}/evil/.git/HEAD\n"
-        f"echo changed >> {root}/mod/f.txt\n"
+        f"cp -r {root}/.git/modules/mod {evil}\n"
+        + "".join(f"git config -f {evil}/config {k} {shlex.quote(v)}\n" for k, v in plant.items())
+        + f"printf 'gitdir: {evil}\\n' > {root}/mod/.git\n"
         f"printf '* filter=x\\n' > {root}/mod/.gitattributes\n"
+        # same size, older mtime: git must run the clean filter to compare the content
+        f"touch -m -d @946684800 {root}/mod/f.txt\n"
     )
     with executor(root) as ex:
         _run_planter(ex, script)
-        assert not any(marks.iterdir())
-        results = [
-            ex.execute(call("git_exec", args=argv))
-            for argv in (["status", "--porcelain"], ["diff"], ["diff", "--stat"])
-        ]
-    assert all(r.ok for r in results), results
+    assert not any(marks.iterdir())
+    for containment in ("none", "auto"):  # uncontained first: git's own flags must hold
+        with executor(root, containment=containment) as ex:
+            results = [
+                ex.execute(call("git_exec", args=argv))
+                for argv in (["status", "--porcelain"], ["diff"], ["diff", "--stat"])
+            ]
+        assert all(r.ok for r in results), results
     assert sorted(p.name for p in marks.iterdir()) == []
     subprocess.run(["git", "status"], cwd=root, capture_output=True, check=False)
-    assert any(marks.iterdir()), "plain git status does go inside: the plant is live"
+    assert "clean" in {p.name for p in marks.iterdir()}, "plain git status goes inside"
 
 
 def test_the_users_hooks_fsmonitor_and_pager_stay_off_in_a_run(

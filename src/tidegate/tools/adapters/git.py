@@ -6,7 +6,8 @@
 2. The repository is the one the context pinned when it was made (``GIT_DIR`` and
    ``GIT_WORK_TREE``: a ``.git`` planted later is not discovered; a workspace that was not
    in a repository then has none now) and git reads only that repository's own
-   configuration, with its filter drivers neutralised (``Git(untrusted=True)``).
+   configuration, with its filter drivers neutralised (``Git(untrusted=True)``), and
+   uncontained it reads a copy of the index (``git diff`` would rewrite the real one).
 3. Containment: unless the context's containment is ``none``, git runs in the read-only
    bubblewrap view of ``exec.git_sandbox`` (the repository read-only, nothing else of the
    filesystem, no network); ``required`` refuses to run without it. ``contained`` in the
@@ -20,6 +21,8 @@ patch's own headers.
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +69,8 @@ class GitExec:
             raise ToolFailure("git_refused", verdict.reason)
         argv = list(verdict.argv)
         git, contained = _git_for(call.context)
-        res = git.run(*argv, check=False)
+        with tempfile.TemporaryDirectory(prefix="tidegate-git-exec-") as scratch:
+            res = git.run(*argv, env=_index_copy(git, Path(scratch)), check=False)
         data = res.stdout
         truncated = len(data) > args.max_bytes
         shown = data[: args.max_bytes]
@@ -120,6 +124,18 @@ def _git_for(ctx: ToolContext) -> tuple[Git, bool]:
         prefix=prefix or (),
     )
     return git, prefix is not None
+
+
+def _index_copy(git: Git, scratch: Path) -> dict[str, str]:
+    """``GIT_INDEX_FILE`` for a copy of the index (mtime kept, so racy entries are judged
+    alike): ``git diff`` refreshes and rewrites the index it reads even under
+    ``GIT_OPTIONAL_LOCKS=0`` (git 2.39), and the user's index is never tidegate's to write.
+    Inside the sandbox the real one is read-only anyway, and the copy is not bound."""
+    if git.prefix or git.git_dir is None or not (git.git_dir / "index").exists():
+        return {}
+    copy = scratch / "index"
+    shutil.copy2(git.git_dir / "index", copy)
+    return {"GIT_INDEX_FILE": str(copy)}
 
 
 def _repository_paths(top: Path, git_dir: Path) -> list[Path]:

@@ -257,8 +257,9 @@ SUBCOMMANDS: Mapping[str, Subcommand] = {
     ),
 }
 
-_SIGNATURE_PLACEHOLDER = re.compile(r"%G")
-"""``%G?``, ``%GS``, ... make git run the configured gpg program to verify signatures."""
+_SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
+"""``%G?``, ``%GS``, ... (and ref-filter's ``%(signature)``) make git run the configured
+gpg program to verify signatures."""
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,13 @@ set of ``-c`` overrides, whatever the repository's configuration says:
   ``GIT_ATTR_NOSYSTEM``); what redirects git is only ever set on purpose.
 
 A ``Git`` may be *pinned* to a git dir and work tree (``GIT_DIR``/``GIT_WORK_TREE``), so
-that a ``.git`` someone creates later below its directory is never discovered, and may be
-``untrusted``: for calls on behalf of a model or client, only the repository's own
-configuration is read (no system or global file, no system or global attributes), and
-every filter driver that configuration defines is neutralised (``filter.<name>.clean=``,
-``smudge=``, ``process=``, ``required=false``: git 2.39 treats an empty command as none).
+that a ``.git`` someone creates later below its directory is never discovered; may run
+without filters (``filters=False``: every filter driver the configuration defines is
+neutralised with ``filter.<name>.clean=``, ``smudge=``, ``process=``,
+``required=false``, which git 2.39 treats as no driver), for calls on a tool workspace,
+whose ``.git`` a command may have made; and may be ``untrusted``: for calls on behalf of a
+model or client, also only the repository's own configuration is read (no system or
+global file, no system or global attributes).
 External diff and textconv are refused per subcommand (``--no-ext-diff --no-textconv``):
 an empty ``diff.external`` makes git fail rather than not use one.
 """
@@ -117,9 +119,10 @@ class GitResult:
 class Git:
     """git bound to one working directory (a work tree or a git dir).
 
-    ``git_dir``/``work_tree`` pin the repository (no discovery); ``untrusted`` reads only
-    the repository's own configuration and disables its filters (see the module doc);
-    ``prefix`` is an argv that launches git (a sandbox).
+    ``git_dir``/``work_tree`` pin the repository (no discovery); ``filters=False``
+    neutralises every filter driver the configuration defines; ``untrusted`` also reads
+    only the repository's own configuration (see the module doc); ``prefix`` is an argv
+    that launches git (a sandbox).
     """
 
     def __init__(
@@ -129,12 +132,14 @@ class Git:
         git_dir: Path | None = None,
         work_tree: Path | None = None,
         untrusted: bool = False,
+        filters: bool = True,
         prefix: Sequence[str] = (),
     ) -> None:
         self.cwd = cwd
         self.git_dir = git_dir
         self.work_tree = work_tree
         self.untrusted = untrusted
+        self.filters = filters and not untrusted
         self.prefix = tuple(prefix)
 
     def pinned_env(self) -> dict[str, str]:
@@ -154,7 +159,9 @@ class Git:
         ok_codes: Sequence[int] = (0,),
     ) -> GitResult:
         full_env = scrubbed_env({**self.pinned_env(), **(env or {})})
-        extra = self._untrusted_config(full_env) if self.untrusted else []
+        extra = [] if self.filters else self._no_filters(full_env)
+        if self.untrusted:
+            extra += ["-c", f"core.attributesFile={os.devnull}"]
         argv = [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *extra, *args]
         try:
             proc = subprocess.run(
@@ -175,7 +182,7 @@ class Git:
             raise GitError(list(args), proc.returncode, result.stderr)
         return result
 
-    def _untrusted_config(self, env: Mapping[str, str]) -> list[str]:
+    def _no_filters(self, env: Mapping[str, str]) -> list[str]:
         """Overrides that leave the repository's filter drivers without a program.
 
         The driver names are read from the configuration git will use (``git config``
@@ -197,7 +204,7 @@ class Git:
             for key in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
             if key.count(".") >= 2
         }
-        out = ["-c", f"core.attributesFile={os.devnull}"]
+        out = []
         for name in sorted(names):
             for key in _FILTER_KEYS:
                 out += ["-c", f"filter.{name}.{key}"]

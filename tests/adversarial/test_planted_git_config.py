@@ -106,6 +106,31 @@ def test_a_git_dir_planted_in_a_plain_workspace_is_never_used(tmp_path: Path, ma
     _live(marks, work)
 
 
+def test_a_git_dir_planted_before_the_session_runs_no_program(
+    tmp_path: Path, marks: Path
+) -> None:
+    """``tidegate tools call`` is one process per call: the next call first sees the
+    ``.git`` an earlier call's command planted and pins it. Its inventories, fingerprints
+    and git.exec still run none of its programs."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = tmp_path / "plant.sh"
+    script.write_text(plant_script(marks))
+    subprocess.run(["sh", str(script)], cwd=work, check=True)  # the earlier call's command
+    assert not any(marks.iterdir())
+    with executor(work, validation_command="true") as ex:
+        outcomes = [
+            ex.execute(call("project_validate")),
+            ex.execute(call("command_run", command="echo more >> planted.txt")),
+            ex.execute(call("git_exec", args=["status", "--porcelain"])),
+            ex.execute(call("git_exec", args=["diff"])),
+            ex.execute(call("workspace_list", path=".")),
+        ]
+    assert all(o.ok for o in outcomes), outcomes
+    assert sorted(p.name for p in marks.iterdir()) == []
+    _live(marks, work)
+
+
 def test_a_nested_planted_repository_runs_nothing(committed_repo: Repo, marks: Path) -> None:
     root = committed_repo.root
     script = root.parent / "plant.sh"

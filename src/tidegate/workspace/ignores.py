@@ -31,12 +31,14 @@ class GitView:
     index_path: Path
 
 
-def git_view(root: Path) -> GitView | None:
+def git_view(root: Path, *, filters: bool = True) -> GitView | None:
     """The work tree containing ``root``, or None when ``root`` is not inside one.
 
     The view's ``git`` is pinned to the git dir and work tree found now (``GIT_DIR``,
     ``GIT_WORK_TREE``): a ``.git`` that a command creates below ``root`` later is never
-    discovered through it. Whoever holds a view holds what it trusted on first sight."""
+    discovered through it. Whoever holds a view holds what it trusted on first sight.
+    ``filters=False``: the view's git runs no filter driver (a tool workspace, whose
+    ``.git`` may be one a command made before this process first looked)."""
     try:
         res = Git(root).run(
             "rev-parse",
@@ -52,7 +54,7 @@ def git_view(root: Path) -> GitView | None:
     if res.returncode != 0 or len(lines) < 4 or lines[0] != "true":
         return None
     top, git_dir = Path(lines[1]), Path(lines[3])
-    pinned = Git(root, git_dir=git_dir, work_tree=top)
+    pinned = Git(root, git_dir=git_dir, work_tree=top, filters=filters)
     return GitView(pinned, top, lines[2].rstrip("/"), git_dir / "index")
 
 

@@ -226,8 +226,9 @@ class WorkspacePort:
     def git_view(self) -> GitView | None:
         """The git work tree of this root as first seen (None: not in one), pinned: later
         calls return the same view, so a ``.git`` planted below the root afterwards is
-        never discovered."""
+        never discovered. Its git runs no filter driver: the ``.git`` may be one that a
+        command made before this process first looked."""
         if not self._git_checked:
-            self._git_view = git_view(self._handle.real_root)
+            self._git_view = git_view(self._handle.real_root, filters=False)
             self._git_checked = True
         return self._git_view

@@ -242,3 +242,17 @@ def test_a_shadow_whose_git_link_was_rewritten_is_refused(committed_repo: Repo) 
         (shadow.path / ".git").unlink()
         repo.git.run("worktree", "prune", check=False)
         subprocess.run(["rm", "-rf", str(shadow.path)], check=True)
+
+
+def test_an_empty_repository_planted_below_the_root_does_not_break_fingerprints(
+    committed_repo: Repo,
+) -> None:
+    """git cannot add an empty nested repository: a contained command making one must
+    not turn every later validation into an unknown outcome."""
+    with executor(committed_repo.root, validation_command="true") as ex:
+        made = ex.execute(call("command_run", command="mkdir sub && cd sub && git init -q"))
+        first = ex.execute(call("project_validate"))
+        second = ex.execute(call("project_validate"))
+    assert made.ok and first.ok and second.ok, (made, first, second)
+    assert first.output is not None and second.output is not None
+    assert first.output["fingerprint"] == second.output["fingerprint"]

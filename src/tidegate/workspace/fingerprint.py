@@ -109,8 +109,13 @@ def fingerprint_details(root: Path, view: ViewChoice = Discover.NOW) -> Workspac
         else:  # unmerged entries have no tree: hash the stage entries instead
             listing = git.run("ls-files", "--stage", "-z", "--full-name", ":/", env=env).stdout
             index = "stage:" + sha256_bytes(listing)
-        git.run("add", "--all", ":/", env=env)
+        # A path git cannot add (an empty repository a command created below the root)
+        # must not make the workspace impossible to fingerprint: it is left out, and what
+        # git said about it is part of the fingerprint.
+        added = git.run("add", "--all", "--ignore-errors", ":/", env=env, check=False)
         tree = git.out("write-tree", env=env)
+        if added.returncode != 0:
+            tree += "+unadded:" + sha256_bytes(added.stderr.encode())
     return git_fingerprint(git.rev_parse("HEAD"), tree, index)
 
 

@@ -106,9 +106,7 @@ def test_a_git_dir_planted_in_a_plain_workspace_is_never_used(tmp_path: Path, ma
     _live(marks, work)
 
 
-def test_a_git_dir_planted_before_the_session_runs_no_program(
-    tmp_path: Path, marks: Path
-) -> None:
+def test_a_git_dir_planted_before_the_session_runs_no_program(tmp_path: Path, marks: Path) -> None:
     """``tidegate tools call`` is one process per call: the next call first sees the
     ``.git`` an earlier call's command planted and pins it. Its inventories, fingerprints
     and git.exec still run none of its programs."""

@@ -35,27 +35,26 @@ from tidegate.tools.git_allowlist import Refused, canonical
 from tidegate.tools.schemas.git import GitInput, GitOutput
 from tidegate.workspace.states import sha256_bytes
 
-# Options after which a diff's output is a summary, not the patch itself.
-_SUMMARY_OPTIONS = (
-    "--stat",
-    "--numstat",
-    "--shortstat",
-    "--dirstat",
-    "--name-only",
-    "--name-status",
-    "--summary",
-    "--quiet",
-    "--raw",
-    "--compact-summary",
-    "--check",
-    "-s",
-    "--no-patch",
-)
+# The options a diff may carry and still be the whole patch, as ``git diff`` would show it
+# to a person: presentation only. Anything else (a summary such as --stat, a filter such
+# as --diff-filter or -S, -R, --word-diff, whitespace-ignoring) is an inspection, never a
+# complete diff. The argv is the allowlist's rebuilt one, so every spelling is canonical.
+_NEUTRAL = frozenset({"--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty",
+                      "--patch", "--binary", "--full-index", "--no-color", "--color=never",
+                      "--no-renames", "--minimal", "--patience", "--histogram",
+                      "--indent-heuristic", "--no-indent-heuristic",
+                      "--end-of-options", "-u"})  # fmt: skip
+_NEUTRAL_VALUED = ("--unified=", "--find-renames", "--diff-algorithm=", "--abbrev")
 _HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
 
 
 def _is_full_diff(argv: list[str]) -> bool:
-    return argv[0] == "diff" and not any(a.startswith(_SUMMARY_OPTIONS) for a in argv[1:])
+    if argv[0] != "diff":
+        return False
+    options = argv[1 : argv.index("--end-of-options")] if "--end-of-options" in argv else argv[1:]
+    if "--" in options:
+        options = options[: options.index("--")]
+    return all(a in _NEUTRAL or a.startswith(_NEUTRAL_VALUED) for a in options)
 
 
 @dataclass

@@ -254,3 +254,17 @@ def test_an_empty_repository_planted_below_the_root_does_not_break_fingerprints(
     assert made.ok and first.ok and second.ok, (made, first, second)
     assert first.output is not None and second.output is not None
     assert first.output["fingerprint"] == second.output["fingerprint"]
+
+
+def test_the_users_own_clean_filter_still_makes_the_snapshot(
+    committed_repo: Repo, marks: Path, tmp_path: Path
+) -> None:
+    """The other side of the line: the user's configuration is trusted for the main work
+    tree, so their clean filter (an nbstripout, say) still shapes T0."""
+    committed_repo.git("config", "filter.strip.clean", f"sh -c 'touch {marks}/ran; grep -v SECRET'")
+    committed_repo.write(".gitattributes", "*.txt filter=strip\n")
+    committed_repo.write("n.txt", "keep\nSECRET\n")
+    (tmp_path / "scratch").mkdir()
+    snap = take_snapshot(discover(committed_repo.root), "run-filter", tmp_path / "scratch")
+    assert committed_repo.git("show", f"{snap.commit}:n.txt") == "keep\n"
+    assert (marks / "ran").exists()

@@ -32,6 +32,8 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, Literal
 
+from tidegate.tools.git_allowlist import Refused, canonical
+
 
 class TaskMode(StrEnum):
     """What the task may do. Read-only modes expose no tool that may write."""
@@ -134,8 +136,6 @@ NETWORKED = frozenset({"research.fetch", "research.search", "preview.manage"})
 def git_refusal(argv: Sequence[str]) -> str | None:
     """Why ``git *argv`` is not a call git.exec may make; None when it is. The allowlist,
     its parser and the argv that actually runs are ``tidegate.tools.git_allowlist``'s."""
-    from tidegate.tools.git_allowlist import Refused, canonical
-
     verdict = canonical(argv)
     return verdict.reason if isinstance(verdict, Refused) else None
 

@@ -382,12 +382,18 @@ class _Parser:
     # -- the argv that runs ------------------------------------------------------------
 
     def _layout(self) -> tuple[str, ...]:
-        spec, operands, paths = self.spec, self.operands, self.paths
+        spec, paths = self.spec, self.paths
+        operands = list(self.operands)
+        has_e = any(o.startswith("-e") for o in self.options)
+        pattern = operands.pop(0) if spec.operands == "grep" and operands and not has_e else None
+        operands = [_checked_path(o) for o in operands]  # revisions, trees and paths
+        if pattern is not None:  # grep's first operand is a pattern, not a place
+            operands.insert(0, pattern)
         if spec.max_operands is not None and len(operands) > spec.max_operands:
             raise _Refusal(f"git {self.name} takes at most {spec.max_operands} operands")
         head = [self.name, *spec.forced, *self.options]
         if spec.operands == "paths":
-            every = [_checked_path(p) for p in operands] + (paths or [])
+            every = operands + (paths or [])
             return (*head, *(["--", *every] if every else []))
         if spec.operands == "grep":
             return self._grep(head, operands, paths)
@@ -417,7 +423,7 @@ class _Parser:
         if paths is None:
             if not operands:
                 raise _Refusal("git blame needs a file")
-            paths = [_checked_path(operands.pop())]
+            paths = [operands.pop()]
         if len(operands) > 1 or len(paths) != 1:
             raise _Refusal("git blame takes at most one revision and exactly one file")
         return (*head, *operands, "--", *paths)
@@ -453,7 +459,9 @@ def _checked_operand(arg: str) -> str:
         raise _Refusal(f"{arg!r} would be read as an option; paths go after '--'")
     if arg == "-":
         raise _Refusal("'-' (standard input) is not allowed")
-    return _checked_path(arg)
+    if "\0" in arg:
+        raise _Refusal("an argument may not hold NUL")
+    return arg
 
 
 _MAGIC = re.compile(r"^:(\([^)]*\)|[/!^]*)")

@@ -26,6 +26,7 @@ NO_PROGRAMS = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
                                   "--", "x")),
         (["grep", "-e", "", "x"], ("grep", "--no-textconv", "-e", "", "x")),
         (["grep", "-n", "pat"], ("grep", "--no-textconv", "--line-number", "-epat")),
+        (["grep", "/etc/x"], ("grep", "--no-textconv", "-e/etc/x")),  # a pattern, not a place
         (["blame", "f"], ("blame", "--no-textconv", "--", "f")),
         (["branch", "--list", "f*"], ("branch", "--list", "f*")),
         (["branch", "--contains", "HEAD"], ("branch", "--contains=HEAD", "--list")),
@@ -54,6 +55,8 @@ def test_the_argv_that_runs_is_rebuilt(argv: list[str], runs: tuple[str, ...]) -
         (["show", "HEAD", "../../x"], "climbs out"),
         (["log", "--end-of-options", "-p"], "would be read as an option"),
         (["diff", "-"], "standard input"),
+        (["grep", "-e", "a", "/etc"], "outside the repository"),
+        (["blame", "/etc/passwd"], "outside the repository"),
         (["cat-file", "-p", "a", "b", "c"], "at most 2"),
         (["rev-parse", "HEAD", "--", "x"], "takes no paths"),
         (["blame", "a", "b", "c"], "exactly one file"),

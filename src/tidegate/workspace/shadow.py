@@ -31,7 +31,7 @@ class ShadowWorktree:
         self.repo = repo
         self.path = path
         self.t0 = t0_commit
-        self.git = Git(path)
+        self.git = Git(path, git_dir=shadow_git_dir(repo, path), work_tree=path)
         self.pooled = pooled
         self.reused = False
         self.prepared: tuple[int, int, bytes] | None = None
@@ -45,14 +45,18 @@ class ShadowWorktree:
             return cls.create(repo, t0_commit, run_id)
         warm = _pooled_path(repo)
         if warm is not None:
-            shadow = cls(repo, warm, t0_commit, pooled=True)
             try:
-                shadow.reset()
-                shadow.reused = True
-                shadow.prepared = shadow.identity()
-                return shadow
-            except GitError:
-                shadow.remove()
+                shadow = cls(repo, warm, t0_commit, pooled=True)
+            except GitError:  # not (any more) one of this repository's work trees
+                _forget_pooled(repo, warm)
+            else:
+                try:
+                    shadow.reset()
+                    shadow.reused = True
+                    shadow.prepared = shadow.identity()
+                    return shadow
+                except GitError:
+                    shadow.remove()
         path = Path(tempfile.mkdtemp(prefix=POOL_PREFIX))
         try:
             _add_worktree(repo, path, t0_commit)
@@ -265,3 +269,27 @@ def _pooled_path(repo: Repository) -> Path | None:
         shutil.rmtree(path, ignore_errors=True)
     repo.git.run("worktree", "prune", check=False)
     return None
+
+
+def shadow_git_dir(repo: Repository, path: Path) -> Path:
+    """The git dir of the linked work tree at ``path``, read from its ``.git`` file without
+    running git, and accepted only if it is one of ``repo``'s own work tree dirs: every
+    later git call in the shadow is pinned to it, so whatever a command writes in the
+    shadow (a ``.git`` of its own, a rewritten link) never chooses the repository."""
+    try:
+        text = (path / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitError(["worktree"], 1, f"{path}: no readable .git file: {exc}") from exc
+    if not text.startswith("gitdir: "):
+        raise GitError(["worktree"], 1, f"{path}/.git is not a link to a git dir")
+    target = Path(text[len("gitdir: ") :])
+    target = (target if target.is_absolute() else path / target).resolve()
+    if target.parent != (repo.common_dir / "worktrees").resolve():
+        raise GitError(["worktree"], 1, f"{path}/.git points outside {repo.common_dir}")
+    return target
+
+
+def _forget_pooled(repo: Repository, path: Path) -> None:
+    (repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
+    repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
+    repo.git.run("worktree", "prune", check=False)

@@ -132,7 +132,12 @@ def _objective(
         return objective, Path.cwd(), "objective"
     assert objective_file is not None
     if str(objective_file) == "-":
-        return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        try:
+            return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"--objective-file -: stdin is not UTF-8 text (byte {exc.start})"
+            ) from exc
     try:
         text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
         return text, objective_file.resolve().parent, str(objective_file)

@@ -34,11 +34,15 @@ def shape_problems(git: Git, changes: list[PathChange]) -> list[str]:
     return [*_submodules(changes), *_swaps(changes), *_outside_sparse(git, changes)]
 
 
+def _is_gitlink(change: PathChange) -> bool:
+    return any(v is not None and v.mode == GITLINK for v in (change.before, change.after))
+
+
 def _submodules(changes: list[PathChange]) -> list[str]:
     return [
         f"{c.path}: a submodule; tidegate does not change submodules (commit inside it)"
         for c in changes
-        if any(v is not None and v.mode == GITLINK for v in (c.before, c.after))
+        if _is_gitlink(c)
     ]
 
 
@@ -52,6 +56,8 @@ def _swaps(changes: list[PathChange]) -> list[str]:
             above = by_path.get("/".join(parts[:depth]))
             if above is None:
                 continue
+            if _is_gitlink(above):
+                break  # reported as a submodule change
             if above.after is None and change.after is not None:
                 problems.append(
                     f"{above.path}: the change replaces this file with a directory "
@@ -89,6 +95,11 @@ def why_missing(t0_root: Path, path: str) -> str:
         parts = check_relative(path)
     except UnsafePathError as exc:
         return str(exc)
+    submodule = _submodule_at(Git(t0_root), parts)
+    if submodule == path:
+        return f"{path} is the submodule {path}; tidegate does not change submodules"
+    if submodule is not None:
+        return f"{path} is inside the submodule {submodule}; tidegate does not change submodules"
     current = t0_root
     for depth, name in enumerate(parts, start=1):
         current = current / name
@@ -104,9 +115,6 @@ def why_missing(t0_root: Path, path: str) -> str:
             return f"{path} is a directory at T0, not a file"
         if not last and not stat.S_ISDIR(mode):
             return f"{shown} is a file at T0, not a directory"
-    submodule = _submodule_above(Git(t0_root), parts)
-    if submodule is not None:
-        return f"{path} is inside the submodule {submodule}; tidegate does not change submodules"
     return "no such file at T0"
 
 
@@ -120,10 +128,9 @@ def _through_symlink(link: Path, shown: str, rest: list[str], last: bool) -> str
     return f"{'/'.join([shown, *rest])} is reached through the symlink {shown} (-> {target}){hint}"
 
 
-def _submodule_above(git: Git, parts: list[str]) -> str | None:
-    prefixes = ["/".join(parts[:depth]) for depth in range(1, len(parts))]
-    if not prefixes:
-        return None
+def _submodule_at(git: Git, parts: list[str]) -> str | None:
+    """The gitlink of the T0 tree at ``parts`` or at a directory above it, if any."""
+    prefixes = ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
     out = git.run("ls-tree", "-z", "HEAD", "--", *prefixes, env=_LITERAL, check=False).stdout
     for record in out.split(b"\0"):
         meta, _, raw = record.partition(b"\t")

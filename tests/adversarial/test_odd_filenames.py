@@ -33,8 +33,26 @@ NAMES: dict[bytes, str] = {
     b"[bold]markup.txt": "[bold]markup.txt",
     b"bad\xff\xfe.txt": '"bad\\377\\376.txt"',
     "caf\u00e9.txt".encode(): "caf\u00e9.txt",
+    b"cr\rx.txt": '"cr\\rx.txt"',
+    "rtl\u202egnp.txt".encode(): '"rtl\\342\\200\\256gnp.txt"',
+    b"--help": "--help",
+    b"trailing ": "trailing ",
 }
-IDS = ["quote", "space", "dash", "newline", "tab", "escape", "markup", "not-utf8", "utf8"]
+IDS = [
+    "quote",
+    "space",
+    "dash",
+    "newline",
+    "tab",
+    "escape",
+    "markup",
+    "not-utf8",
+    "utf8",
+    "carriage-return",
+    "rtl-override",
+    "double-dash",
+    "trailing-space",
+]
 
 
 def _raw(entry: dict[str, Any]) -> bytes:

@@ -14,12 +14,13 @@ from tests.adversarial._repo_shapes import cli, report_of
 from tests.conftest import Repo
 
 
-@pytest.fixture
-def sparse_repo(committed_repo: Repo) -> Repo:
+@pytest.fixture(params=["full-index", "sparse-index"])
+def sparse_repo(committed_repo: Repo, request: pytest.FixtureRequest) -> Repo:
     committed_repo.write("in/a.txt", "in\n")
     committed_repo.write("out/b.txt", "out\n")
     committed_repo.commit_all("two directories")
-    committed_repo.git("sparse-checkout", "set", "--cone", "in")
+    index = ["--sparse-index"] if request.param == "sparse-index" else []
+    committed_repo.git("sparse-checkout", "set", "--cone", *index, "in")
     assert not (committed_repo.root / "out").exists()
     committed_repo.write("in/a.txt", "in (dirty)\n")
     return committed_repo

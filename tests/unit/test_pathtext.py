@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tidegate.flow.report import ChangedFile
+from tidegate.flow.report import ChangedFile, FlowReport
 from tidegate.pathtext import b64_bytes, path_bytes, quote_path, utf8_text, visible
 
 RAW = [b"plain.txt", b"sp ace", b"new\nline", b"bad\xff\xfe", "caf\u00e9".encode(), b"\x1b[2J"]
@@ -52,3 +52,20 @@ def test_visible_escapes_every_control_character() -> None:
     text = visible("a\x1b[31mred\nnext\r" + os.fsdecode(b"\xff"))
     assert text == "a\\x1b[31mred\\nnext\\r\\xff"
     assert all(ch.isprintable() for ch in text)
+
+
+def test_report_copies_stay_serialisable() -> None:
+    """``model_copy(update=...)`` skips validation; the report's own copy does not."""
+    report = FlowReport(
+        status="failed",
+        mode="patch",
+        run_id="r",
+        repo="/r",
+        attempts=1,
+        max_attempts=1,
+        fs_mode="read-write",
+        planner="structured",
+    )
+    copied = report.model_copy(update={"message": os.fsdecode(b"lost \xff"), "notes": ["\udcfe"]})
+    data = json.loads(copied.model_dump_json())
+    assert data["message"] == "lost \\xff" and data["notes"] == ["\\xfe"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -27,6 +28,11 @@ class _Model(BaseModel):
         if "path_bytes" in cls.model_fields and isinstance(path, str) and "path_bytes" not in data:
             data = {**data, "path_bytes": b64_bytes(path)}
         return {key: _utf8_values(value) for key, value in data.items()}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """As pydantic's, but an update (which skips validation) is made UTF-8 too."""
+        clean = None if update is None else {k: _utf8_values(v) for k, v in update.items()}
+        return super().model_copy(update=clean, deep=deep)
 
 
 def _utf8_values(value: Any) -> Any:

@@ -26,6 +26,7 @@ from tidegate.workspace.fs import UnsafePathError, check_relative
 
 GITLINK = "160000"
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+_ARGV_CHUNK = 500
 
 
 def shape_problems(git: Git, changes: list[PathChange]) -> list[str]:
@@ -74,9 +75,10 @@ def _swaps(changes: list[PathChange]) -> list[str]:
 
 def _outside_sparse(git: Git, changes: list[PathChange]) -> list[str]:
     existing = [c.path for c in changes if c.before is not None]
-    if not existing:
-        return []
-    out = git.run("ls-files", "-t", "-z", "--", *existing, env=_LITERAL, check=False).stdout
+    out = b""
+    for start in range(0, len(existing), _ARGV_CHUNK):  # a change may name many paths
+        chunk = existing[start : start + _ARGV_CHUNK]
+        out += git.run("ls-files", "-t", "-z", "--", *chunk, env=_LITERAL, check=False).stdout
     problems = []
     for record in out.split(b"\0"):
         tag, _, raw = record.partition(b" ")

@@ -85,3 +85,21 @@ def test_change_to_a_file_outside_the_cone_is_refused_by_name(sparse_repo: Repo)
     assert report["attempt_events"][0]["failure_phase"] == "VALIDATE"
     assert "out/b.txt: outside your sparse checkout" in report["feedback"][0]
     assert repo.tree_state() == before
+
+
+def test_objective_naming_a_file_outside_the_cone_says_so(sparse_repo: Repo) -> None:
+    repo = sparse_repo
+    before = repo.tree_state()
+
+    res = cli(
+        "run",
+        "--objective",
+        "edit-file: out/b.txt\nreplace: out\nwith: OUT\n",
+        "--json",
+        cwd=repo.root,
+    )
+
+    report = report_of(res)
+    assert res.returncode == 1
+    assert "out/b.txt is outside your sparse checkout" in report["message"], report["message"]
+    assert repo.tree_state() == before

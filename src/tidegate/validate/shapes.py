@@ -92,12 +92,14 @@ def _outside_sparse(git: Git, changes: list[PathChange]) -> list[str]:
 
 
 def why_missing(t0_root: Path, path: str) -> str:
-    """Why there is no regular file at ``path`` in the T0 work tree at ``t0_root``."""
+    """Why there is no regular file at ``path`` in the T0 work tree at ``t0_root`` (a
+    shadow: a work tree at the T0 commit, sparse when the user's is)."""
     try:
         parts = check_relative(path)
     except UnsafePathError as exc:
         return str(exc)
-    submodule = _submodule_at(Git(t0_root), parts)
+    entries = _t0_entries(Git(t0_root), parts)
+    submodule = next((p for p, mode in entries.items() if mode == GITLINK), None)
     if submodule == path:
         return f"{path} is the submodule {path}; tidegate does not change submodules"
     if submodule is not None:
@@ -117,6 +119,11 @@ def why_missing(t0_root: Path, path: str) -> str:
             return f"{path} is a directory at T0, not a file"
         if not last and not stat.S_ISDIR(mode):
             return f"{shown} is a file at T0, not a directory"
+    if path in entries:
+        return (
+            f"{path} is outside your sparse checkout (tracked, but not in the work tree); "
+            "widen the checkout to change it"
+        )
     return "no such file at T0"
 
 
@@ -130,12 +137,13 @@ def _through_symlink(link: Path, shown: str, rest: list[str], last: bool) -> str
     return f"{'/'.join([shown, *rest])} is reached through the symlink {shown} (-> {target}){hint}"
 
 
-def _submodule_at(git: Git, parts: list[str]) -> str | None:
-    """The gitlink of the T0 tree at ``parts`` or at a directory above it, if any."""
+def _t0_entries(git: Git, parts: list[str]) -> dict[str, str]:
+    """The T0 tree's entries (path -> mode) at ``parts`` and at each directory above it."""
     prefixes = ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
     out = git.run("ls-tree", "-z", "HEAD", "--", *prefixes, env=_LITERAL, check=False).stdout
+    entries: dict[str, str] = {}
     for record in out.split(b"\0"):
         meta, _, raw = record.partition(b"\t")
-        if meta.startswith(GITLINK.encode()):
-            return raw.decode("utf-8", "surrogateescape")
-    return None
+        if raw:
+            entries[raw.decode("utf-8", "surrogateescape")] = meta.split(b" ")[0].decode()
+    return entries

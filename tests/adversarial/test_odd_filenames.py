@@ -10,7 +10,9 @@ never a traceback after the change is already applied.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -187,4 +189,37 @@ def test_odd_name_conflict_exits_3_with_a_valid_report(
     rejects = [p for p in (root / ".tidegate" / "rejects").rglob("*") if p.is_file()]
     assert {os.fsencode(p.name) for p in rejects} >= {name + b".rej"}
     assert len(report["rejects"]) == len(rejects)
+    assert repo.index_bytes() == index
+
+
+def test_content_that_is_not_utf8_is_reported_without_a_traceback(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    """A Latin-1 file (text to git, not UTF-8) edited: the run succeeds, the report is
+    strict JSON, and ``diff_sha256`` is over the diff's exact bytes."""
+    repo = committed_repo
+    repo.write("latin.txt", b"caf\xe9\nline 2\n")
+    repo.commit_all("latin-1")
+    repo.write("calc.py", "# dirty\n")
+    diff = tmp_path / "latin.diff"
+    diff.write_bytes(
+        diff_made_by_git(
+            repo, tmp_path, lambda c: (c / "latin.txt").write_bytes(b"caf\xe9\nligne 2 \xe0\n")
+        )
+    )
+    index = repo.index_bytes()
+
+    res = cli("run", "--objective", f"patch-file: {diff}", "--json", cwd=repo.root)
+
+    report = report_of(res)
+    assert res.returncode == 0, report["message"]
+    assert (repo.root / "latin.txt").read_bytes() == b"caf\xe9\nligne 2 \xe0\n"
+    assert "\\xe0" in report["diff"]
+    exact = subprocess.run(
+        ["git", "diff", "--binary", "--no-renames", "--full-index", report["t0_commit"]],
+        cwd=repo.root,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert hashlib.sha256(exact).hexdigest() == report["diff_sha256"]
     assert repo.index_bytes() == index

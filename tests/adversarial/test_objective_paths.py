@@ -44,6 +44,17 @@ def test_stdin_objective_that_is_not_utf8_is_one_line(docs_repo: Repo) -> None:
     assert docs_repo.tree_state() == before
 
 
+def test_argv_objective_that_is_not_utf8_is_one_line(docs_repo: Repo) -> None:
+    before = docs_repo.tree_state()
+    objective = os.fsdecode(b"edit-file: docs/x.md\nreplace: hello \xff\nwith: bye\n")
+
+    res = cli("run", "--objective", objective, cwd=docs_repo.root)
+
+    err = one_line_error(res)
+    assert "--objective" in err and "UTF-8" in err
+    assert docs_repo.tree_state() == before
+
+
 @pytest.mark.parametrize(
     "block",
     [

@@ -29,6 +29,7 @@ from tidegate.flow.report import FlowReport
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
 from tidegate.flow.resume import resume_run
 from tidegate.flow.transaction import execute
+from tidegate.pathtext import is_utf8
 from tidegate.planners import planner_for
 from tidegate.recovery import recover_repository
 from tidegate.store import (
@@ -129,6 +130,8 @@ def _objective(
             raise UsageError("give one of --objective and --objective-file")
         return "", Path.cwd(), "objective"
     if objective is not None:
+        if not is_utf8(objective):  # argv bytes that are not UTF-8 arrive as surrogates
+            raise UsageError("--objective: not UTF-8 text")
         return objective, Path.cwd(), "objective"
     assert objective_file is not None
     if str(objective_file) == "-":

@@ -85,8 +85,8 @@ def _outside_sparse(git: Git, changes: list[PathChange]) -> list[str]:
         if tag == b"S":
             path = raw.decode("utf-8", "surrogateescape")
             problems.append(
-                f"{path}: outside your sparse checkout (skip-worktree), so not in your work "
-                "tree; widen the checkout to change it"
+                f"{path}: outside your sparse checkout (skip-worktree in your index, so T0 "
+                "does not hold your work tree's file); widen the checkout, or clear the bit"
             )
     return problems
 

@@ -67,6 +67,8 @@ def test_nothing_is_written_through_the_symlinks(
     assert repo.index_bytes() == index
     if command == "run":
         assert repo.read("README.md") == "# calc!\n"
+    skipped = [n for n in report["notes"] if "info/exclude" in n]
+    assert bool(skipped) == (what != "tidegate"), report["notes"]
 
 
 @pytest.mark.parametrize("what", ["tidegate", "both"])

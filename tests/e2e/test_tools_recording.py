@@ -85,6 +85,7 @@ def test_a_write_call_is_one_run_with_its_effects(committed_repo: Repo) -> None:
             "after_sha256": _sha(new),
             "before_mode": None,
             "after_mode": None,
+            "path_bytes": None,
         }
     ]
     assert detail["evidence"]["replay_hash"] == detail["evidence"]["replay_hash_recomputed"]

@@ -23,6 +23,7 @@ from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.flow.modes import Mode
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
+from tidegate.pathtext import is_utf8
 
 if TYPE_CHECKING:
     from tidegate.flow.report import FlowReport
@@ -118,10 +119,17 @@ def _objective(
             raise UsageError("give one of --objective and --objective-file")
         return "", Path.cwd(), "objective"
     if objective is not None:
+        if not is_utf8(objective):  # argv bytes that are not UTF-8 arrive as surrogates
+            raise UsageError("--objective: not UTF-8 text")
         return objective, Path.cwd(), "objective"
     assert objective_file is not None
     if str(objective_file) == "-":
-        return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        try:
+            return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"--objective-file -: stdin is not UTF-8 text (byte {exc.start})"
+            ) from exc
     try:
         text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
         return text, objective_file.resolve().parent, str(objective_file)

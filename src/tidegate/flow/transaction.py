@@ -133,7 +133,7 @@ def execute(
     try:
         try:
             scratch = make_scratch(repo, run_id)
-            ensure_excluded(repo)
+            excluded = ensure_excluded(repo)
             snapshot = take_snapshot(repo, run_id, scratch)
             shadow = ShadowWorktree.acquire(
                 repo, snapshot.commit, run_id, pool=request.warm_shadow or config.shadow.pool
@@ -159,6 +159,10 @@ def execute(
                 ),
             )
         state = new_state(request, run_id, repo, snapshot, shadow, planner, scratch, config)
+        if not excluded:
+            state.notes.append(
+                ".git/info/exclude is not a plain file (a symlink?): .tidegate/ was not added"
+            )
         driver = Driver(state, recorder, started)
         return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:

@@ -14,7 +14,7 @@ import hashlib
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.report import AppliedFile
 from tidegate.flow.state import RunState
-from tidegate.workspace.fs import LocalFS
+from tidegate.workspace.fs import LocalFS, UnsafePathError
 from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
 from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
 
@@ -67,8 +67,20 @@ def _sha(content: bytes | None) -> str | None:
 
 
 def _write_rejects(state: RunState, conflicts: list[Conflict]) -> None:
-    fs = LocalFS(state.repo.root)
-    base = f".tidegate/rejects/{state.run_id}"
+    """One ``.rej`` per conflict under ``.tidegate/rejects/<run-id>/``; when ``.tidegate``
+    is not a plain directory (a symlink out of the repository, a file), under the git
+    directory instead: never through a symlink, and the conflict is still a conflict."""
+    try:
+        _write_rejects_under(state, conflicts, LocalFS(state.repo.root), ".tidegate/rejects")
+    except UnsafePathError as exc:
+        state.rejects.clear()
+        _write_rejects_under(state, conflicts, LocalFS(state.repo.git_dir), "tidegate/rejects")
+        state.rejects[:] = [str(state.repo.git_dir / rel) for rel in state.rejects]
+        state.notes.append(f"rejects written to {state.rejects_dir}, not .tidegate/ ({exc})")
+
+
+def _write_rejects_under(state: RunState, conflicts: list[Conflict], fs: LocalFS, top: str) -> None:
+    base = f"{top}/{state.run_id}"
     for c in conflicts:
         header = f"# tidegate could not apply this change to {c.path}: {c.reason}\n"
         rel = f"{base}/{c.path}.rej"
@@ -79,4 +91,4 @@ def _write_rejects(state: RunState, conflicts: list[Conflict]) -> None:
             ".tidegate-tmp-rej",
         )
         state.rejects.append(rel)
-    state.rejects_dir = state.repo.root / base
+    state.rejects_dir = fs.root / base

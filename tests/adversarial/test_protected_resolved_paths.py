@@ -1,0 +1,148 @@
+"""The attacker spells a protected path so that it does not look protected: through a
+symlinked directory (``self -> .``, ``link -> .github``), one that exists at T0, one only
+in the user's work tree (ignored, so absent from T0), or one the same proposal creates;
+or through a symlink that leaves the repository without a single ``..``.
+
+Through the real engine and through the real tool host, each must be refused and leave
+the work tree and ``.git/index`` byte-identical.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo
+from tidegate.flow.report import FlowReport
+
+LINK_SELF = (
+    "diff --git a/self b/self\nnew file mode 120000\n--- /dev/null\n+++ b/self\n"
+    "@@ -0,0 +1 @@\n+.\n\\ No newline at end of file\n"
+)
+WORKFLOW_THROUGH_SELF = (
+    "diff --git a/self/.github/workflows/x.yml b/self/.github/workflows/x.yml\n"
+    "new file mode 100644\n--- /dev/null\n+++ b/self/.github/workflows/x.yml\n"
+    "@@ -0,0 +1 @@\n+on: push\n"
+)
+
+
+def _create(path: str) -> str:
+    return f"create-file: {path}\ncontent: <<<\non: push\n>>>\n"
+
+
+def _attack(repo: Repo, objective: str, *expected: str) -> FlowReport:
+    before = repo.tree_state(with_mtimes=True)
+    report = repo.run(objective, max_attempts=1)
+    assert report.status == "failed", report.message
+    assert report.failure_phase == "VALIDATE", report.message
+    for text in expected:
+        assert text in report.message, report.message
+    assert repo.tree_state(with_mtimes=True) == before
+    assert not (repo.root / ".github" / "workflows").exists()
+    return report
+
+
+@pytest.mark.parametrize(
+    ("path", "resolved", "why"),
+    [
+        ("self/.github/workflows/x.yml", ".github/workflows/x.yml", "'.github/workflows/**'"),
+        ("self/.tidegate/config.toml", ".tidegate/config.toml", "tidegate's own .tidegate/"),
+        ("self/self/Jenkinsfile", "Jenkinsfile", "'Jenkinsfile'"),
+    ],
+)
+def test_a_symlink_to_the_root_at_t0_does_not_hide_a_protected_path(
+    committed_repo: Repo, path: str, resolved: str, why: str
+) -> None:
+    os.symlink(".", committed_repo.root / "self")
+    committed_repo.commit_all("a link to the root")
+    _attack(committed_repo, _create(path), "passes through the symlink self", resolved, why)
+
+
+def test_a_link_to_github_at_t0_does_not_hide_the_workflows(committed_repo: Repo) -> None:
+    committed_repo.write(".github/CODEOWNERS", "* @me\n")
+    os.symlink(".github", committed_repo.root / "link")
+    committed_repo.commit_all("link")
+    _attack(
+        committed_repo,
+        _create("link/workflows/ci.yml"),
+        "passes through the symlink link",
+        ".github/workflows/ci.yml",
+        "'.github/workflows/**'",
+    )
+
+
+def test_an_ignored_symlink_only_in_the_work_tree_is_seen_before_anything_runs(
+    committed_repo: Repo,
+) -> None:
+    """Ignored entries are not in T0 (nor in the shadow): the work tree is looked at too,
+    so the refusal comes in VALIDATE, before verification, not as an apply-back conflict."""
+    committed_repo.write(".gitignore", ".env\nbuild/\n__pycache__/\nself\n")
+    committed_repo.commit_all("ignore self")
+    os.symlink(".", committed_repo.root / "self")
+    _attack(
+        committed_repo,
+        _create("self/.github/workflows/x.yml"),
+        "passes through the symlink self in your work tree",
+        ".github/workflows/x.yml",
+    )
+
+
+def test_a_symlink_out_of_the_repository_without_dotdot_is_refused(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.symlink(str(outside), committed_repo.root / "out")
+    committed_repo.commit_all("an absolute link")
+    _attack(committed_repo, _create("out/payload.sh"), "out, which leads outside the repository")
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("form", ["diff", "diff+edit"])
+def test_a_symlink_created_and_written_through_in_one_proposal_is_refused(
+    committed_repo: Repo, tmp_path: Path, form: str
+) -> None:
+    diff = tmp_path / "p.diff"
+    if form == "diff":
+        diff.write_text(LINK_SELF + WORKFLOW_THROUGH_SELF)
+        objective = f"patch-file: {diff}\n"
+    else:
+        diff.write_text(LINK_SELF)
+        objective = f"patch-file: {diff}\n" + _create("self/.github/workflows/x.yml")
+    _attack(committed_repo, objective, "self: the proposal writes it and also")
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "expected"),
+    [
+        ("self", ".", "a symlink to the repository root"),
+        ("deep/up", "..", "a symlink to the repository root"),
+        ("link", ".github", "aliases the protected '.github/workflows/**'"),
+        ("cfg", ".tidegate", "aliases the protected '.tidegate'"),
+        ("hooks", ".git/hooks", "aliases the protected '.git'"),
+    ],
+)
+def test_a_proposal_may_not_plant_an_aliasing_symlink_for_the_next_run(
+    committed_repo: Repo, tmp_path: Path, name: str, target: str, expected: str
+) -> None:
+    """Even alone, such a link is refused: a later write through it (a tool, an editor,
+    the next run) would reach what its spelling hides."""
+    diff = tmp_path / "link.diff"
+    diff.write_text(
+        f"diff --git a/{name} b/{name}\nnew file mode 120000\n--- /dev/null\n+++ b/{name}\n"
+        f"@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+    )
+    _attack(committed_repo, f"patch-file: {diff}\n", expected)
+
+
+def test_an_ordinary_symlink_is_still_fine(committed_repo: Repo, tmp_path: Path) -> None:
+    diff = tmp_path / "link.diff"
+    diff.write_text(
+        "diff --git a/latest.py b/latest.py\nnew file mode 120000\n--- /dev/null\n"
+        "+++ b/latest.py\n@@ -0,0 +1 @@\n+calc.py\n\\ No newline at end of file\n"
+    )
+    report = committed_repo.run(f"patch-file: {diff}\n")
+    assert report.status == "succeeded", report.message
+    assert os.readlink(committed_repo.root / "latest.py") == "calc.py"

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo
+from tests.integration.tools.support import call, executor, sha
 from tidegate.flow.report import FlowReport
+from tidegate.tools.policy import ApprovalProfile
 
 LINK_SELF = (
     "diff --git a/self b/self\nnew file mode 120000\n--- /dev/null\n+++ b/self\n"
@@ -146,3 +148,137 @@ def test_an_ordinary_symlink_is_still_fine(committed_repo: Repo, tmp_path: Path)
     report = committed_repo.run(f"patch-file: {diff}\n")
     assert report.status == "succeeded", report.message
     assert os.readlink(committed_repo.root / "latest.py") == "calc.py"
+
+
+# -- the tool host: a model or MCP client choosing the path argument ------------------------
+
+
+def _host_attack(
+    repo: Repo, tool: str, status: str, expected: str, profile: ApprovalProfile, **args: str
+) -> None:
+    before = repo.tree_state(with_mtimes=True)
+    with executor(repo.root, approval=profile) as ex:
+        if tool == "workspace_edit" or args.get("expect") == "":
+            args["expect"] = sha(ex, args["path"])  # the attacker read the file first
+        result = ex.execute(call(tool, **args))
+    assert not result.ok
+    assert result.status == status, result
+    assert result.error is not None and expected in result.error.message, result.error
+    if status == "error":  # refused by the port at commit, on the resolved path
+        assert result.error.code == "path_refused"
+        assert result.error.details == {"reason": "tidegate_config"}
+    assert result.effects.write == ()
+    assert repo.tree_state(with_mtimes=True) == before
+
+
+@pytest.mark.parametrize("profile", list(ApprovalProfile))
+def test_host_write_through_self_link_to_a_workflow_needs_approval(
+    committed_repo: Repo, profile: ApprovalProfile
+) -> None:
+    os.symlink(".", committed_repo.root / "self")
+    committed_repo.commit_all("a link to the root")
+    _host_attack(
+        committed_repo,
+        "workspace_write",
+        "pending_approval",
+        "self/.github/workflows/ci.yml (which resolves to .github/workflows/ci.yml) is protected",
+        profile,
+        path="self/.github/workflows/ci.yml",
+        content="on: push\n",
+        expect="must_not_exist",
+    )
+
+
+def test_host_write_through_a_link_to_github_needs_approval(committed_repo: Repo) -> None:
+    committed_repo.write(".github/CODEOWNERS", "* @me\n")
+    os.symlink(".github", committed_repo.root / "link")
+    _host_attack(
+        committed_repo,
+        "workspace_write",
+        "pending_approval",
+        "resolves to .github/workflows/ci.yml) is protected",
+        ApprovalProfile.TRUSTED_WORKSPACE,
+        path="link/workflows/ci.yml",
+        content="on: push\n",
+        expect="must_not_exist",
+    )
+
+
+def test_host_write_through_self_link_to_the_local_config_is_denied(committed_repo: Repo) -> None:
+    committed_repo.write(".tidegate/config.toml", '[validate]\nprotected = [".github/**"]\n')
+    os.symlink(".", committed_repo.root / "self")
+    _host_attack(
+        committed_repo,
+        "workspace_edit",
+        "denied",
+        "resolves to .tidegate/config.toml) is inside .git or .tidegate",
+        ApprovalProfile.TRUSTED_WORKSPACE,
+        path="self/.tidegate/config.toml",
+        old='[".github/**"]',
+        new="[]",
+    )
+
+
+def test_host_edit_of_the_policy_table_in_pyproject_is_refused(committed_repo: Repo) -> None:
+    committed_repo.write(
+        "pyproject.toml", '[project]\nname = "calc"\n\n[tool.tidegate.validate]\nmax_files = 5\n'
+    )
+    committed_repo.commit_all("policy")
+    _host_attack(
+        committed_repo,
+        "workspace_edit",
+        "error",
+        "alters [tool.tidegate]",
+        ApprovalProfile.TRUSTED_WORKSPACE,
+        path="pyproject.toml",
+        old="max_files = 5",
+        new="max_files = 5000",
+    )
+    # The rest of the file is the user's project, and stays editable.
+    with executor(committed_repo.root) as ex:
+        ok = ex.execute(
+            call(
+                "workspace_edit",
+                path="pyproject.toml",
+                old='name = "calc"',
+                new='name = "calc2"',
+                expect=sha(ex, "pyproject.toml"),
+            )
+        )
+    assert ok.ok, ok.error
+    assert 'name = "calc2"' in committed_repo.read("pyproject.toml")
+
+
+def test_host_write_to_the_file_pyproject_links_to_is_refused(committed_repo: Repo) -> None:
+    committed_repo.write("cfg/pyproject.toml", "[tool.tidegate.validate]\nmax_files = 5\n")
+    os.symlink("cfg/pyproject.toml", committed_repo.root / "pyproject.toml")
+    committed_repo.commit_all("linked")
+    _host_attack(
+        committed_repo,
+        "workspace_write",
+        "error",
+        "alters [tool.tidegate]",
+        ApprovalProfile.TRUSTED_WORKSPACE,
+        path="cfg/pyproject.toml",
+        content="[tool.tidegate.validate]\nprotected = []\n",
+        expect="",
+    )
+
+
+def test_host_uses_the_users_protected_list(committed_repo: Repo) -> None:
+    """``tidegate tools`` / ``mcp`` sessions judge writes by the repository's configured
+    list, not a built-in one."""
+    from tidegate.tools.host import open_executor
+
+    committed_repo.write(".tidegate/config.toml", '[validate]\nprotected = ["deploy/**"]\n')
+    os.symlink(".", committed_repo.root / "self")
+    before = committed_repo.tree_state(with_mtimes=True)
+    with open_executor(committed_repo.root, approval="trusted-workspace") as ex:
+        result = ex.execute(
+            call(
+                "workspace_write", path="self/deploy/run.sh", content="x\n", expect="must_not_exist"
+            )
+        )
+    assert result.status == "pending_approval", result
+    assert result.error is not None and "(deploy/**)" in result.error.message
+    assert committed_repo.tree_state(with_mtimes=True) == before

@@ -65,7 +65,15 @@ from tidegate.tools.effects import (
     undeclared,
 )
 from tidegate.tools.guards import StaleEditGuard, state_key
-from tidegate.tools.policy import Allow, Ask, Deny, PolicyContext, check_examples, decide
+from tidegate.tools.policy import (
+    PATH_WRITERS,
+    Allow,
+    Ask,
+    Deny,
+    PolicyContext,
+    check_examples,
+    decide,
+)
 
 
 class _Unknown(Exception):
@@ -308,7 +316,14 @@ class ToolExecutor:
         self, call: ToolCall, spec: ToolSpec, raw: dict[str, Any], started: float
     ) -> ApprovalEffect | ToolResult:
         ctx = self.context
-        decision = decide(spec.tool_id, raw, ctx.mode, ctx.approval_profile, self.policy_context)
+        decision = decide(
+            spec.tool_id,
+            raw,
+            ctx.mode,
+            ctx.approval_profile,
+            self.policy_context,
+            self._write_target(spec.tool_id, raw),
+        )
         if isinstance(decision, Allow):
             return ApprovalEffect(status="not_required")
         request_id = (
@@ -362,6 +377,19 @@ class ToolExecutor:
         return ApprovalEffect(
             status="granted", request_id=request_id, decided_by=answer.by, reasons=decision.reasons
         )
+
+    def _write_target(self, tool: str, raw: Mapping[str, Any]) -> str | None:
+        """Where a path-writing call would land, symlinked directories followed (None: not
+        such a call, or a path the port refuses anyway when the call is dispatched)."""
+        from tidegate.workspace.confine import PathRefused
+
+        path = raw.get("path")
+        if tool not in PATH_WRITERS or not isinstance(path, str):
+            return None
+        try:
+            return self.context.workspace.resolved(path)
+        except (PathRefused, OSError):
+            return None
 
     def _denied(
         self,

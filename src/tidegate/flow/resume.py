@@ -97,7 +97,7 @@ def resume_run(
         raise refuse(f"the planner's inputs (script or patch files) changed{since}")
     if config_sha256(config) != inputs.config_sha256:
         raise refuse(f"the repository's tidegate configuration changed{since}")
-    planner = planner_for(request)
+    planner = planner_for(request, config=config)
     current_hashes = planner_hashes(planner)
     changed = [
         name.replace("_", " ")

@@ -98,7 +98,7 @@ def execute(
     config = loaded.config
     policy = effective_policy(loaded, request)
     if planner is None:
-        planner = planner_for(request, recorder=recorder)
+        planner = planner_for(request, recorder=recorder, config=config)
     run_id = new_run_id()
     if refusal := containment_refusal(request, config):
         # Refused before the lock, the snapshot, or any planning (and model spending).

@@ -132,11 +132,24 @@ def test_the_local_config_file_is_out_of_reach(project: Repo, tmp_path: Path) ->
     _attack(project, WORKFLOW, "protected by the pattern '.github/**'")
 
 
-def test_a_verify_command_rewriting_the_shadow_config_does_not_reach_the_next_attempt(
+WEAKEN_MAIN = (
+    # An uncontained verification finds the user's work tree through the shadow's git
+    # metadata and rewrites its local configuration.
+    'main=$(dirname "$(git rev-parse --path-format=absolute --git-common-dir)") && '
+    'mkdir -p "$main/.tidegate" && '
+    "printf '[validate]\\nprotected = []\\n' > \"$main/.tidegate/config.toml\""
+)
+
+
+def _without_config(state: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in state.items() if not k.startswith((".tidegate", "dir:.tidegate"))}
+
+
+def test_a_verify_command_rewriting_the_config_does_not_reach_the_next_attempt(
     project: Repo, tmp_path: Path
 ) -> None:
-    """Policy is read once from the user's tree: a command that writes a weak config
-    into the shadow (where it runs) changes nothing for the attempts after it."""
+    """Policy is read once, at bootstrap: what a command writes into the user's config
+    during the run (possible only without containment) does not judge later attempts."""
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(
@@ -149,17 +162,37 @@ def test_a_verify_command_rewriting_the_shadow_config_does_not_reach_the_next_at
             }
         )
     )
-    weaken = (
-        "mkdir -p .tidegate && printf '[validate]\\nprotected = []\\n' > .tidegate/config.toml"
-        " && printf '\\n[tool.tidegate.validate]\\nprotected = []\\n' >> pyproject.toml; exit 1"
-    )
+    (project.root / ".tidegate").mkdir()  # so that only .tidegate/ changes below
     before = project.tree_state(with_mtimes=True)
-    report = project.run("x", verify=weaken, planner=f"scripted:{script}", max_attempts=2)
+    report = project.run(
+        "x",
+        verify=WEAKEN_MAIN + "; exit 1",
+        planner=f"scripted:{script}",
+        max_attempts=2,
+        containment="none",
+    )
+    assert (project.root / ".tidegate/config.toml").read_text() == "[validate]\nprotected = []\n"
     assert report.status == "failed"
     assert report.attempts == 2
     assert report.failure_phase == "VALIDATE", report.message
     assert "protected by the pattern '.github/workflows/**'" in report.message
-    assert project.tree_state(with_mtimes=True) == before
+    assert _without_config(project.tree_state(with_mtimes=True)) == _without_config(before)
+
+
+def test_a_change_verified_while_the_config_was_rewritten_is_not_applied(project: Repo) -> None:
+    (project.root / ".tidegate").mkdir()
+    before = project.tree_state(with_mtimes=True)
+    report = project.run(
+        "create-file: notes.txt\ncontent: <<<\nhi\n>>>\n",
+        verify=WEAKEN_MAIN,
+        max_attempts=1,
+        containment="none",
+    )
+    assert report.status == "failed"
+    assert report.failure_phase == "APPLY_BACK", report.message
+    assert "configuration" in report.message and "nothing was applied" in report.message
+    assert not (project.root / "notes.txt").exists()
+    assert _without_config(project.tree_state(with_mtimes=True)) == _without_config(before)
 
 
 def test_the_effective_policy_is_recorded_in_the_report_and_the_trace(project: Repo) -> None:

@@ -282,3 +282,29 @@ def test_host_uses_the_users_protected_list(committed_repo: Repo) -> None:
     assert result.status == "pending_approval", result
     assert result.error is not None and "(deploy/**)" in result.error.message
     assert committed_repo.tree_state(with_mtimes=True) == before
+
+
+def test_the_port_itself_refuses_the_config_whatever_approved_the_call(
+    committed_repo: Repo,
+) -> None:
+    """The commit-time check on the resolved path: it holds for any caller of the port
+    (and for a symlink swapped in after an approval was decided on the old spelling)."""
+    from tidegate.workspace.confine import PathRefused
+    from tidegate.workspace.port import WorkspacePort
+
+    committed_repo.write(".tidegate/config.toml", "[validate]\n")
+    os.symlink(".", committed_repo.root / "self")
+    before = committed_repo.tree_state(with_mtimes=True)
+    with WorkspacePort(committed_repo.root) as port:
+        digest = port.read(".tidegate/config.toml").sha256
+        attempts = [
+            lambda: port.write("self/.tidegate/config.toml", "", expect=digest),
+            lambda: port.edit("self/.tidegate/config.toml", old="[", new="#[", expect=digest),
+            lambda: port.delete("self/.tidegate/config.toml", expect=digest),
+            lambda: port.write("self/.tidegate/new.toml", "x", expect="must_not_exist"),
+        ]
+        for attempt in attempts:
+            with pytest.raises(PathRefused) as refused:
+                attempt()
+            assert refused.value.reason == "tidegate_config"
+    assert committed_repo.tree_state(with_mtimes=True) == before

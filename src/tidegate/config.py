@@ -16,6 +16,10 @@ silently weakens a limit::
     [tool.tidegate.containment]       # how VERIFY's command is confined
     mode = "auto"                     # "auto" | "required" | "none"
     share = [".venv", "node_modules"] # ignored dirs visible read-only in the shadow
+
+Both files are the user's policy: a run reads them once (``load_policy``), and no change a
+run proposes may touch ``.tidegate/`` or alter the ``[tool.tidegate]`` table
+(``policy_table_change`` is the comparison the engine and the tool host share).
 """
 
 from __future__ import annotations

@@ -16,10 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo
+from tests.integration.tools.support import call, executor
 from tidegate.flow.report import FlowReport
 from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.store import StoreRecorder, open_run_store
+from tidegate.tools.calls import ToolOutcomeUnknown
+from tidegate.tools.policy import ApprovalProfile
 
 PYPROJECT = '[project]\nname = "calc"\ndependencies = []\n'
 WORKFLOW = "create-file: .github/workflows/x.yml\ncontent: <<<\non: push\n>>>\n"
@@ -218,3 +221,39 @@ def test_the_effective_policy_is_recorded_in_the_report_and_the_trace(project: R
     events = [e for e in store.events(recorded.run_id) if e.kind == "policy.effective"]
     assert len(events) == 1
     assert json.loads(events[0].payload)["sha256"] == recorded.effective_policy.sha256
+
+
+# -- the tool host: a command that rewrites the configuration for the next run --------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf '\\n[tool.tidegate.validate]\\nprotected = []\\n' >> pyproject.toml",
+        "mkdir -p .tidegate && printf '[validate]\\nprotected = []\\n' > .tidegate/config.toml",
+    ],
+    ids=["pyproject", "local"],
+)
+def test_a_command_that_rewrites_the_config_ends_the_tool_session(
+    project: Repo, command: str
+) -> None:
+    project.write(".git/info/exclude", ".tidegate/\n")  # as any earlier run leaves it
+    with executor(project.root, approval=ApprovalProfile.TRUSTED_WORKSPACE) as ex:
+        with pytest.raises(ToolOutcomeUnknown) as ended:
+            ex.execute(call("command_run", command=command))
+        assert "changed tidegate's own configuration" in ended.value.reason
+        later = ex.execute(call("workspace_read", path="calc.py"))
+    assert later.status != "ok" and later.error is not None
+    assert "unknown outcome" in later.error.message
+
+
+def test_a_command_editing_only_dependencies_is_fine(project: Repo) -> None:
+    with executor(project.root, approval=ApprovalProfile.TRUSTED_WORKSPACE) as ex:
+        result = ex.execute(
+            call(
+                "command_run",
+                command="sed -i 's/dependencies = \\[\\]/dependencies = [\"a\"]/' pyproject.toml",
+            )
+        )
+    assert result.ok, result.error
+    assert 'dependencies = ["a"]' in project.read("pyproject.toml")

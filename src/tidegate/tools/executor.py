@@ -53,6 +53,7 @@ from tidegate.tools.calls import (
     ToolResult,
 )
 from tidegate.tools.catalog import ToolDefinition, ToolRegistry, ToolSpec
+from tidegate.tools.config_watch import config_change, config_snapshot
 from tidegate.tools.context import ApprovalAnswer, ApprovalPort, CallRecorder, ToolContext
 from tidegate.tools.effects import (
     HOST_CAPTURED_FIELDS,
@@ -446,6 +447,7 @@ class ToolExecutor:
             before = self._before(spec, target)
         except ToolFailure as failure:
             return self._failure_result(call, spec, failure, started)
+        config_before = config_snapshot(self.context.root) if spec.capture == "inventory" else None
         guard_key = None
         if before.target is not None:
             state = before.target_state
@@ -480,6 +482,14 @@ class ToolExecutor:
                     f"the workspace could not be observed after dispatch: {exc}"
                 ) from exc
             observed = Effects(write=tuple(writes), derived=tuple(derived))
+            if config_before is not None and (
+                changed := config_change(config_before, config_snapshot(self.context.root))
+            ):
+                raise _Unknown(
+                    f"the call changed tidegate's own configuration ({changed}); the session "
+                    "stops: only you may change it, so look at what was written",
+                    observed,
+                )
             if thrown is not None:
                 raise _Unknown(
                     f"the adapter raised {type(thrown).__name__} after dispatch: {thrown}",

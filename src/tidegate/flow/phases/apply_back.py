@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from tidegate.errors import ErrorClass, PhaseError
+from tidegate.config import load_policy
+from tidegate.errors import ErrorClass, PhaseError, UsageError
+from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.report import AppliedFile
 from tidegate.flow.state import RunState
 from tidegate.workspace.fs import LocalFS
@@ -13,6 +15,7 @@ from tidegate.workspace.merge_back import Conflict, plan_merge
 
 
 def apply_back(state: RunState) -> str:
+    _policy_unchanged(state)
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
     if plan.conflicts:
         _write_rejects(state, plan.conflicts)
@@ -45,6 +48,27 @@ def apply_back(state: RunState) -> str:
         )
     merged = sum(1 for op in plan.ops if op.merged)
     return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
+
+
+def _policy_unchanged(state: RunState) -> None:
+    """Refuse to apply when tidegate's configuration in the work tree is no longer the one
+    the run was judged by. Only something outside the run's own change can have done it
+    (you, or a verification command run without containment, which can write anywhere);
+    either way the run's verdict no longer speaks for the policy that is there now."""
+    if state.policy is None:
+        return
+    try:
+        now = effective_policy(load_policy(state.repo.root), state.request).sha256
+    except UsageError:
+        now = None
+    if now != state.policy.sha256:
+        raise PhaseError(
+            ErrorClass.UNKNOWN,
+            "tidegate's configuration (pyproject.toml [tool.tidegate] or "
+            ".tidegate/config.toml) changed in your work tree during the run; nothing was "
+            "applied. Check who changed it before running again",
+            retryable=False,
+        )
 
 
 def _sha(content: bytes | None) -> str | None:

@@ -267,7 +267,7 @@ def test_host_write_to_the_file_pyproject_links_to_is_refused(committed_repo: Re
 
 def test_host_uses_the_users_protected_list(committed_repo: Repo) -> None:
     """``tidegate tools`` / ``mcp`` sessions judge writes by the repository's configured
-    list, not a built-in one."""
+    list, not a built-in one, and record it with the session."""
     from tidegate.tools.host import open_executor
 
     committed_repo.write(".tidegate/config.toml", '[validate]\nprotected = ["deploy/**"]\n')
@@ -308,3 +308,20 @@ def test_the_port_itself_refuses_the_config_whatever_approved_the_call(
                 attempt()
             assert refused.value.reason == "tidegate_config"
     assert committed_repo.tree_state(with_mtimes=True) == before
+
+
+def test_host_write_through_a_link_out_of_the_workspace_is_refused(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.symlink(str(outside), committed_repo.root / "out")
+    before = committed_repo.tree_state(with_mtimes=True)
+    with executor(committed_repo.root, approval=ApprovalProfile.TRUSTED_WORKSPACE) as ex:
+        result = ex.execute(
+            call("workspace_write", path="out/ci.yml", content="x\n", expect="must_not_exist")
+        )
+    assert result.error is not None and result.error.code == "path_refused", result
+    assert result.effects.write == ()
+    assert committed_repo.tree_state(with_mtimes=True) == before
+    assert list(outside.iterdir()) == []

@@ -325,3 +325,15 @@ def test_host_write_through_a_link_out_of_the_workspace_is_refused(
     assert result.effects.write == ()
     assert committed_repo.tree_state(with_mtimes=True) == before
     assert list(outside.iterdir()) == []
+
+
+def test_a_file_replaced_by_a_directory_is_judged_without_tripping(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    """``a`` is a file at T0 and the change makes it a directory: walking ``a/b/c.txt`` on
+    disk meets a file where a directory is spelled; that is no symlink, and no crash."""
+    committed_repo.write("notes", "a file\n")
+    committed_repo.commit_all("a file")
+    report = committed_repo.run("delete-file: notes\n" + _create("notes/b/c.txt"), max_attempts=1)
+    validate = [e for e in report.phases if e.phase == "VALIDATE"]
+    assert [e.status for e in validate] == ["ok"], report.message

@@ -138,8 +138,8 @@ def _through_symlink(
         try:
             if not stat.S_ISLNK(os.lstat(current).st_mode):
                 continue
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing on disk below here to pass through
         link = "/".join(parts[: i + 1])
         resolved = resolve_beneath(root, path)
         if resolved is None:

@@ -268,20 +268,25 @@ def test_host_write_to_the_file_pyproject_links_to_is_refused(committed_repo: Re
 def test_host_uses_the_users_protected_list(committed_repo: Repo) -> None:
     """``tidegate tools`` / ``mcp`` sessions judge writes by the repository's configured
     list, not a built-in one, and record it with the session."""
-    from tidegate.tools.host import open_executor
+    from tidegate.store import open_run_store
+    from tidegate.tools.host import open_executor, open_tool_run
 
     committed_repo.write(".tidegate/config.toml", '[validate]\nprotected = ["deploy/**"]\n')
     os.symlink(".", committed_repo.root / "self")
     before = committed_repo.tree_state(with_mtimes=True)
     with open_executor(committed_repo.root, approval="trusted-workspace") as ex:
+        run = open_tool_run(ex, "tools", None, {})
         result = ex.execute(
             call(
                 "workspace_write", path="self/deploy/run.sh", content="x\n", expect="must_not_exist"
             )
         )
+        run.finish()
     assert result.status == "pending_approval", result
     assert result.error is not None and "(deploy/**)" in result.error.message
     assert committed_repo.tree_state(with_mtimes=True) == before
+    recorded = open_run_store(committed_repo.root, None).request(run.run_id)
+    assert recorded is not None and recorded["protected"] == ["deploy/**"]
 
 
 def test_the_port_itself_refuses_the_config_whatever_approved_the_call(

@@ -342,3 +342,16 @@ def test_a_file_replaced_by_a_directory_is_judged_without_tripping(
     report = committed_repo.run("delete-file: notes\n" + _create("notes/b/c.txt"), max_attempts=1)
     validate = [e for e in report.phases if e.phase == "VALIDATE"]
     assert [e.status for e in validate] == ["ok"], report.message
+
+
+@pytest.mark.parametrize("spelling", [".TIDEGATE/config.toml", ".TideGate/config.toml"])
+def test_another_case_of_the_config_dir_is_refused(committed_repo: Repo, spelling: str) -> None:
+    """On a case-insensitive file system these are ``.tidegate/config.toml``."""
+    _attack(committed_repo, _create(spelling), "inside tidegate's own .tidegate/ directory")
+    before = committed_repo.tree_state(with_mtimes=True)
+    with executor(committed_repo.root, approval=ApprovalProfile.TRUSTED_WORKSPACE) as ex:
+        denied = ex.execute(
+            call("workspace_write", path=spelling, content="x\n", expect="must_not_exist")
+        )
+    assert denied.status == "denied", denied
+    assert committed_repo.tree_state(with_mtimes=True) == before

@@ -271,7 +271,7 @@ def _protected(
     forms = [spelled] + ([resolved] if resolved is not None and resolved != spelled else [])
     for path in forms:
         shown = path if path == spelled else f"{spelled} (which resolves to {path})"
-        if any(matches_glob(path, g) for g in ALWAYS_DENIED_PATHS):
+        if any(matches_glob(path.lower(), g) for g in ALWAYS_DENIED_PATHS):
             return Deny((f"{shown} is inside .git or .tidegate, which tools never write",))
     for path in forms:
         shown = path if path == spelled else f"{spelled} (which resolves to {path})"

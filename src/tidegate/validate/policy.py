@@ -118,7 +118,7 @@ def protected_problem(path: str, protected: tuple[str, ...]) -> str | None:
     parts = path.split("/")
     if any(p.lower() == ".git" for p in parts):
         return f"{path}: inside a .git directory"
-    if parts[0] == ".tidegate":
+    if parts[0].lower() == ".tidegate":  # any case: some file systems ignore it
         return f"{path}: inside tidegate's own .tidegate/ directory"
     for pattern in protected:
         if glob_regex(pattern).fullmatch(path):

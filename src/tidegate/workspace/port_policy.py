@@ -29,7 +29,7 @@ def check_config_change(
     """Raise PathRefused when replacing ``old`` with ``new`` at ``where`` (None: absent)
     changes tidegate's configuration."""
     rel = where.rel
-    if rel.parts and rel.parts[0] == CONFIG_DIR:
+    if rel.parts and rel.parts[0].lower() == CONFIG_DIR:  # case-insensitive file systems
         raise PathRefused(
             path, "tidegate_config", f"resolves to {rel}, inside tidegate's own .tidegate/"
         )

@@ -22,6 +22,7 @@ from tidegate.planners.scripted import ScriptedPlanner
 from tidegate.planners.structured import StructuredPlanner
 
 if TYPE_CHECKING:
+    from tidegate.config import TidegateConfig
     from tidegate.flow.request import RunRequest
 
 
@@ -63,14 +64,21 @@ def make_planner(
 
 
 def planner_for(
-    request: RunRequest, *, recorder: Any = None, env: Mapping[str, str] | None = None
+    request: RunRequest,
+    *,
+    recorder: Any = None,
+    env: Mapping[str, str] | None = None,
+    config: TidegateConfig | None = None,
 ) -> Planner:
-    """The planner ``request`` asks for (its ``model`` and budget included)."""
+    """The planner ``request`` asks for (its ``model`` and budget included). ``config`` is
+    the configuration the run already read (else it is read from the repository)."""
     from tidegate.config import load_config
     from tidegate.flow.modes import Mode
     from tidegate.workspace.repo import discover
 
-    settings = load_config(discover(request.repo).root).model if request.model else None
+    settings = None
+    if request.model:
+        settings = (config or load_config(discover(request.repo).root)).model
     return make_planner(
         request.planner,
         request.objective,

@@ -336,12 +336,17 @@ def test_a_file_replaced_by_a_directory_is_judged_without_tripping(
     committed_repo: Repo, tmp_path: Path
 ) -> None:
     """``a`` is a file at T0 and the change makes it a directory: walking ``a/b/c.txt`` on
-    disk meets a file where a directory is spelled; that is no symlink, and no crash."""
+    disk meets a file where a directory is spelled; that is no symlink, and no crash: the
+    swap is refused by name (validate/shapes), as a classified VALIDATE failure."""
     committed_repo.write("notes", "a file\n")
     committed_repo.commit_all("a file")
+    before = committed_repo.tree_state(with_mtimes=True)
     report = committed_repo.run("delete-file: notes\n" + _create("notes/b/c.txt"), max_attempts=1)
     validate = [e for e in report.phases if e.phase == "VALIDATE"]
-    assert [e.status for e in validate] == ["ok"], report.message
+    assert [e.status for e in validate] == ["failed"], report.message
+    assert report.error_class == "AST_VALIDATION_ERROR", report.message
+    assert "replaces this file with a directory" in report.message
+    assert committed_repo.tree_state(with_mtimes=True) == before
 
 
 @pytest.mark.parametrize("spelling", [".TIDEGATE/config.toml", ".TideGate/config.toml"])

@@ -236,7 +236,7 @@ def nested_writes(named: set[str], deleted: set[str]) -> list[str]:
     so the candidate would not be what the proposal does; refused unless the proposal
     deletes the outer one."""
     problems = []
-    for inner in sorted(named):
+    for inner in sorted(named - deleted):  # a deleted inner entry is a swap (validate/shapes)
         parts = inner.split("/")
         for i in range(1, len(parts)):
             outer = "/".join(parts[:i])

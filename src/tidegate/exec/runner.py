@@ -32,10 +32,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, Protocol
 
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
@@ -105,6 +105,20 @@ class CommandResult:
         return "\n".join(t for t in (self.stdout_tail, self.stderr_tail) if t)
 
 
+class SpawnHook(Protocol):
+    """Work done in the child between fork and exec (``tools/capture.py``: the overlay
+    that captures a command's writes). ``spawned`` follows a successful spawn;
+    ``spawn_failed`` a failure of ``preexec_fn`` itself, after which the command is
+    spawned again without it (nothing ran the first time)."""
+
+    @property
+    def preexec_fn(self) -> Callable[[], None] | None: ...
+
+    def spawned(self) -> None: ...
+
+    def spawn_failed(self, exc: BaseException) -> None: ...
+
+
 def shell_argv(command: str) -> list[str]:
     """The argv that runs a shell string through the host's published interpreter."""
     return host_interpreter().argv(command)
@@ -172,13 +186,15 @@ def run_command(
     stderr_limit: int = TAIL_BYTES,
     spill_limit: int = SPILL_BYTES,
     workspace: Path | None = None,
+    spawn_hook: SpawnHook | None = None,
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
 
     ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
     None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
     raises CapabilityMismatch before spawning when the policy requires containment and it
-    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``.
+    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``. ``spawn_hook``:
+    see ``SpawnHook``.
     """
     argv = list(argv)
     if workspace is not None:
@@ -206,16 +222,7 @@ def run_command(
                 child_env = None  # inherit, without copying os.environ
                 if env is not None or sandbox.env:
                     child_env = {**(env if env is not None else os.environ), **sandbox.env}
-                proc = subprocess.Popen(
-                    [*sandbox.prefix, *argv],
-                    cwd=cwd,
-                    env=child_env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    bufsize=0,
-                )
+                proc = _spawn([*sandbox.prefix, *argv], cwd, child_env, spawn_hook)
                 stop, stray = _supervise(proc, (out, err), end, reason, cancel)
                 exit_code = None if stop else proc.returncode
     duration = time.monotonic() - start
@@ -241,6 +248,34 @@ def run_command(
         stray_output=stray,
         launcher=tuple(sandbox.prefix),
     )
+
+
+def _spawn(
+    argv: list[str], cwd: Path, env: Mapping[str, str] | None, hook: SpawnHook | None
+) -> subprocess.Popen[bytes]:
+    def popen(preexec: Callable[[], None] | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            bufsize=0,
+            preexec_fn=preexec,
+        )
+
+    preexec = hook.preexec_fn if hook is not None else None
+    if hook is None or preexec is None:
+        return popen(None)
+    try:
+        proc = popen(preexec)
+    except subprocess.SubprocessError as exc:  # raised in the child before exec
+        hook.spawn_failed(exc)
+        return popen(None)
+    hook.spawned()
+    return proc
 
 
 def _supervise(

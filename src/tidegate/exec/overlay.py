@@ -17,11 +17,12 @@ command, and the copied-up file carries an ``origin`` mark. In a user namespace
 ``userxattr`` rules ``index`` out: there a write through one name of a hard-linked file
 is not seen through the others until the merge, and is merged as a replacement.
 
-Two costs are kept off the command's critical path. The child hands tidegate a
-descriptor of its mount namespace (over a socket pair, ``SCM_RIGHTS``) before it execs,
-so the command's exit does not drop the last reference to the namespace: tearing down an
-overlay mount waits for an RCU grace period, several milliseconds, and that now happens
-when ``Overlay.release`` closes the descriptor on a background thread, after the merge.
+Teardown is kept off the command's critical path. The child hands tidegate a descriptor
+of its mount namespace (over a socket pair, ``SCM_RIGHTS``) before it execs, so the
+command's exit does not drop the last reference to the namespace: unmounting an overlay
+takes milliseconds, and that now happens when ``Overlay.release`` closes the descriptor
+on a background thread, after the merge. The mount is ``volatile`` (the upper layer is
+never synced: it lives only until the merge moves its entries out).
 
 ``probe()`` mounts an overlay once per process on a scratch directory, writes, deletes
 and checks the upper layout, and says why when it cannot (not Linux, no user namespaces,
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import queue
 import shutil
 import socket
 import stat
@@ -43,6 +45,8 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+from tidegate.faults import maybe_fail
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -100,6 +104,8 @@ class Overlay:
 
     lower: Path
     support: OverlaySupport
+    faults: bool = True
+    """Whether the ``overlay.mount`` fault point applies (not to the probe)."""
     base: Path = field(init=False)
     upper: Path = field(init=False)
     _ns_fd: int | None = field(default=None, init=False)
@@ -125,7 +131,7 @@ class Overlay:
         if not _as_user():
             os.chown(self.upper, st.st_uid, st.st_gid)
         opts = f"lowerdir={_escape(self.lower)},upperdir={_escape(self.upper)}"
-        opts += f",workdir={_escape(work)},{_OPTIONS}"
+        opts += f",workdir={_escape(work)},{_OPTIONS},volatile"
         # index=on keeps hard links whole inside the overlay and marks a copied-up file
         # (``origin``) even when its lower inode has other links; userxattr refuses it
         opts += ",userxattr,index=off" if self.support.user_namespace else ",index=on"
@@ -140,6 +146,8 @@ class Overlay:
         namespace's descriptor sent to the parent. Only syscalls: no imports, no locks."""
         libc = self._libc
         assert libc is not None and self._sockets is not None
+        if self.faults:
+            maybe_fail("overlay.mount")
         flags = _CLONE_NEWNS | (_CLONE_NEWUSER if self.support.user_namespace else 0)
         if libc.unshare(flags) != 0:
             raise OSError(ctypes.get_errno(), "unshare")
@@ -172,21 +180,36 @@ class Overlay:
         self._close_sockets()
         fd, self._ns_fd = self._ns_fd, None
 
-        def teardown() -> None:
-            if fd is not None:
-                os.close(fd)
-            remove_tree(self.base)
-
         if background:
-            threading.Thread(target=teardown, name="tidegate-overlay-release", daemon=True).start()
+            _reaper().put((fd, self.base))
         else:
-            teardown()
+            _teardown(fd, self.base)
 
     def _close_sockets(self) -> None:
         if self._sockets is not None:
             for sock in self._sockets:
                 sock.close()
             self._sockets = None
+
+
+def _teardown(fd: int | None, base: Path) -> None:
+    if fd is not None:
+        os.close(fd)  # the last reference: the overlay is unmounted here
+    remove_tree(base)
+
+
+@lru_cache(maxsize=1)
+def _reaper() -> queue.SimpleQueue[tuple[int | None, Path]]:
+    """One background thread that unmounts and removes released overlays in order."""
+    work: queue.SimpleQueue[tuple[int | None, Path]] = queue.SimpleQueue()
+
+    def loop() -> None:
+        while True:
+            fd, base = work.get()
+            _teardown(fd, base)
+
+    threading.Thread(target=loop, name="tidegate-overlay-reaper", daemon=True).start()
+    return work
 
 
 def _write(path: bytes, data: bytes) -> None:
@@ -241,7 +264,7 @@ def probe() -> OverlaySupport:
         (lower / "kept").write_text("old\n")
         (lower / "gone").write_text("old\n")
         try:
-            overlay = Overlay(lower, support)
+            overlay = Overlay(lower, support, faults=False)
         except OSError as exc:
             return OverlaySupport(False, f"overlay capture unavailable: {exc}")
         try:

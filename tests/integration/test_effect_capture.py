@@ -105,10 +105,21 @@ def test_writes_inside_a_nested_repository_git_dir(project: Repo, method: str) -
         "rm -rf pkg",  # a whole tree deleted
     ],
 )
-def test_type_changes(project: Repo, method: str, command: str) -> None:
+def test_type_changes(project: Repo, method: str, command: str, tmp_path: Path) -> None:
+    twin = _twin(project.root, tmp_path, command)
     with host(project.root) as ex:
         checked(ex, project.root, command)
         assert _capture_method(ex) == expected(method)
+    assert snapshot(project.root) == snapshot(twin)
+
+
+def _twin(root: Path, tmp_path: Path, command: str) -> Path:
+    """A copy of ``root`` with ``command`` run in it directly: what the workspace must
+    look like after the captured run."""
+    twin = tmp_path / "twin"
+    shutil.copytree(root, twin, symlinks=True)
+    subprocess.run(["/bin/sh", "-c", command], cwd=twin, check=True)
+    return twin
 
 
 def test_chmod_of_files_and_directories(project: Repo, method: str) -> None:
@@ -172,9 +183,7 @@ def test_the_workspace_ends_as_the_command_left_it(
 ) -> None:
     """The merge reproduces what running the command directly does, byte for byte and
     mode for mode (the fast path's merge back, and the fallback's direct run)."""
-    twin = tmp_path / "twin"
-    shutil.copytree(project.root, twin, symlinks=True)
-    subprocess.run(["/bin/sh", "-c", MIXED], cwd=twin, check=True)
+    twin = _twin(project.root, tmp_path, MIXED)
     with host(project.root, containment) as ex:
         checked(ex, project.root, MIXED)
         assert _capture_method(ex) == expected(method)

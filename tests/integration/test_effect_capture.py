@@ -226,5 +226,5 @@ def test_required_overlay_that_cannot_mount_refuses(
     with host(project.root) as ex:
         result = ex.execute(call("command_run", command="echo x > made.txt"))
     assert result.error is not None and result.error.code == "capture_unavailable"
-    assert "mount failed" in result.error.message
+    assert "could not be mounted" in result.error.message
     assert snapshot(project.root) == before

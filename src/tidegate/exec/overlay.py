@@ -1,42 +1,43 @@
 """A per-command overlay over the workspace: the command's writes land in an upper dir.
 
-The child that will become the command (or the bubblewrap in front of it) enters a mount
-namespace of its own before ``exec`` (``unshare(CLONE_NEWNS)``; when tidegate is not root,
-``CLONE_NEWUSER`` too, with the caller's own uid and gid mapped to themselves, so the
-command runs as the same user and loses the namespace's capabilities at ``exec``) and
-mounts overlayfs on the workspace's own path: the real workspace is the lower layer, a
-fresh directory under the OS temp dir the upper. The real workspace is therefore not
-written at all while the command runs; afterwards the upper directory *is* the change
-set: new and modified entries, whiteouts for deletions, opaque directories for
-directories that were replaced (``workspace/overlay_merge.py`` reads it and merges it
-back). Overlay features that would make the upper harder to read exactly are switched
-off: ``redirect_dir=off`` (renaming a directory that exists below fails with EXDEV, which
-``mv`` and most tools handle by copying) and ``metacopy=off``. As root ``index=on``: a
-write through one name of a hard-linked file is seen through its other names during the
-command, and the copied-up file carries an ``origin`` mark. In a user namespace
-``userxattr`` rules ``index`` out: there a write through one name of a hard-linked file
-is not seen through the others until the merge, and is merged as a replacement.
+For each command, overlayfs is mounted on the workspace's own path -- the real workspace
+the lower layer, a fresh directory under the OS temp dir the upper -- in a mount
+namespace of tidegate's own, and the command runs in that namespace. The real workspace
+is therefore not written at all while the command runs; afterwards the upper directory
+*is* the change set: new and modified entries, whiteouts for deletions, opaque
+directories for directories that were replaced (``workspace/overlay_merge.py`` reads it
+and merges it back). Overlay features that would make the upper harder to read exactly
+are off: ``redirect_dir=off`` (renaming a directory that exists below fails with EXDEV,
+which ``mv`` and most tools handle by copying) and ``metacopy=off``. As root ``index=on``:
+a write through one name of a hard-linked file is seen through its other names during
+the command, and the copied-up file carries an ``origin`` mark. In a user namespace
+``userxattr`` rules ``index`` out: there a write through one name of a hard-linked file is
+not seen through the others until the merge, and is merged as a replacement. The mount is
+``volatile``: the upper layer is never synced, it lives only until the merge empties it.
 
-Teardown is kept off the command's critical path. The child hands tidegate a descriptor
-of its mount namespace (over a socket pair, ``SCM_RIGHTS``) before it execs, so the
-command's exit does not drop the last reference to the namespace: unmounting an overlay
-takes milliseconds, and that now happens when ``Overlay.release`` closes the descriptor
-on a background thread, after the merge. The mount is ``volatile`` (the upper layer is
-never synced: it lives only until the merge moves its entries out).
+The namespace is held by one small helper process per tidegate process (``_Host``: a
+``python -I -S`` that unshares a mount namespace -- and, when tidegate is not root, a
+user namespace mapping the caller's own uid and gid to themselves -- makes its mounts
+slaves of the host's, so later host mounts still show, then mounts and unmounts overlays
+on request). A command joins it with ``nsenter`` in front of its argv, in the working
+directory the helper entered for it (through the overlay). Both choices are
+measured: forking tidegate itself to set the namespace up in a ``preexec_fn`` cost
+several times the whole command (``fork`` of a large process, where ``subprocess``
+otherwise uses ``vfork``), and a namespace created per command pays its teardown on the
+command's exit.
 
 ``probe()`` mounts an overlay once per process on a scratch directory, writes, deletes
-and checks the upper layout, and says why when it cannot (not Linux, no user namespaces,
-an upper file system without the needed extended attributes).
+and checks the upper layout through the same path, and says why when it cannot (not
+Linux, no ``nsenter``, no user namespaces, an upper file system without the needed
+extended attributes).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import json
 import os
-import queue
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -48,11 +49,48 @@ from pathlib import Path
 
 from tidegate.faults import maybe_fail
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUSER = 0x10000000
-_MS_REC = 16384
-_MS_PRIVATE = 1 << 18
-_OPTIONS = "redirect_dir=off,metacopy=off"
+_OPTIONS = "redirect_dir=off,metacopy=off,volatile"
+_HOST_TIMEOUT_S = 10.0
+
+_HOST_CODE = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+def err(what):
+    return "err " + what + ": " + os.strerror(ctypes.get_errno())
+def setup(user):
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(0x20000 | (0x10000000 if user else 0)) != 0:
+        return err("unshare")
+    if user:
+        for path, data in (("/proc/self/setgroups", "deny"),
+                           ("/proc/self/uid_map", "%d %d 1\n" % (uid, uid)),
+                           ("/proc/self/gid_map", "%d %d 1\n" % (gid, gid))):
+            with open(path, "w") as fh:
+                fh.write(data)
+    if libc.mount(b"none", b"/", None, 16384 | (1 << 19), None) != 0:
+        return err("mount --make-rslave /")
+    return "ok"
+print(setup(sys.argv[1] == "user"), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    target = os.fsencode(req["target"])
+    try:
+        if req["op"] == "mount":
+            ok = libc.mount(b"overlay", target, b"overlay", 0, os.fsencode(req["options"])) == 0
+        elif req["op"] == "chdir":
+            os.chdir(target)
+            ok = True
+        else:
+            os.chdir("/")
+            # EINVAL/ENOENT: nothing is mounted there (any more): what an unmount wants
+            ok = libc.umount2(target, 2) == 0 or ctypes.get_errno() in (2, 22)
+    except OSError as exc:
+        print("err " + req["op"] + ": " + str(exc), flush=True)
+        continue
+    print("ok" if ok else err(req["op"]), flush=True)
+"""
 
 
 @dataclass(frozen=True)
@@ -67,39 +105,118 @@ class OverlaySupport:
     xattr_prefix: str = "trusted.overlay."
 
 
-class _Libc:
-    """libc's mount and unshare, resolved once in the parent: nothing is loaded after fork."""
+def _as_user() -> bool:
+    return os.geteuid() != 0
 
-    def __init__(self) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.mount = libc.mount
-        self.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
-        self.mount.argtypes += [ctypes.c_ulong, ctypes.c_char_p]
-        self.unshare = libc.unshare
-        self.unshare.argtypes = [ctypes.c_int]
+
+class _Host:
+    """The helper process that holds the mount namespace commands run in."""
+
+    def __init__(self, user: bool) -> None:
+        self.user = user
+        self.lock = threading.Lock()
+        self.mounted: set[str] = set()
+        self.pending: list[tuple[str, Path]] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _HOST_CODE, "user" if user else "root"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        first = self._answer()
+        if first != "ok":
+            self.close()
+            raise OSError(f"overlay namespace helper: {first}")
+
+    def _answer(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        return line.strip() or f"exited with {self.proc.poll()}"
+
+    def request(self, op: str, target: str, options: str = "", *, then: Path | None = None) -> None:
+        """Send one request. ``then``: do not wait -- the answer is read before the next
+        request, and the directory ``then`` removed once it came (an unmount: its
+        teardown is the helper's, off the command's path)."""
+        with self.lock:
+            self._settle()
+            if self.proc.poll() is not None or self.proc.stdin is None:
+                raise OSError("overlay namespace helper is gone")
+            self.proc.stdin.write(json.dumps({"op": op, "target": target, "options": options}))
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+            if then is not None:
+                self.pending.append((target, then))
+                return
+            answer = self._answer()
+        if answer != "ok":
+            raise OSError(f"overlay {op} of {target}: {answer}")
+
+    def _settle(self) -> None:
+        """Read the answers of unmounts sent without waiting; a failed one breaks the
+        helper (a stale mount must not be stacked on)."""
+        while self.pending:
+            target, base = self.pending.pop(0)
+            answer = self._answer()
+            self.mounted.discard(target)
+            remove_tree(base)
+            if answer != "ok":
+                self.close()
+                raise OSError(f"overlay umount of {target}: {answer}")
+
+    def prefix(self, cwd: Path) -> list[str]:
+        """``nsenter`` into the namespace, in ``cwd`` as the helper resolved it there.
+
+        ``--wd=PATH`` would open PATH before entering (the real directory under the
+        overlay); so the helper enters ``cwd`` itself, and ``--wd`` takes its cwd."""
+        self.request("chdir", str(cwd))
+        argv = [_nsenter() or "nsenter", f"--target={self.proc.pid}"]
+        if self.user:
+            argv += ["--user", "--preserve-credentials"]
+        return [*argv, "--mount", "--wd", "--"]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        for _target, base in self.pending:
+            remove_tree(base)
+        self.pending.clear()
+
+
+_hosts: dict[bool, _Host] = {}
+_hosts_lock = threading.Lock()
+
+
+def _host(user: bool) -> _Host:
+    """The process's helper (started on first use, restarted if it died)."""
+    with _hosts_lock:
+        found = _hosts.get(user)
+        if found is None or found.proc.poll() is not None:
+            found = _hosts[user] = _Host(user)
+        return found
 
 
 @lru_cache(maxsize=1)
-def _libc() -> _Libc | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return _Libc()
-    except (OSError, AttributeError):
-        return None
-
-
-def _as_user() -> bool:
-    return os.geteuid() != 0
+def _nsenter() -> str | None:
+    return shutil.which("nsenter")
 
 
 @dataclass
 class Overlay:
     """One command's overlay: ``upper`` collects what it writes below ``lower``.
 
-    Use: ``preexec`` as the child's ``preexec_fn``; ``adopt()`` right after the spawn
-    (takes the namespace descriptor the child sent); ``release()`` when the upper has
-    been merged (unmounts and removes the scratch dirs in the background).
+    Creating it mounts the overlay (OSError when it cannot); ``prefix(cwd)`` goes in front
+    of the command's argv; ``release()`` unmounts it and removes the scratch dirs once the
+    upper layer has been merged. One overlay per ``lower`` at a time.
     """
 
     lower: Path
@@ -108,116 +225,67 @@ class Overlay:
     """Whether the ``overlay.mount`` fault point applies (not to the probe)."""
     base: Path = field(init=False)
     upper: Path = field(init=False)
-    _ns_fd: int | None = field(default=None, init=False)
-    _sockets: tuple[socket.socket, socket.socket] | None = field(default=None, init=False)
-    _options: bytes = field(default=b"", init=False)
-    _maps: tuple[bytes, bytes] = field(default=(b"", b""), init=False)
-    _libc: _Libc | None = field(default=None, init=False)
+    _host: _Host | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
+        if not sys.platform.startswith("linux") or _nsenter() is None:
+            raise OSError("overlay capture needs Linux and nsenter (util-linux)")
         self.lower = Path(os.path.realpath(self.lower))
-        self._libc = _libc()
-        if self._libc is None:
-            raise OSError("overlay capture needs Linux")
-        self.base = Path(tempfile.mkdtemp(prefix="tidegate-overlay-"))
-        self.upper = self.base / "upper"
-        work = self.base / "work"
-        self.upper.mkdir()
-        work.mkdir()
-        # the overlay's root takes its attributes from the upper dir: make them the
-        # workspace root's, or the command would see a 0700 root
-        st = os.stat(self.lower)
-        os.chmod(self.upper, st.st_mode & 0o7777)
-        if not _as_user():
-            os.chown(self.upper, st.st_uid, st.st_gid)
-        opts = f"lowerdir={_escape(self.lower)},upperdir={_escape(self.upper)}"
-        opts += f",workdir={_escape(work)},{_OPTIONS},volatile"
-        # index=on keeps hard links whole inside the overlay and marks a copied-up file
-        # (``origin``) even when its lower inode has other links; userxattr refuses it
-        opts += ",userxattr,index=off" if self.support.user_namespace else ",index=on"
-        self._options = os.fsencode(opts)
-        uid, gid = os.geteuid(), os.getegid()
-        self._maps = (f"{uid} {uid} 1\n".encode(), f"{gid} {gid} 1\n".encode())
-        self._sockets = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-
-    def preexec(self) -> None:
-        """Runs in the forked child before exec: a private mount namespace with the overlay
-        on the workspace path, the working directory re-entered through it, and the
-        namespace's descriptor sent to the parent. Only syscalls: no imports, no locks."""
-        libc = self._libc
-        assert libc is not None and self._sockets is not None
-        if self.faults:
-            maybe_fail("overlay.mount")
-        flags = _CLONE_NEWNS | (_CLONE_NEWUSER if self.support.user_namespace else 0)
-        if libc.unshare(flags) != 0:
-            raise OSError(ctypes.get_errno(), "unshare")
-        if self.support.user_namespace:
-            _write(b"/proc/self/setgroups", b"deny")
-            _write(b"/proc/self/uid_map", self._maps[0])
-            _write(b"/proc/self/gid_map", self._maps[1])
-        if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-            raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
-        target = os.fsencode(self.lower)
-        if libc.mount(b"overlay", target, b"overlay", 0, self._options) != 0:
-            raise OSError(ctypes.get_errno(), "mount overlay")
-        os.chdir(os.getcwd())  # the cwd was entered before the mount: re-enter it above
-        ns = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-        socket.send_fds(self._sockets[1], [b"n"], [ns])
-
-    def adopt(self) -> None:
-        """Take the child's namespace descriptor (after a successful spawn)."""
-        assert self._sockets is not None
-        self._sockets[0].settimeout(5.0)
+        host = _host(self.support.user_namespace)
+        target = str(self.lower)
+        with host.lock:
+            host._settle()
+            if target in host.mounted:
+                raise OSError(f"an overlay is already mounted on {target}")
+            host.mounted.add(target)
         try:
-            _msg, fds, _flags, _addr = socket.recv_fds(self._sockets[0], 1, 1)
-        except OSError:
-            fds = []  # then the command's exit tears the namespace down: slower, not wrong
-        self._ns_fd = fds[0] if fds else None
-        self._close_sockets()
+            self.base = Path(tempfile.mkdtemp(prefix="tidegate-overlay-"))
+            self.upper = self.base / "upper"
+            work = self.base / "work"
+            self.upper.mkdir()
+            work.mkdir()
+            # the overlay's root takes its attributes from the upper dir: make them the
+            # workspace root's, or the command would see a 0700 root
+            st = os.stat(self.lower)
+            os.chmod(self.upper, st.st_mode & 0o7777)
+            if not _as_user():
+                os.chown(self.upper, st.st_uid, st.st_gid)
+            opts = f"lowerdir={_escape(self.lower)},upperdir={_escape(self.upper)}"
+            opts += f",workdir={_escape(work)},{_OPTIONS}"
+            # index=on keeps hard links whole and marks copied-up files even when their
+            # lower inode has other links; userxattr refuses it
+            opts += ",userxattr,index=off" if self.support.user_namespace else ",index=on"
+            if self.faults:
+                maybe_fail("overlay.mount")
+            host.request("mount", target, opts)
+        except BaseException:
+            with host.lock:
+                host.mounted.discard(target)
+            if hasattr(self, "base"):
+                remove_tree(self.base)
+            raise
+        self._host = host
 
-    def release(self, *, background: bool = True) -> None:
-        """Unmount (drop the namespace) and remove the scratch dirs."""
-        self._close_sockets()
-        fd, self._ns_fd = self._ns_fd, None
+    def prefix(self, cwd: Path) -> list[str]:
+        """The launcher that runs a command inside the overlay's namespace, in ``cwd``."""
+        assert self._host is not None
+        return self._host.prefix(Path(os.path.realpath(cwd)))
 
-        if background:
-            _reaper().put((fd, self.base))
-        else:
-            _teardown(fd, self.base)
-
-    def _close_sockets(self) -> None:
-        if self._sockets is not None:
-            for sock in self._sockets:
-                sock.close()
-            self._sockets = None
-
-
-def _teardown(fd: int | None, base: Path) -> None:
-    if fd is not None:
-        os.close(fd)  # the last reference: the overlay is unmounted here
-    remove_tree(base)
-
-
-@lru_cache(maxsize=1)
-def _reaper() -> queue.SimpleQueue[tuple[int | None, Path]]:
-    """One background thread that unmounts and removes released overlays in order."""
-    work: queue.SimpleQueue[tuple[int | None, Path]] = queue.SimpleQueue()
-
-    def loop() -> None:
-        while True:
-            fd, base = work.get()
-            _teardown(fd, base)
-
-    threading.Thread(target=loop, name="tidegate-overlay-reaper", daemon=True).start()
-    return work
-
-
-def _write(path: bytes, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    def release(self, *, wait: bool = False) -> None:
+        """Unmount and remove the scratch dirs (idempotent). Without ``wait`` the unmount
+        completes in the helper while tidegate goes on (see ``_Host.request``)."""
+        host, self._host = self._host, None
+        if host is None:
+            return
+        if not wait:
+            host.request("umount", str(self.lower), then=self.base)
+            return
+        try:
+            host.request("umount", str(self.lower))
+        finally:
+            with host.lock:
+                host.mounted.discard(str(self.lower))
+            remove_tree(self.base)
 
 
 def _escape(path: Path) -> str:
@@ -248,12 +316,10 @@ _PROBE_COMMAND = "echo new > created && echo changed > kept && rm gone && mkdir 
 def probe() -> OverlaySupport:
     """Whether a per-command overlay works here: mounted, written through, and read back
     as expected (a new file, a copied-up file, a whiteout). Once per process."""
-    if _libc() is None:
-        return OverlaySupport(False, "overlay capture needs Linux")
     as_user = _as_user()
     support = OverlaySupport(
         True,
-        "overlayfs in a private mount namespace" + (" inside a user namespace" if as_user else ""),
+        "overlayfs in tidegate's mount namespace" + (" inside a user namespace" if as_user else ""),
         user_namespace=as_user,
         xattr_prefix="user.overlay." if as_user else "trusted.overlay.",
     )
@@ -268,37 +334,38 @@ def probe() -> OverlaySupport:
         except OSError as exc:
             return OverlaySupport(False, f"overlay capture unavailable: {exc}")
         try:
-            try:
-                done = subprocess.run(
-                    ["/bin/sh", "-c", _PROBE_COMMAND],
-                    cwd=lower,
-                    preexec_fn=overlay.preexec,
-                    capture_output=True,
-                    timeout=15,
-                    check=False,
-                )
-            except (OSError, subprocess.SubprocessError) as exc:
-                return OverlaySupport(False, f"overlay capture unavailable: {exc}")
-            upper = overlay.upper
-            checks = {
-                "the command failed": done.returncode == 0,
-                "the lower layer was written": (lower / "kept").read_text() == "old\n"
-                and (lower / "gone").exists(),
-                "no new file in the upper layer": (upper / "created").is_file(),
-                "no copied-up file in the upper layer": (upper / "kept").is_file(),
-                "no whiteout for a deletion": _is_whiteout(upper / "gone"),
-            }
-            failed = [what for what, ok in checks.items() if not ok]
+            done = subprocess.run(
+                [*overlay.prefix(lower), "/bin/sh", "-c", _PROBE_COMMAND],
+                capture_output=True,
+                timeout=_HOST_TIMEOUT_S,
+                check=False,
+            )
+            failed = _probe_failures(lower, overlay.upper, done.returncode)
             if failed:
                 why = done.stderr.decode("utf-8", "replace").strip()[:200]
                 return OverlaySupport(
                     False, f"overlay capture unavailable: {failed[0]} {why}".strip()
                 )
             return support
+        except (OSError, subprocess.SubprocessError) as exc:
+            return OverlaySupport(False, f"overlay capture unavailable: {exc}")
         finally:
-            overlay.release(background=False)
+            with contextlib.suppress(OSError):
+                overlay.release(wait=True)
     finally:
         remove_tree(scratch)
+
+
+def _probe_failures(lower: Path, upper: Path, code: int) -> list[str]:
+    checks = {
+        "the probe command failed": code == 0,
+        "the lower layer was written": (lower / "kept").read_text() == "old\n"
+        and (lower / "gone").exists(),
+        "no new file in the upper layer": (upper / "created").is_file(),
+        "no copied-up file in the upper layer": (upper / "kept").is_file(),
+        "no whiteout for a deletion": _is_whiteout(upper / "gone"),
+    }
+    return [what for what, ok in checks.items() if not ok]
 
 
 def _is_whiteout(path: Path) -> bool:

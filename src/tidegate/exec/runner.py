@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
@@ -106,17 +106,11 @@ class CommandResult:
 
 
 class SpawnHook(Protocol):
-    """Work done in the child between fork and exec (``tools/capture.py``: the overlay
-    that captures a command's writes). ``spawned`` follows a successful spawn;
-    ``spawn_failed`` a failure of ``preexec_fn`` itself, after which the command is
-    spawned again without it (nothing ran the first time)."""
+    """What goes in front of the command's argv (and of bubblewrap's) to capture its
+    effects (``tools/capture.py``: ``nsenter`` into the namespace of the command's
+    overlay); an empty list runs the command as is."""
 
-    @property
-    def preexec_fn(self) -> Callable[[], None] | None: ...
-
-    def spawned(self) -> None: ...
-
-    def spawn_failed(self, exc: BaseException) -> None: ...
+    def launcher(self, cwd: Path) -> list[str]: ...
 
 
 def shell_argv(command: str) -> list[str]:
@@ -204,6 +198,7 @@ def run_command(
     reason: StopReason = "timeout"
     if deadline is not None and deadline < end:
         end, reason = deadline, "deadline"
+    hooked = spawn_hook.launcher(cwd) if spawn_hook is not None else []
     with launch(containment, cwd) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
@@ -222,7 +217,7 @@ def run_command(
                 child_env = None  # inherit, without copying os.environ
                 if env is not None or sandbox.env:
                     child_env = {**(env if env is not None else os.environ), **sandbox.env}
-                proc = _spawn([*sandbox.prefix, *argv], cwd, child_env, spawn_hook)
+                proc = _spawn([*hooked, *sandbox.prefix, *argv], cwd, child_env)
                 stop, stray = _supervise(proc, (out, err), end, reason, cancel)
                 exit_code = None if stop else proc.returncode
     duration = time.monotonic() - start
@@ -246,36 +241,21 @@ def run_command(
         stderr_bytes=err.total,
         spill_limit=spill_limit,
         stray_output=stray,
-        launcher=tuple(sandbox.prefix),
+        launcher=(*hooked, *sandbox.prefix),
     )
 
 
-def _spawn(
-    argv: list[str], cwd: Path, env: Mapping[str, str] | None, hook: SpawnHook | None
-) -> subprocess.Popen[bytes]:
-    def popen(preexec: Callable[[], None] | None) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            bufsize=0,
-            preexec_fn=preexec,
-        )
-
-    preexec = hook.preexec_fn if hook is not None else None
-    if hook is None or preexec is None:
-        return popen(None)
-    try:
-        proc = popen(preexec)
-    except subprocess.SubprocessError as exc:  # raised in the child before exec
-        hook.spawn_failed(exc)
-        return popen(None)
-    hook.spawned()
-    return proc
+def _spawn(argv: list[str], cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        bufsize=0,
+    )
 
 
 def _supervise(

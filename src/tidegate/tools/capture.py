@@ -15,8 +15,7 @@ The overlay is used unless one of these holds, in which case the inventory is (t
 reason is kept in ``CaptureResult.reason``): ``TIDEGATE_EFFECT_CAPTURE=inventory``; the
 probe found no working overlay (not Linux, no user namespaces, no usable upper file
 system); a mount point lies inside the workspace (the overlay would hide it); the overlay
-could not be mounted for this workspace (the spawn is retried directly, after the
-"before" inventory). After the command, an upper layer that names a file with other hard
+could not be mounted for this workspace (nothing has run yet). After the command, an upper layer that names a file with other hard
 links is merged with an exact inventory around the merge (``overlay+inventory``): the
 other names cannot be found without a walk. ``TIDEGATE_EFFECT_CAPTURE=overlay`` refuses
 to run a command without the overlay.
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -74,8 +72,8 @@ class CaptureResult:
 
 
 class CommandCapture:
-    """One command's capture: ``start`` before the spawn, the runner's spawn hook during
-    it (``preexec_fn``, ``spawned``, ``spawn_failed``), ``finish`` after, ``close``."""
+    """One command's capture: ``start`` before the spawn (mounts the overlay, or takes the
+    "before" inventory), ``launcher`` for the runner, ``finish`` after, ``close``."""
 
     def __init__(self, root: Path, derived_dirs: tuple[str, ...] = DEFAULT_DERIVED) -> None:
         self.root = Path(os.path.realpath(root))
@@ -97,7 +95,7 @@ class CommandCapture:
                 capture.reason = capture.support.reason
                 return capture
             except OSError as exc:
-                why = f"the overlay could not be prepared: {exc}"
+                why = f"the overlay could not be mounted here: {exc}"
         if wanted == "overlay":
             raise CaptureUnavailable(f"{CAPTURE_ENV}=overlay but {why}")
         capture._fall_back(why)
@@ -124,20 +122,8 @@ class CommandCapture:
 
     # -- the runner's spawn hook ---------------------------------------------------------
 
-    @property
-    def preexec_fn(self) -> Callable[[], None] | None:
-        return self.overlay.preexec if self.overlay is not None else None
-
-    def spawned(self) -> None:
-        if self.overlay is not None:
-            self.overlay.adopt()
-
-    def spawn_failed(self, exc: BaseException) -> None:
-        """The overlay could not be set up in the child (nothing ran): fall back."""
-        if os.environ.get(CAPTURE_ENV) == "overlay":
-            raise CaptureUnavailable(f"{CAPTURE_ENV}=overlay but the mount failed: {exc}")
-        self.close()
-        self._fall_back(f"the overlay could not be mounted here: {exc.__cause__ or exc}")
+    def launcher(self, cwd: Path) -> list[str]:
+        return self.overlay.prefix(cwd) if self.overlay is not None else []
 
     # -- after the command -----------------------------------------------------------------
 

@@ -494,7 +494,7 @@ class ToolExecutor:
                 raise ToolFailure("path_refused", str(exc), details={"reason": exc.reason}) from exc
             return _Observation(target=str(rel), paths=states)
         if spec.capture == "inventory":
-            from tidegate.tools.capture import CommandCapture
+            from tidegate.tools.capture import CaptureUnavailable, CommandCapture
             from tidegate.workspace.fingerprint import take_inventory
 
             if self._baseline is not None:
@@ -503,7 +503,10 @@ class ToolExecutor:
                 return _Observation(inventory=self._baseline)
             try:
                 if self._overlay_capturable(spec) and not self.sessions.any_running:
-                    return _Observation(capture=CommandCapture.start(self.context.root))
+                    try:
+                        return _Observation(capture=CommandCapture.start(self.context.root))
+                    except CaptureUnavailable as exc:  # required and unusable: nothing ran
+                        raise ToolFailure("capture_unavailable", str(exc), retryable=False) from exc
                 return _Observation(inventory=take_inventory(self.context.root, exact=True))
             except OSError as exc:
                 raise ToolFailure(

@@ -20,7 +20,6 @@ from tidegate.exec.interpreter import host_interpreter
 from tidegate.exec.runner import CommandResult, CwdRefused, confine_cwd, run_command
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.adapters.sessions import SessionError, SessionRead
-from tidegate.tools.capture import CaptureUnavailable
 from tidegate.tools.context import ToolContext
 from tidegate.tools.schemas import command as cmd
 
@@ -78,8 +77,6 @@ def run_contained(
         )
     except CapabilityMismatch as exc:  # raised before anything was spawned
         raise ToolFailure("containment_unavailable", str(exc), retryable=False) from exc
-    except CaptureUnavailable as exc:  # the required overlay could not be mounted: nothing ran
-        raise ToolFailure("capture_unavailable", str(exc), retryable=False) from exc
     except CwdRefused as exc:
         raise ToolFailure("cwd_refused", str(exc)) from exc
 

@@ -23,6 +23,7 @@ from tests.integration._effects import (
     checked,
     effects,
     host,
+    oracle,
     run,
     snapshot,
     state,
@@ -228,3 +229,16 @@ def test_required_overlay_that_cannot_mount_refuses(
     assert result.error is not None and result.error.code == "capture_unavailable"
     assert "could not be mounted" in result.error.message
     assert snapshot(project.root) == before
+
+
+def test_a_command_in_a_subdirectory_writes_through_the_overlay(project: Repo, method: str) -> None:
+    """The working directory is entered through the overlay, not the real directory
+    under it: a relative write is captured like any other."""
+    with host(project.root) as ex:
+        before = snapshot(project.root)
+        result = ex.execute(call("command_run", command="echo r > rel.txt && pwd", cwd="pkg"))
+        assert result.ok and result.output is not None
+        assert result.output["stdout"].strip() == str(project.root.resolve() / "pkg")
+        assert _capture_method(ex) == expected(method)
+    got = effects(result)
+    assert set(got) == {"pkg/rel.txt"} == set(oracle(before, snapshot(project.root)))

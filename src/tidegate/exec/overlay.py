@@ -79,6 +79,8 @@ for line in sys.stdin:
     try:
         if req["op"] == "mount":
             ok = libc.mount(b"overlay", target, b"overlay", 0, os.fsencode(req["options"])) == 0
+            if ok:
+                os.chdir(target)  # the usual cwd, entered through the overlay
         elif req["op"] == "chdir":
             os.chdir(target)
             ok = True
@@ -169,8 +171,8 @@ class _Host:
         """``nsenter`` into the namespace, in ``cwd`` as the helper resolved it there.
 
         ``--wd=PATH`` would open PATH before entering (the real directory under the
-        overlay); so the helper enters ``cwd`` itself, and ``--wd`` takes its cwd."""
-        self.request("chdir", str(cwd))
+        overlay); so the helper has entered ``cwd`` itself (``Overlay.prefix``), and
+        ``--wd`` takes its cwd."""
         argv = [_nsenter() or "nsenter", f"--target={self.proc.pid}"]
         if self.user:
             argv += ["--user", "--preserve-credentials"]
@@ -269,7 +271,10 @@ class Overlay:
     def prefix(self, cwd: Path) -> list[str]:
         """The launcher that runs a command inside the overlay's namespace, in ``cwd``."""
         assert self._host is not None
-        return self._host.prefix(Path(os.path.realpath(cwd)))
+        where = os.path.realpath(cwd)
+        if where != str(self.lower):  # the mount left the helper in the root already
+            self._host.request("chdir", where)
+        return self._host.prefix(Path(where))
 
     def release(self, *, wait: bool = False) -> None:
         """Unmount and remove the scratch dirs (idempotent). Without ``wait`` the unmount

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import shutil
 import stat
 import subprocess
@@ -162,7 +163,7 @@ class _Host:
             target, base = self.pending.pop(0)
             answer = self._answer()
             self.mounted.discard(target)
-            remove_tree(base)
+            _reaper().put(base)  # rmdir of overlay work dirs costs ms each: not on the path
             if answer != "ok":
                 self.close()
                 raise OSError(f"overlay umount of {target}: {answer}")
@@ -291,6 +292,19 @@ class Overlay:
             with host.lock:
                 host.mounted.discard(str(self.lower))
             remove_tree(self.base)
+
+
+@lru_cache(maxsize=1)
+def _reaper() -> queue.SimpleQueue[Path]:
+    """One background thread removing unmounted overlays' scratch dirs, in order."""
+    work: queue.SimpleQueue[Path] = queue.SimpleQueue()
+
+    def loop() -> None:
+        while True:
+            remove_tree(work.get())
+
+    threading.Thread(target=loop, name="tidegate-overlay-reaper", daemon=True).start()
+    return work
 
 
 def _escape(path: Path) -> str:

@@ -242,3 +242,22 @@ def test_a_command_in_a_subdirectory_writes_through_the_overlay(project: Repo, m
         assert _capture_method(ex) == expected(method)
     got = effects(result)
     assert set(got) == {"pkg/rel.txt"} == set(oracle(before, snapshot(project.root)))
+
+
+def test_the_namespace_helper_killed_mid_command(
+    project: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper holding the overlays' namespace dies while a command runs: the command's
+    writes are still in the upper layer and attested exactly; the next command gets a new
+    helper. Never silence, never a traceback."""
+    from tidegate.exec import overlay
+
+    use_method(monkeypatch, "overlay")
+    with host(project.root) as ex:
+        run(ex, "true")  # the helper exists now
+        helper = overlay._hosts[os.geteuid() != 0].proc.pid
+        got = checked(ex, project.root, f"kill -9 {helper}; sleep 0.2; echo after > after.txt")
+        assert set(got) == {"after.txt"} and _capture_method(ex) == "overlay"
+        again = checked(ex, project.root, "echo next > next.txt")
+        assert set(again) == {"next.txt"} and _capture_method(ex) == "overlay"
+    assert overlay._hosts[os.geteuid() != 0].proc.pid != helper

@@ -204,6 +204,8 @@ def _host(user: bool) -> _Host:
     with _hosts_lock:
         found = _hosts.get(user)
         if found is None or found.proc.poll() is not None:
+            if found is not None:
+                found.close()
             found = _hosts[user] = _Host(user)
         return found
 
@@ -283,15 +285,18 @@ class Overlay:
         host, self._host = self._host, None
         if host is None:
             return
-        if not wait:
-            host.request("umount", str(self.lower), then=self.base)
-            return
         try:
+            if not wait:
+                host.request("umount", str(self.lower), then=self.base)
+                return
             host.request("umount", str(self.lower))
-        finally:
-            with host.lock:
-                host.mounted.discard(str(self.lower))
-            remove_tree(self.base)
+        except OSError:
+            # the helper is gone, and its namespace (the mount with it) once the last
+            # command in it exits; the next overlay starts a new helper
+            pass
+        with host.lock:
+            host.mounted.discard(str(self.lower))
+        remove_tree(self.base)
 
 
 @lru_cache(maxsize=1)

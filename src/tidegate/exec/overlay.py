@@ -339,7 +339,14 @@ _PROBE_COMMAND = "echo new > created && echo changed > kept && rm gone && mkdir 
 @lru_cache(maxsize=1)
 def probe() -> OverlaySupport:
     """Whether a per-command overlay works here: mounted, written through, and read back
-    as expected (a new file, a copied-up file, a whiteout). Once per process."""
+    as expected (a new file, a copied-up file, a whiteout). Once per process; a failure
+    is tried once more (a helper killed or starved at the wrong moment is not a verdict
+    on the host)."""
+    found = _probe_once()
+    return found if found.available else _probe_once()
+
+
+def _probe_once() -> OverlaySupport:
     as_user = _as_user()
     support = OverlaySupport(
         True,

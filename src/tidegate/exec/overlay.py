@@ -50,7 +50,7 @@ from pathlib import Path
 
 from tidegate.faults import maybe_fail
 
-_OPTIONS = "redirect_dir=off,metacopy=off,volatile"
+_OPTIONS = "metacopy=off,volatile"
 _HOST_TIMEOUT_S = 10.0
 
 _HOST_CODE = r"""
@@ -258,8 +258,14 @@ class Overlay:
             opts = f"lowerdir={_escape(self.lower)},upperdir={_escape(self.upper)}"
             opts += f",workdir={_escape(work)},{_OPTIONS}"
             # index=on keeps hard links whole and marks copied-up files even when their
-            # lower inode has other links; userxattr refuses it
-            opts += ",userxattr,index=off" if self.support.user_namespace else ",index=on"
+            # lower inode has other links (as root); userxattr refuses index=on and any
+            # redirect_dir setting (it never creates redirects: a lower directory's
+            # rename fails with EXDEV either way)
+            opts += (
+                ",userxattr,index=off"
+                if self.support.user_namespace
+                else ",redirect_dir=off,index=on"
+            )
             if self.faults:
                 maybe_fail("overlay.mount")
             host.request("mount", target, opts)

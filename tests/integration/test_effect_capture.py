@@ -10,9 +10,13 @@ command run directly in a copy.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +34,7 @@ from tests.integration._effects import (
     use_method,
 )
 from tests.integration.tools.support import call
+from tidegate.exec.containment import probe as containment_probe
 from tidegate.workspace.states import sha256_bytes
 
 
@@ -261,3 +266,33 @@ def test_the_namespace_helper_killed_mid_command(
         again = checked(ex, project.root, "echo next > next.txt")
         assert set(again) == {"next.txt"} and _capture_method(ex) == "overlay"
     assert overlay._hosts[os.geteuid() != 0].proc.pid != helper
+
+
+@pytest.mark.skipif(
+    not containment_probe().verified, reason="command.run asks for approval without containment"
+)
+def test_a_killed_host_applies_nothing_of_the_running_command(
+    committed_repo: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """tidegate is killed while the command runs: what the command wrote stays in the
+    overlay's upper layer and never reaches the workspace unattested."""
+    use_method(monkeypatch, "overlay")
+    root = committed_repo.root
+    before = snapshot(root)
+    args = {"command": "echo go >> started.txt; sleep 30"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidegate", "tools", "call", "command_run",
+         "--args", json.dumps(args), "--approval", "trusted-workspace"],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("tidegate-overlay-*/upper/started.txt")):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.stderr is not None
+    proc.stderr.close()
+    assert snapshot(root) == before

@@ -10,8 +10,9 @@ model is scripted and answers instantly, so what is measured is the agent and it
 The same workload, on the same synthetic repository, in the same run:
 
 * ``bare sh``: ``subprocess.run(["/bin/sh", "-c", "cat FILE"])`` -- the floor;
-* ``bare bwrap``: the same under the bubblewrap command line tidegate builds (the
-  containment's own start cost is this minus ``bare sh``);
+* ``bare bwrap``: the same under the bubblewrap command line tidegate builds, set up per
+  command as tidegate does (``containment.launch``: its private TMPDIR and HOME); the
+  containment's own start cost is this minus ``bare sh``;
 * ``mini-swe-agent``: ``DefaultAgent.step()`` with its ``DeterministicModel`` and
   ``LocalEnvironment`` (no effect capture), in its own venv (``--msa-venv``; created with
   ``python -m venv`` and ``pip install mini-swe-agent`` when missing; the column is skipped,
@@ -115,8 +116,13 @@ def bare_bwrap(repo: Path, files: list[str]) -> list[float] | str:
     if not found.verified:
         return f"skipped: {found.reason}"
     policy = policy_for("required", network=False, writable=(repo.resolve(),))
-    with launch(policy, repo) as sandbox:
-        return bare(repo, files, sandbox.prefix, sandbox.env)
+    times = []
+    for path in files:  # per command, as tidegate does: its private TMPDIR/HOME included
+        start = time.perf_counter()
+        with launch(policy, repo) as sandbox:
+            bare(repo, [path], sandbox.prefix, sandbox.env)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def msa_python(venv: Path) -> tuple[Path | None, str]:

@@ -287,7 +287,7 @@ def test_a_killed_host_applies_nothing_of_the_running_command(
         start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path)},
     )  # fmt: skip
     deadline = time.monotonic() + 30
-    while not list(tmp_path.glob("tidegate-overlay-*/upper/started.txt")):
+    while not list(tmp_path.glob("tidegate-overlays-*/o-*/upper/started.txt")):
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         assert time.monotonic() < deadline, "the command never started"
         time.sleep(0.05)

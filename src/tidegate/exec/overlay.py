@@ -34,6 +34,7 @@ extended attributes).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -244,7 +245,7 @@ class Overlay:
                 raise OSError(f"an overlay is already mounted on {target}")
             host.mounted.add(target)
         try:
-            self.base = Path(tempfile.mkdtemp(prefix="tidegate-overlay-"))
+            self.base = Path(tempfile.mkdtemp(prefix="o-", dir=_scratch_parent()))
             self.upper = self.base / "upper"
             work = self.base / "work"
             self.upper.mkdir()
@@ -303,6 +304,15 @@ class Overlay:
         with host.lock:
             host.mounted.discard(str(self.lower))
         remove_tree(self.base)
+
+
+@lru_cache(maxsize=1)
+def _scratch_parent() -> Path:
+    """This process's directory for overlay scratch dirs: creating and removing them in
+    the shared temp dir contends for its lock with everything else there."""
+    parent = Path(tempfile.mkdtemp(prefix="tidegate-overlays-"))
+    atexit.register(shutil.rmtree, parent, True)
+    return parent
 
 
 @lru_cache(maxsize=1)

@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, Protocol
 
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
@@ -105,6 +105,14 @@ class CommandResult:
         return "\n".join(t for t in (self.stdout_tail, self.stderr_tail) if t)
 
 
+class SpawnHook(Protocol):
+    """What goes in front of the command's argv (and of bubblewrap's) to capture its
+    effects (``tools/capture.py``: ``nsenter`` into the namespace of the command's
+    overlay); an empty list runs the command as is."""
+
+    def launcher(self, cwd: Path) -> list[str]: ...
+
+
 def shell_argv(command: str) -> list[str]:
     """The argv that runs a shell string through the host's published interpreter."""
     return host_interpreter().argv(command)
@@ -172,13 +180,15 @@ def run_command(
     stderr_limit: int = TAIL_BYTES,
     spill_limit: int = SPILL_BYTES,
     workspace: Path | None = None,
+    spawn_hook: SpawnHook | None = None,
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
 
     ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
     None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
     raises CapabilityMismatch before spawning when the policy requires containment and it
-    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``.
+    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``. ``spawn_hook``:
+    see ``SpawnHook``.
     """
     argv = list(argv)
     if workspace is not None:
@@ -188,6 +198,7 @@ def run_command(
     reason: StopReason = "timeout"
     if deadline is not None and deadline < end:
         end, reason = deadline, "deadline"
+    hooked = spawn_hook.launcher(cwd) if spawn_hook is not None else []
     with launch(containment, cwd) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
@@ -206,16 +217,7 @@ def run_command(
                 child_env = None  # inherit, without copying os.environ
                 if env is not None or sandbox.env:
                     child_env = {**(env if env is not None else os.environ), **sandbox.env}
-                proc = subprocess.Popen(
-                    [*sandbox.prefix, *argv],
-                    cwd=cwd,
-                    env=child_env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    bufsize=0,
-                )
+                proc = _spawn([*hooked, *sandbox.prefix, *argv], cwd, child_env)
                 stop, stray = _supervise(proc, (out, err), end, reason, cancel)
                 exit_code = None if stop else proc.returncode
     duration = time.monotonic() - start
@@ -239,7 +241,20 @@ def run_command(
         stderr_bytes=err.total,
         spill_limit=spill_limit,
         stray_output=stray,
-        launcher=tuple(sandbox.prefix),
+        launcher=(*hooked, *sandbox.prefix),
+    )
+
+
+def _spawn(argv: list[str], cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        bufsize=0,
     )
 
 

@@ -73,6 +73,7 @@ def run_contained(
             stdout_limit=ctx.limits.output_bytes,
             stderr_limit=ctx.limits.output_bytes,
             workspace=ctx.root,
+            spawn_hook=call.spawn_hook,
         )
     except CapabilityMismatch as exc:  # raised before anything was spawned
         raise ToolFailure("containment_unavailable", str(exc), retryable=False) from exc

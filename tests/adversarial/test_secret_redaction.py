@@ -9,9 +9,12 @@ the cases of that format only.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import Repo
+from tests.integration.tools.support import call, executor
 from tidegate.sanitize import REDACTED, redact, redact_value, sanitize
 
 # Realistic shapes (made up, right length and alphabet), one per format.
@@ -188,3 +191,42 @@ def test_redaction_is_idempotent() -> None:
 def test_sanitize_redacts_and_escapes() -> None:
     out = sanitize(f"\x1b]52;c;{SECRETS['github_classic']}\x07")
     assert "\x1b" not in out and "\x07" not in out and SECRETS["github_classic"] not in out
+
+
+# -- what the tools persist -----------------------------------------------------------------
+
+
+def _bytes_under(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+def test_artifact_content_is_stored_redacted(committed_repo: Repo, tmp_path: Path) -> None:
+    store = tmp_path / "state" / "artifacts"
+    key = SECRETS["github_pat"]
+    with executor(committed_repo.root, artifact_dir=store, activate_all=True) as ex:
+        made = ex.execute(call("artifact_create", name="notes.md", content=f"push with {key}\n"))
+        assert made.ok, made
+        art_id = made.output["artifact"]["artifact_id"]  # type: ignore[index]
+        read = ex.execute(call("artifact_read", artifact_id=art_id))
+    assert read.ok, read  # the stored hash matches the stored (redacted) content
+    assert key.encode() not in _bytes_under(store)
+    assert key not in json.dumps(read.to_json()) and REDACTED in json.dumps(read.to_json())
+
+
+def test_task_checkpoint_is_stored_redacted(committed_repo: Repo, tmp_path: Path) -> None:
+    state = tmp_path / "state" / "task.json"
+    key = SECRETS["aws_access_key_id"]
+    with executor(committed_repo.root, task_state_path=state) as ex:
+        done = ex.execute(
+            call(
+                "task_checkpoint",
+                summary=f"found {key} in the logs",
+                items=[{"id": "i1", "text": f"rotate DB_PASS=Kq8zLm2pW and {key}"}],
+                next_step=f"revoke {SECRETS['slack_bot']}",
+            )
+        )
+    assert done.ok, done
+    stored = state.read_bytes()
+    for secret in (key, "Kq8zLm2pW", SECRETS["slack_bot"]):
+        assert secret.encode() not in stored
+    assert json.loads(stored)["sequence"] == 1

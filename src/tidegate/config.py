@@ -16,6 +16,7 @@ silently weakens a limit::
     [tool.tidegate.containment]       # how VERIFY's command is confined
     mode = "auto"                     # "auto" | "required" | "none"
     share = [".venv", "node_modules"] # ignored dirs visible read-only in the shadow
+    env = ["JAVA_OPTS"]               # extra variables passed to commands (no secrets)
 """
 
 from __future__ import annotations
@@ -84,6 +85,20 @@ class ContainmentConfig(BaseModel):
     share: tuple[str, ...] = DEFAULT_SHARED
     """Ignored directories of the main work tree made visible read-only in the shadow
     (relative paths), when they exist there and the shadow lacks them."""
+
+    env: tuple[str, ...] = ()
+    """Environment variables passed to commands besides the built-in allowlist
+    (``tidegate.exec.environment``). Secret-shaped names are refused."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from tidegate.exec.environment import never_passed
+
+        for name in value:
+            if never_passed(name):
+                raise ValueError(f"{name!r} looks like a secret; commands never get it")
+        return value
 
     @field_validator("share")
     @classmethod

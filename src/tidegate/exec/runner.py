@@ -39,6 +39,7 @@ from typing import BinaryIO, Literal
 
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
+from tidegate.exec.environment import command_environment
 from tidegate.exec.interpreter import host_interpreter
 
 SHELL = ("/bin/sh", "-c")
@@ -172,8 +173,13 @@ def run_command(
     stderr_limit: int = TAIL_BYTES,
     spill_limit: int = SPILL_BYTES,
     workspace: Path | None = None,
+    passthrough: tuple[str, ...] = (),
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
+
+    The command's environment is the allowlisted part of ``env`` (default: tidegate's
+    own) plus the ``passthrough`` names, never a secret-shaped variable
+    (``tidegate.exec.environment``); contained, its HOME and TMPDIR are private.
 
     ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
     None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
@@ -188,7 +194,8 @@ def run_command(
     reason: StopReason = "timeout"
     if deadline is not None and deadline < end:
         end, reason = deadline, "deadline"
-    with launch(containment, cwd) as sandbox:
+    base = command_environment(env, passthrough)
+    with launch(containment, cwd, path=base.get("PATH")) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
         err_path = spill_dir / f"{label}.stderr"
@@ -203,9 +210,7 @@ def run_command(
             elif time.monotonic() >= end:
                 stop = reason
             else:
-                child_env = None  # inherit, without copying os.environ
-                if env is not None or sandbox.env:
-                    child_env = {**(env if env is not None else os.environ), **sandbox.env}
+                child_env = {**base, **sandbox.env}
                 proc = subprocess.Popen(
                     [*sandbox.prefix, *argv],
                     cwd=cwd,

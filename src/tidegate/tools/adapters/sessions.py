@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
+from tidegate.exec.environment import command_environment
 
 BUFFER_BYTES = 1 << 20
 SETTLE_S = 0.05
@@ -116,11 +117,12 @@ class SessionSupervisor:
             raise SessionError("too_many_sessions", f"{len(alive)} sessions already running")
         stack = ExitStack()
         try:
-            sandbox = stack.enter_context(launch(policy, cwd))
+            base = command_environment(env)  # no secret-shaped variable reaches it
+            sandbox = stack.enter_context(launch(policy, cwd, path=base.get("PATH")))
             proc = subprocess.Popen(
                 [*sandbox.prefix, *argv],
                 cwd=cwd,
-                env={**(env if env is not None else os.environ), **sandbox.env},
+                env={**base, **sandbox.env},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

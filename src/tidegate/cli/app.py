@@ -9,7 +9,6 @@ interrupted before its first checkpoint.
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
@@ -17,11 +16,10 @@ from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from tidegate.cli.ledger import ledger_app
 from tidegate.cli.mcp import mcp_app
-from tidegate.cli.render import ProgressPrinter, print_report
+from tidegate.cli.render import ProgressPrinter, console, dump_json, print_report
 from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.flow.modes import Mode
@@ -31,6 +29,7 @@ from tidegate.flow.resume import resume_run
 from tidegate.flow.transaction import execute
 from tidegate.planners import planner_for
 from tidegate.recovery import recover_repository
+from tidegate.sanitize import sanitize
 from tidegate.store import (
     RunStore,
     StoreRecorder,
@@ -148,7 +147,7 @@ def _store(repo: Path, state_root: str | None) -> RunStore:
 
 
 def _print(report: FlowReport) -> None:
-    print_report(Console(highlight=False, soft_wrap=True), report)
+    print_report(console(), report)
 
 
 def _run(
@@ -165,7 +164,7 @@ def _run(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
     store = _store(request.repo, state_root)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = console(stderr=True)
     observer = None if as_json else ProgressPrinter(err)
     recorder = StoreRecorder(store)
     planner = planner_for(request, recorder=recorder) if request.model else None
@@ -176,7 +175,7 @@ def _run(
     finally:
         getattr(planner, "close", lambda: None)()
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
     else:
         _print(report)
     raise typer.Exit(report.exit_code)
@@ -315,9 +314,9 @@ def recover(
     """Finish (or --rollback) apply-backs a crash interrupted; remove stale shadows."""
     summary = recover_repository(repo, rollback=rollback)
     if as_json:
-        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
+        sys.stdout.write(dump_json(summary.as_dict()) + "\n")
     else:
-        out = Console(highlight=False)
+        out = console()
         if not summary.journals and not summary.removed_shadows:
             out.print("nothing to recover")
         for j in summary.journals:
@@ -363,9 +362,9 @@ def runs(
         reverse=True,
     )[:limit]
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(dump_json(rows) + "\n")
         return
-    out = Console(highlight=False, soft_wrap=True)
+    out = console()
     if not rows:
         out.print("no recorded runs")
     several = len({r["repo"] for r in rows}) > 1
@@ -408,13 +407,13 @@ def read(
     view = run_view(store, run_id)
     if as_json:
         shown = view if detail or view["report"] is None else view["report"]
-        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+        sys.stdout.write(dump_json(shown) + "\n")
         return
     _print_view(view)
 
 
 def _print_view(view: dict[str, Any]) -> None:
-    out = Console(highlight=False, soft_wrap=True)
+    out = console()
     run = view["run"]
     failure = f" {run['error_class']} in {run['failure_phase']}" if run["error_class"] else ""
     out.print(
@@ -472,11 +471,11 @@ def resume(
     a checkpoint fails verification."""
     store = _store(repo, state_root)
     ticket = resume_ticket(store, run_id)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = console(stderr=True)
     observer = None if as_json else ProgressPrinter(err)
     report = resume_run(ticket, StoreRecorder(store, task_id=ticket.task_id), observer)
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
     else:
         _print(report)
     raise typer.Exit(report.exit_code)
@@ -501,21 +500,21 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 130
     except typer.TyperException as exc:  # the CLI parser's usage errors
-        sys.stderr.write(f"tidegate: error: {exc.format_message()}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {exc.format_message()}") + "\n")
         return EXIT_USAGE
     except UsageError as exc:
-        sys.stderr.write(f"tidegate: error: {exc}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return EXIT_USAGE
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(f"tidegate: error: {where}: {first['msg']}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {where}: {first['msg']}") + "\n")
         return EXIT_USAGE
     except PersistenceError as exc:
-        sys.stderr.write(f"tidegate: error: PERSISTENCE_ERROR: {exc}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: PERSISTENCE_ERROR: {exc}") + "\n")
         return 1
     except TidegateError as exc:
-        sys.stderr.write(f"tidegate: error: {exc}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return int(getattr(exc, "exit_code", 1))
     return result if isinstance(result, int) else 0
 

@@ -1,6 +1,15 @@
-"""Rendering for people: phase progress on stderr and the final report on stdout."""
+"""Rendering for people: phase progress on stderr and the final report on stdout.
+
+Everything the CLI prints goes through ``console()`` or ``dump_json()``: text is
+sanitised (``tidegate.sanitize``: secrets redacted, terminal control characters made
+visible), so a file name, a command's output or a model's words can neither leak a key
+onto the screen nor drive the terminal (clear it, move the cursor, write the clipboard).
+"""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -9,6 +18,27 @@ from rich.table import Table
 
 from tidegate.flow.modes import Phase
 from tidegate.flow.report import FlowReport, PhaseEvent
+from tidegate.sanitize import redact_value, sanitize
+
+
+class SafeConsole(Console):
+    """A rich Console whose ``print`` sanitises every string it is given (renderables such
+    as tables are built from sanitised cells by their callers)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(sanitize(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+def console(*, stderr: bool = False, markup: bool = True) -> Console:
+    """The console every command prints through."""
+    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=True, markup=markup)
+
+
+def dump_json(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as JSON for stdout: secrets redacted, every control character and every
+    non-ASCII character written as an escape (``\\u001b``), never raw."""
+    return json.dumps(redact_value(value), indent=indent, ensure_ascii=True)
+
 
 _MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]"}
 
@@ -66,7 +96,10 @@ def print_report(console: Console, report: FlowReport) -> None:
         table.add_column("after sha256")
         for f in report.changed_files:
             table.add_row(
-                f.action, f.path, (f.before_sha256 or "-")[:16], (f.after_sha256 or "-")[:16]
+                f.action,
+                sanitize(f.path),
+                (f.before_sha256 or "-")[:16],
+                (f.after_sha256 or "-")[:16],
             )
         console.print(table)
     if report.diff_sha256:

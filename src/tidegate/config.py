@@ -17,6 +17,9 @@ silently weakens a limit::
     mode = "auto"                     # "auto" | "required" | "none"
     share = [".venv", "node_modules"] # ignored dirs visible read-only in the shadow
     env = ["JAVA_OPTS"]               # extra variables passed to commands (no secrets)
+
+    [tool.tidegate.tools]             # the model's workspace tools
+    readable_secrets = [".env.test"]  # secret-shaped files the model may read anyway
 """
 
 from __future__ import annotations
@@ -110,12 +113,23 @@ class ContainmentConfig(BaseModel):
         return value
 
 
+class ToolsConfig(BaseModel):
+    """The model's tools (see docs/tools.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    readable_secrets: tuple[str, ...] = ()
+    """Secret-shaped files (``tidegate.workspace.secret_files``) the model's workspace
+    tools may read anyway: globs over root-relative paths, or bare names."""
+
+
 class TidegateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     containment: ContainmentConfig = Field(default_factory=ContainmentConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     model: dict[str, Any] = Field(default_factory=dict)
     """``--model`` settings (base URL, key variable, limits, retry, price); validated by
     ``tidegate.models.settings`` when a model is used."""

@@ -70,8 +70,9 @@ def planner_for(
     from tidegate.flow.modes import Mode
     from tidegate.workspace.repo import discover
 
-    settings = load_config(discover(request.repo).root).model if request.model else None
-    return make_planner(
+    config = load_config(discover(request.repo).root) if request.model else None
+    settings = config.model if config is not None else None
+    planner = make_planner(
         request.planner,
         request.objective,
         request.objective_base,
@@ -85,6 +86,9 @@ def planner_for(
         env=env,
         model_settings=settings,
     )
+    if config is not None and hasattr(planner, "readable_secrets"):
+        planner.readable_secrets = config.tools.readable_secrets
+    return planner
 
 
 def _model_planner(

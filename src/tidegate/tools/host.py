@@ -48,8 +48,9 @@ def open_executor(
     grants: Iterable[str] = (),
 ) -> ToolExecutor:
     """An executor with every available tool active, for an operator-driven session."""
+    from tidegate.config import load_config
     from tidegate.store.state_root import resolve_state_root
-    from tidegate.workspace.port import WorkspacePort
+    from tidegate.workspace.port import SecretFiles, WorkspacePort
 
     profile = ApprovalProfile(_choice(approval, PROFILES, "--approval"))
     task_mode = TaskMode(_choice(mode, MODES, "--mode"))
@@ -61,8 +62,9 @@ def open_executor(
     state = resolve_state_root(state_root, root)
     identity = hashlib.sha256(str(root).encode()).hexdigest()[:12]
     tool_state = state / "tools" / f"{root.name}-{identity}"
+    readable = load_config(root).tools.readable_secrets
     context = ToolContext(
-        workspace=WorkspacePort(root),
+        workspace=WorkspacePort(root, secrets=SecretFiles(readable)),
         mode=task_mode,
         approval_profile=profile,
         network=net,

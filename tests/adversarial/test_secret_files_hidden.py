@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import Repo, tidegate_cli
 from tests.integration.tools.support import call, executor
+from tidegate.exec.containment import probe
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile
 from tidegate.workspace.secret_files import SecretFiles
@@ -153,3 +154,30 @@ def test_config_allowance_reaches_the_cli(ws: Repo, tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["output"]["content"] == ENV
+
+
+@pytest.mark.skipif(not probe().verified, reason=probe().reason)
+def test_a_models_command_reads_the_secret_files_as_empty(ws: Repo, tmp_path: Path) -> None:
+    """command.run under bubblewrap: the withheld files are bound empty and read-only."""
+    command = "cat .env notes.txt deploy/id_ed25519; echo x > .env; cat .env.example"
+    res = tidegate_cli(
+        "tools",
+        "call",
+        "command.run",
+        "--args",
+        json.dumps({"command": command}),
+        "--workspace",
+        str(ws.root),
+        "--approval",
+        "trusted-workspace",
+        "--containment",
+        "required",
+        "--state-root",
+        str(tmp_path / "state"),
+    )
+    assert res.returncode in (0, 1), res.stderr
+    out = json.loads(res.stdout)["output"]
+    assert KEY not in res.stdout
+    assert "changeme" in out["stdout"]  # the template is readable
+    assert ws.read(".env") == ENV  # and the real file unchanged
+    assert str(ws.root / ".env") in out["containment"]["masked"]

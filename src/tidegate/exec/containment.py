@@ -93,6 +93,9 @@ class ContainmentPolicy:
     venv and its base Python) are made visible read-only. Never from a model's command."""
     hidden: tuple[Path, ...] = ()
     """Paths the command must not see, besides the state root (always hidden)."""
+    masked: tuple[Path, ...] = ()
+    """Files inside the writable paths that the command sees empty and read-only (the
+    secret-shaped files of a workspace, for a model's command)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ class ContainmentReport:
     """Environment variables pointed at directories private to the call (TMPDIR, HOME)."""
     visible: tuple[str, ...] = ()
     """Toolchain directories outside the system ones that the command could read."""
+    masked: tuple[str, ...] = ()
+    """Files the command saw empty (withheld secret-shaped files)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -125,6 +130,7 @@ class ContainmentReport:
             "shared": list(self.shared),
             "private_dirs": list(self.private_dirs),
             "visible": list(self.visible),
+            "masked": list(self.masked),
             "reason": self.reason,
         }
 
@@ -298,6 +304,7 @@ def _bubblewrap(
     for source, target in policy.shares:
         binds.append(("--ro-bind", _real(source), _real(target)))
         shared.append(f"{source} -> {target}")
+    binds += [("--ro-bind", "/dev/null", _real(p)) for p in policy.masked if os.path.isfile(p)]
     # A hidden path inside something bound (the state root in a writable tree) is covered
     # by an empty read-only tmpfs.
     sources = [src for flag, src, _ in binds if flag != "--symlink"]
@@ -316,6 +323,7 @@ def _bubblewrap(
         writable=tuple(writable),
         readonly=tuple(dict.fromkeys(readonly)),
         shared=tuple(shared),
+        masked=tuple(_real(p) for p in policy.masked if os.path.isfile(p)),
         private_dirs=("TMPDIR", "HOME"),
         visible=tuple(tools),
         reason=probed,

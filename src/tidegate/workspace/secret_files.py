@@ -14,9 +14,10 @@ not secrets. The user allows a file with ``[tool.tidegate.tools] readable_secret
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 SECRET_FILE_NAMES = (
     ".env",
@@ -55,6 +56,9 @@ SECRET_FILE_NAMES = (
 NOT_SECRET = ("*.example", "*.sample", "*.template", "*.dist", "*.pub", "*.md", "*.txt")
 """Names that match the list above but are templates, public keys or documentation."""
 WITHHELD = "withheld: secret-shaped file"
+MAX_SCANNED = 100_000
+"""``find_in`` stops after this many directory entries (a huge tree is not walked whole)."""
+_NOT_ENTERED = frozenset({".git", "node_modules", "__pycache__", ".tox", ".mypy_cache"})
 
 
 @dataclass(frozen=True)
@@ -77,3 +81,27 @@ class SecretFiles:
             fnmatchcase(text, glob) or ("/" not in glob and fnmatchcase(name, glob))
             for glob in self.allowed
         )
+
+    def find_in(self, root: Path) -> list[Path]:
+        """The withheld regular files under ``root`` (not following symlinks, not entering
+        ``.git`` or dependency caches, at most ``MAX_SCANNED`` entries): what a model's
+        command must not read either."""
+        found: list[Path] = []
+        seen = 0
+        stack = [root]
+        while stack and seen < MAX_SCANNED:
+            here = stack.pop()
+            try:
+                entries = list(os.scandir(here))
+            except OSError:
+                continue
+            for entry in entries:
+                seen += 1
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _NOT_ENTERED:
+                        stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    rel = Path(entry.path).relative_to(root).as_posix()
+                    if self.withheld(rel):
+                        found.append(Path(entry.path))
+        return sorted(found)

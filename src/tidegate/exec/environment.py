@@ -57,3 +57,8 @@ def command_environment(
         if (name in PASSED or name.startswith(PASSED_PREFIXES) or name in extra)
         and not never_passed(name)
     }
+
+
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` (one a caller built on purpose) minus every secret-shaped name."""
+    return {name: value for name, value in env.items() if not never_passed(name)}

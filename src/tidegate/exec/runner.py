@@ -39,7 +39,7 @@ from typing import BinaryIO, Literal
 
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
-from tidegate.exec.environment import command_environment
+from tidegate.exec.environment import command_environment, without_secrets
 from tidegate.exec.interpreter import host_interpreter
 
 SHELL = ("/bin/sh", "-c")
@@ -177,9 +177,10 @@ def run_command(
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
 
-    The command's environment is the allowlisted part of ``env`` (default: tidegate's
-    own) plus the ``passthrough`` names, never a secret-shaped variable
-    (``tidegate.exec.environment``); contained, its HOME and TMPDIR are private.
+    The command's environment: ``env`` as the caller built it, or by default the
+    allowlisted part of tidegate's own plus the ``passthrough`` names; never a
+    secret-shaped variable (``tidegate.exec.environment``). Contained, its HOME and
+    TMPDIR are private.
 
     ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
     None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
@@ -194,7 +195,7 @@ def run_command(
     reason: StopReason = "timeout"
     if deadline is not None and deadline < end:
         end, reason = deadline, "deadline"
-    base = command_environment(env, passthrough)
+    base = command_environment(None, passthrough) if env is None else without_secrets(env)
     with launch(containment, cwd, path=base.get("PATH")) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"

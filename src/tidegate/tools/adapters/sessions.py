@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
-from tidegate.exec.environment import command_environment
+from tidegate.exec.environment import command_environment, without_secrets
 
 BUFFER_BYTES = 1 << 20
 SETTLE_S = 0.05
@@ -117,7 +117,8 @@ class SessionSupervisor:
             raise SessionError("too_many_sessions", f"{len(alive)} sessions already running")
         stack = ExitStack()
         try:
-            base = command_environment(env)  # no secret-shaped variable reaches it
+            # no secret-shaped variable reaches it; by default only the allowlist
+            base = command_environment() if env is None else without_secrets(env)
             sandbox = stack.enter_context(launch(policy, cwd, path=base.get("PATH")))
             proc = subprocess.Popen(
                 [*sandbox.prefix, *argv],

@@ -181,3 +181,39 @@ def test_a_models_command_reads_the_secret_files_as_empty(ws: Repo, tmp_path: Pa
     assert "changeme" in out["stdout"]  # the template is readable
     assert ws.read(".env") == ENV  # and the real file unchanged
     assert str(ws.root / ".env") in out["containment"]["masked"]
+
+
+def test_the_model_planner_never_gets_the_content(ws: Repo) -> None:
+    """The model reads .env (withheld), then proposes an edit whose SEARCH does not match
+    it: the repair request must not quote the file's nearest lines back."""
+    from tests.conformance._agent import answer, scripted, turn
+    from tests.conformance._agent import call as model_call
+    from tidegate.flow.request import RunRequest
+    from tidegate.flow.transaction import execute
+    from tidegate.planners.model import ModelPlanner
+
+    def block(path: str, old: str, new: str) -> str:
+        return f"{path}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n"
+
+    model = scripted(
+        turn(model_call("workspace_read", "r1", path=".env")),
+        answer("plan", expect_tool_results=[{"id": "r1", "contains": "withheld"}]),
+        answer(block("deploy/id_ed25519", "-----BEGIN-ish", "x")),
+        answer(
+            block("calc.py", "    return a - b", "    return a + b"),
+            expect_user_contains="withheld from you",
+        ),
+    )
+    planner = ModelPlanner(model)
+    request = RunRequest(
+        repo=ws.root,
+        objective="Fix add() in calc.py.",
+        objective_base=ws.root,
+        max_attempts=1,
+    )
+    report = execute(request, planner=planner)
+    assert report.status == "succeeded", report.message
+    assert model.turns_left == 0
+    assert KEY not in repr(planner.history)
+    state = Path(os.environ["TIDEGATE_STATE_ROOT"])
+    assert KEY.encode() not in b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file())

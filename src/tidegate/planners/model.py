@@ -167,7 +167,8 @@ class ModelPlanner:
 
     def patch(self, request: PlanRequest, plan: Plan, tree: TreeView) -> Proposal:
         brief = PATCH_BRIEF + f"\n\nThe plan:\n{plan.summary.strip()}\n" + _context(request)
-        outcome, _ = self._run("PATCH", request, tree, brief, _change_set_check(tree))
+        check = _change_set_check(tree, SecretFiles(self.readable_secrets))
+        outcome, _ = self._run("PATCH", request, tree, brief, check)
         proposal = parse_change_set(outcome.text)
         if proposal is None:
             # Retryable: the next attempt is told why. The transaction stops anyway if the
@@ -305,8 +306,10 @@ def parse_change_set(text: str) -> Proposal | None:
     return Proposal(diff=body if body.endswith("\n") else body + "\n")
 
 
-def _change_set_check(tree: TreeView) -> Callable[[str], str | None]:
-    """A repair request for an answer VALIDATE would refuse outright, else None."""
+def _change_set_check(tree: TreeView, secrets: SecretFiles) -> Callable[[str], str | None]:
+    """A repair request for an answer VALIDATE would refuse outright, else None. Blocks on
+    a withheld (secret-shaped) file are refused before they are matched: a failed match
+    quotes the file's nearest lines, which would hand the model its content."""
 
     def check(text: str) -> str | None:
         proposal = parse_change_set(text)
@@ -318,7 +321,13 @@ def _change_set_check(tree: TreeView) -> Callable[[str], str | None]:
         if proposal.search_replace is None:
             return None
         try:
-            apply_edit_blocks(parse_edit_blocks(proposal.search_replace), tree.read_bytes)
+            blocks = parse_edit_blocks(proposal.search_replace)
+            if withheld := sorted({b.path for b in blocks if secrets.withheld(b.path)}):
+                return (
+                    f"{', '.join(withheld)}: secret-shaped file(s), withheld from you; "
+                    "leave them out of the change."
+                )
+            apply_edit_blocks(blocks, tree.read_bytes)
         except EditBlockError as exc:
             return (
                 "Your SEARCH/REPLACE blocks do not apply to the files as they are now:\n"

@@ -230,3 +230,20 @@ def test_task_checkpoint_is_stored_redacted(committed_repo: Repo, tmp_path: Path
     for secret in (key, "Kq8zLm2pW", SECRETS["slack_bot"]):
         assert secret.encode() not in stored
     assert json.loads(stored)["sequence"] == 1
+
+
+def test_ledger_evidence_quotes_command_output_sanitised(tmp_path: Path) -> None:
+    """``ledger record --run``: the attested output tail written into the task files."""
+    from tests.unit.ledger.helpers import new_task, state
+    from tidegate import ledger
+
+    task = new_task(tmp_path)
+    first = state(task).items[0].id
+    ledger.claim(task, first, "tester")
+    key = SECRETS["gitlab"]
+    command = f"printf 'token {key}\\033]52;c;eA==\\007\\n'"
+    ledger.record(task, first, [], run=command, cwd=tmp_path)
+    written = b"".join(p.read_bytes() for p in task.rglob("*") if p.is_file())
+    assert key.encode() not in written
+    assert b"\x1b" not in written and b"\x07" not in written
+    assert b"\\x1b]52;c;" in written  # quoted, visibly

@@ -155,3 +155,25 @@ def test_verify_command_sees_no_key_and_no_home(
     report = json.loads(res.stdout)
     assert res.returncode == 0, (report["message"], report["feedback"])
     assert report["containment"]["backend"] == "bubblewrap"
+
+
+def test_a_state_root_inside_a_bound_tree_is_covered(tmp_path: Path) -> None:
+    """Defence in depth: were the state root inside something the command sees (here the
+    writable tree itself), an empty read-only tmpfs covers it."""
+    from tidegate.exec.containment import ContainmentPolicy
+    from tidegate.exec.runner import run_command, shell_argv
+
+    ws = tmp_path / "ws"
+    (ws / "state").mkdir(parents=True)
+    (ws / "state" / "checkpoint.key").write_text(SIGNING_KEY)
+    policy = ContainmentPolicy(required=True, network=False, writable=(ws,), hidden=(ws / "state",))
+    res = run_command(
+        shell_argv("ls -a state; cat state/checkpoint.key; touch state/x"),
+        ws,
+        20,
+        tmp_path / "spill",
+        containment=policy,
+    )
+    assert SIGNING_KEY not in res.stdout_tail and "checkpoint.key" not in res.stdout_tail
+    assert not (ws / "state" / "x").exists()
+    assert (ws / "state" / "checkpoint.key").read_text() == SIGNING_KEY

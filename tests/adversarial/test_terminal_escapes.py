@@ -150,3 +150,15 @@ def test_runs_across_repositories_shows_a_hostile_directory_name_escaped(
     assert res.returncode == 0, res.stderr
     assert b"\\x1b]52;c;" in res.stdout
     assert_clean(res)
+
+
+def test_ledger_status_and_next_show_hostile_titles_escaped(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    made = cli("ledger", "init", str(task), "--route", "medium", "--brief", "b" + EVIL,
+               "--item", "fix" + EVIL)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    for args in (["status"], ["next"], ["status", "--json"]):
+        res = cli("ledger", *args[:1], str(task), *args[1:])
+        assert res.returncode == 0, res.stderr
+        assert_clean(res)
+    assert b"\\x1b[2J" in cli("ledger", "status", str(task)).stdout

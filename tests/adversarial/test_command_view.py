@@ -177,3 +177,24 @@ def test_a_state_root_inside_a_bound_tree_is_covered(tmp_path: Path) -> None:
     assert SIGNING_KEY not in res.stdout_tail and "checkpoint.key" not in res.stdout_tail
     assert not (ws / "state" / "x").exists()
     assert (ws / "state" / "checkpoint.key").read_text() == SIGNING_KEY
+
+
+def test_configured_pass_through_reaches_verify_and_secret_names_are_refused(
+    host: dict[str, Path], committed_repo: Repo
+) -> None:
+    committed_repo.write("calc.py", "def add(a, b):\n    return a - b\n")
+    committed_repo.commit_all()
+    local = committed_repo.root / ".tidegate" / "config.toml"
+    local.parent.mkdir(exist_ok=True)
+    objective = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+    argv = ["run", "--repo", str(committed_repo.root), "--objective", objective, "--json"]
+    env = {**_env(host), "MY_TOOL_OPTS": "yes"}
+
+    local.write_text('[containment]\nenv = ["OPENAI_API_KEY"]\n')
+    refused = tidegate_cli(*argv, "--verify", "true", env=env)
+    assert refused.returncode == 2 and "looks like a secret" in refused.stderr
+    assert refused.stderr.count("\n") == 1
+
+    local.write_text('[containment]\nenv = ["MY_TOOL_OPTS"]\n')
+    res = tidegate_cli(*argv, "--verify", 'test "$MY_TOOL_OPTS" = yes', env=env)
+    assert res.returncode == 0, json.loads(res.stdout)["feedback"]

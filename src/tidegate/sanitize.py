@@ -48,9 +48,9 @@ SHAPES: dict[str, re.Pattern[str]] = {
     "basic_auth": re.compile(r"(?i)(?<=authorization: )basic\s+[A-Za-z0-9+/]{12,}=*"),
     "url_password": re.compile(r"(?<=://)([^/\s:@]*):[^/\s@]+(?=@)"),
 }
-# ``sk-`` keys (OpenAI's ``sk-``, ``sk-proj-``, Anthropic's ``sk-ant-``...): at a word start, 16+ key characters; glued to a
-# word (``mykeysk-...``) only when the value looks random (letters of both cases and digits)
-# so that ``task-management-...`` in prose is left alone.
+# ``sk-`` keys (OpenAI's ``sk-``, ``sk-proj-``, Anthropic's ``sk-ant-``...): at a word
+# start, 16+ key characters; glued to a word (``mykeysk-...``) only when the value looks
+# random (letters of both cases and digits), so ``task-management-...`` is left alone.
 _SK = re.compile(
     rf"(?<![A-Za-z0-9_-])(sk-{_KEY_CHARS}{{16,}})|(?<=[A-Za-z0-9_-])(sk-{_KEY_CHARS}{{20,}})"
 )

@@ -217,3 +217,27 @@ def test_the_model_planner_never_gets_the_content(ws: Repo) -> None:
     assert KEY not in repr(planner.history)
     state = Path(os.environ["TIDEGATE_STATE_ROOT"])
     assert KEY.encode() not in b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file())
+
+
+def test_git_exec_does_not_hand_out_a_committed_secret_file(ws: Repo) -> None:
+    """The .env was committed once: git's history and index still hold it."""
+    ws.git("add", "-f", ".env")
+    ws.git("commit", "-qm", "oops, committed the env file")
+    ws.write(".env", ENV + "MORE=1\n")  # and a local change, for git diff
+    with executor(ws.root, activate_all=True) as ex:
+        results = _results(
+            ex,
+            call("git_exec", args=["show", "HEAD:.env"]),
+            call("git_exec", args=["blame", ".env"]),
+            call("git_exec", args=["log", "-p", "--", ".env"]),
+            call("git_exec", args=["show", "HEAD"]),
+            call("git_exec", args=["log", "-p"]),
+            call("git_exec", args=["diff"]),
+            call("git_exec", args=["grep", "-n", KEY[:12]]),
+            call("git_exec", args=["grep", "-n", KEY[:12], "HEAD"]),
+        )
+    for result in results:
+        assert KEY not in json.dumps(result), result
+    assert [r["error"]["code"] for r in results[:3]] == ["secret_withheld"] * 3  # type: ignore[index]
+    assert all(r["ok"] for r in results[3:]), results[3:]
+    assert "calc.py" in json.dumps(results[4])  # the rest of the history is still shown

@@ -39,6 +39,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
+from tidegate.exec.environment import command_environment, without_secrets
 from tidegate.exec.interpreter import host_interpreter
 
 SHELL = ("/bin/sh", "-c")
@@ -181,8 +182,14 @@ def run_command(
     spill_limit: int = SPILL_BYTES,
     workspace: Path | None = None,
     spawn_hook: SpawnHook | None = None,
+    passthrough: tuple[str, ...] = (),
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
+
+    The command's environment: ``env`` as the caller built it, or by default the
+    allowlisted part of tidegate's own plus the ``passthrough`` names; never a
+    secret-shaped variable (``tidegate.exec.environment``). Contained, its HOME and
+    TMPDIR are private.
 
     ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
     None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
@@ -199,7 +206,8 @@ def run_command(
     if deadline is not None and deadline < end:
         end, reason = deadline, "deadline"
     hooked = spawn_hook.launcher(cwd) if spawn_hook is not None else []
-    with launch(containment, cwd) as sandbox:
+    base = command_environment(None, passthrough) if env is None else without_secrets(env)
+    with launch(containment, cwd, path=base.get("PATH")) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
         err_path = spill_dir / f"{label}.stderr"
@@ -214,9 +222,7 @@ def run_command(
             elif time.monotonic() >= end:
                 stop = reason
             else:
-                child_env = None  # inherit, without copying os.environ
-                if env is not None or sandbox.env:
-                    child_env = {**(env if env is not None else os.environ), **sandbox.env}
+                child_env = {**base, **sandbox.env}
                 proc = _spawn([*hooked, *sandbox.prefix, *argv], cwd, child_env)
                 stop, stray = _supervise(proc, (out, err), end, reason, cancel)
                 exit_code = None if stop else proc.returncode

@@ -76,10 +76,10 @@ def planner_for(
     from tidegate.flow.modes import Mode
     from tidegate.workspace.repo import discover
 
-    settings = None
-    if request.model:
-        settings = (config or load_config(discover(request.repo).root)).model
-    return make_planner(
+    if request.model and config is None:
+        config = load_config(discover(request.repo).root)
+    settings = config.model if (config is not None and request.model) else None
+    planner = make_planner(
         request.planner,
         request.objective,
         request.objective_base,
@@ -93,6 +93,9 @@ def planner_for(
         env=env,
         model_settings=settings,
     )
+    if config is not None and hasattr(planner, "readable_secrets"):
+        planner.readable_secrets = config.tools.readable_secrets
+    return planner
 
 
 def _model_planner(

@@ -26,12 +26,16 @@ from tests.integration._store import cli, start
 
 __all__ = ["four_ops"]
 
-WAIT = (
-    f'{sys.executable} -c "import os, pathlib, time; '
-    "pathlib.Path(os.environ['READY']).write_text(os.environ['TIDEGATE_SHADOW']); "
-    "go = pathlib.Path(os.environ['GO']); "
-    '[time.sleep(0.02) for _ in iter(lambda: go.exists(), True)]"'
-)
+
+def wait_command(ready: Path, go: Path) -> str:
+    """A verify command that says where it runs (its cwd: the shadow) and waits for ``go``.
+    The paths are in the command itself: a verify command gets an allowlisted environment."""
+    return (
+        f'{sys.executable} -c "import os, pathlib, time; '
+        f"pathlib.Path({str(ready)!r}).write_text(os.getcwd()); "
+        f"go = pathlib.Path({str(go)!r}); "
+        '[time.sleep(0.02) for _ in iter(lambda: go.exists(), True)]"'
+    )
 
 
 @pytest.fixture
@@ -44,8 +48,8 @@ def a_and_b(four_ops: Repo, tmp_path: Path) -> tuple[Repo, Repo]:
 def _run_in_a(a: Repo, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     ready, go = tmp_path / "ready", tmp_path / "go"
     proc = start(
-        "run", "--objective", OBJECTIVE, "--verify", WAIT, "--containment", "none",
-        cwd=a.root, env={**env(tmp_path), "READY": str(ready), "GO": str(go)},
+        "run", "--objective", OBJECTIVE, "--verify", wait_command(ready, go),
+        "--containment", "none", cwd=a.root, env=env(tmp_path),
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while not ready.exists():

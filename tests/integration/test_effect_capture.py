@@ -49,9 +49,11 @@ def project(committed_repo: Repo) -> Repo:
     committed_repo.write("pkg/__init__.py", "")
     committed_repo.write("pkg/util.py", "U = 1\n")
     committed_repo.write("pkg/deep/leaf.py", "L = 1\n")
-    committed_repo.write(".env", "TOKEN=old\n")  # ignored by committed_repo's .gitignore
+    # ignored (not a secret-shaped name: contained commands see .env files empty, read-only)
+    committed_repo.write(".gitignore", committed_repo.read(".gitignore") + "settings.ignored\n")
+    committed_repo.write("settings.ignored", "TOKEN=old\n")
     committed_repo.write("build/out.txt", "built\n")  # a derived name, ignored
-    committed_repo.git("add", "pkg")
+    committed_repo.git("add", "pkg", ".gitignore")
     committed_repo.git("commit", "-qm", "pkg")
     return committed_repo
 
@@ -69,10 +71,12 @@ def expected(method: str, hard_link: bool = False) -> str:
 def test_ignored_paths_are_reported(project: Repo, method: str) -> None:
     with host(project.root) as ex:
         got = checked(
-            ex, project.root, "echo TOKEN=new > .env && mkdir -p .cache && echo c > .cache/x"
+            ex,
+            project.root,
+            "echo TOKEN=new > settings.ignored && mkdir -p .cache && echo c > .cache/x",
         )
         assert _capture_method(ex) == expected(method)
-    assert got[".env"][1] == ("file", sha256_bytes(b"TOKEN=new\n"), "0644")
+    assert got["settings.ignored"][1] == ("file", sha256_bytes(b"TOKEN=new\n"), "0644")
     assert got[".cache/x"][0][0] == "missing" and got[".cache"][1][0] == "dir"
 
 
@@ -179,7 +183,7 @@ def test_an_unchanged_workspace_reports_nothing(project: Repo, method: str) -> N
 MIXED = (
     "echo a >> calc.py && rm README.md && mkdir -p new/dir && echo n > new/dir/f && "
     "chmod 600 pkg/util.py && ln -s calc.py new/link && rm -rf pkg/deep && "
-    "mkfifo new/pipe && echo TOKEN=x > .env && mv pkg/__init__.py pkg/init.py"
+    "mkfifo new/pipe && echo TOKEN=x > settings.ignored && mv pkg/__init__.py pkg/init.py"
 )
 
 
@@ -198,7 +202,7 @@ def test_the_workspace_ends_as_the_command_left_it(
 
 def test_contained_effects_match_the_oracle(project: Repo, method: str) -> None:
     with host(project.root, "auto") as ex:
-        got = checked(ex, project.root, "echo z > zed && chmod 711 pkg && rm .env")
+        got = checked(ex, project.root, "echo z > zed && chmod 711 pkg && rm settings.ignored")
         assert _capture_method(ex) == expected(method)
     assert got["pkg"][1] == ("dir", None, "0711")
     assert state(project.root / "zed")[0] == "file"
@@ -216,11 +220,11 @@ def test_a_failed_mount_falls_back_to_the_inventory(
     monkeypatch.setenv("TIDEGATE_EFFECT_CAPTURE", "auto")
     monkeypatch.setenv("TIDEGATE_FAULT", "overlay.mount")
     with host(project.root) as ex:
-        got = checked(ex, project.root, "echo once >> counter.txt && echo x > .env")
+        got = checked(ex, project.root, "echo once >> counter.txt && echo x > settings.ignored")
         assert _capture_method(ex) == "inventory"
         assert "could not be mounted" in ex.last_capture.reason
     assert (project.root / "counter.txt").read_text() == "once\n"  # it ran exactly once
-    assert {"counter.txt", ".env"} == set(got)
+    assert {"counter.txt", "settings.ignored"} == set(got)
 
 
 def test_required_overlay_that_cannot_mount_refuses(

@@ -21,6 +21,7 @@ from rich.console import Console
 
 from tidegate.cli.ledger import ledger_app
 from tidegate.cli.mcp import mcp_app
+from tidegate.cli.operator import OPERATOR_REVIEW, operator_apps, route_review
 from tidegate.cli.render import ProgressPrinter, print_report
 from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
@@ -56,6 +57,8 @@ app = typer.Typer(
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(tools_app, name="tools")
 app.add_typer(mcp_app, name="mcp")
+for _operator_app in operator_apps():
+    app.add_typer(_operator_app, hidden=_operator_app.info.name == OPERATOR_REVIEW)
 
 RepoOpt = Annotated[
     Path, typer.Option("--repo", help="The repository (default: current directory).")
@@ -489,7 +492,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: turns every usage error into one line on stderr and exit code 2."""
-    args = sys.argv[1:] if argv is None else argv
+    args = route_review(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
         result = app(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)

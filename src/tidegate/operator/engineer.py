@@ -145,10 +145,10 @@ def engineer_run(
     repo = discover(repo_path)
     action = plan_action(objective, selection)
     root = run_root(explicit_root, repo)
-    plan, verification_steps = _steps(action)
     grounding = ground(repo)
     if action["shape"] == "scan":
         action["name"] = scan_name(grounding)
+    plan, verification_steps = _steps(action)
     context = carried(root)
     continuity = terminal_continuity(root, strict=False)
     before = git_state(repo)

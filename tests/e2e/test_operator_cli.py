@@ -177,6 +177,20 @@ def test_carry_over_across_modes(
     assert read["run_id"] == rv["run"]["run_id"]
     meeting_view = op(capsys, "meeting", "read", LH, SP, str(root), "--json").json()
     assert meeting_view["decisions"] == ["fix add first"]
+    # Every read leaves the workspace, its index and the state root byte-identical.
+    before = dirty.tree_state(with_mtimes=True)
+    stored = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    for read_args in (
+        ("meeting", "read", LH, SP, str(root)),
+        ("goal-curation", "read", LH, SP, str(root)),
+        ("improvement-curation", "read", LH, SP, str(root)),
+        ("review", "read", LH, SP, str(root)),
+        ("engineer", "read", SP, str(root)),
+    ):
+        for flag in ((), ("--json",)):
+            assert op(capsys, *read_args, *flag).code == 0, read_args
+    assert dirty.tree_state(with_mtimes=True) == before
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == stored
     # The next engineer run sees the approved proposal as a goal.
     eng = op(capsys, "engineer", "run", SP, str(dirty.root), "survey", str(root), "--json").json()
     assert f"p3 {located[0]['title']}" in eng["carried_context"]["active_goals"]
@@ -262,3 +276,39 @@ def subprocess_probe(*args: str):  # type: ignore[no-untyped-def]
         text=True,
         check=False,
     )
+
+
+def test_engineer_with_a_model_base_type_is_one_guarded_model_run(
+    capsys: pytest.CaptureFixture[str],
+    dirty: Repo,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reflection names the endpoint that actually answered (a loopback OpenAI server)."""
+    from tests.integration.models.servers import LoopbackServer, Reply, oa_completion
+
+    fix = "calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
+    check = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
+    replies = [Reply(body=oa_completion("Plan: add must add.")), Reply(body=oa_completion(fix))]
+    index = dirty.index_bytes()
+    with LoopbackServer(replies, key="sk-local-123", key_header="authorization") as server:
+        (dirty.root / ".tidegate").mkdir()
+        (dirty.root / ".tidegate" / "config.toml").write_text(
+            f'[model]\nbase_url = "{server.url}/v1"\nstreaming = false\n'
+        )
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local-123")
+        res = op(
+            capsys,
+            "engineer", "run", SP, str(dirty.root), "Make add() add.", str(root),
+            "--base-type", "openai", "--model", "local-model", "--verify", check, "--json",
+        )  # fmt: skip
+        assert len(server.received) == 2
+    assert res.code == 0, res.err + res.out
+    view = res.json()
+    assert view["action"]["name"] == "guarded-model-run"
+    assert view["selection"]["base_type"] == "openai"
+    assert view["selection"]["implementation"].startswith("openai::openai-sdk 127.0.0.1:")
+    assert view["selection"]["implementation"].endswith("model=local-model")
+    assert view["verification"]["passed"] is True
+    assert "a + b" in dirty.read("calc.py") and dirty.index_bytes() == index
+    assert "sk-local-123" not in res.out

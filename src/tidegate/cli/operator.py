@@ -269,3 +269,100 @@ def review_read(
     _select("engineer", base_type, topology, "review")
     root = read_root(state_root, required=f"review read {base_type} {topology}")
     _emit("review read", read(root), as_json)
+
+
+CwdOpt = Annotated[Path, typer.Option("--cwd", help="Where the shell starts (default: .).")]
+
+
+def _terminal(
+    topology: str,
+    objective: str,
+    state_root: str | None,
+    cwd: Path,
+    recipe: str | None,
+    as_json: bool,
+) -> None:
+    from tidegate.operator.state_root import run_root
+    from tidegate.operator.terminal import parse_steps, terminal_run
+
+    selection = _select("engineer", "terminal-shell", topology, "terminal")
+    parse_steps(objective)  # a malformed objective is refused before the root is touched
+    view = terminal_run(selection, objective, run_root(state_root), cwd=cwd, recipe=recipe)
+    _emit("engineer terminal", view, as_json, 0 if view["outcome"] == "success" else 1)
+
+
+@engineer_app.command("terminal")
+def engineer_terminal(
+    topology: Topology,
+    objective: Objective,
+    state_root: RootArg = None,
+    cwd: CwdOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """A bounded shell session on a real PTY: command:, input:, key:, wait-for:, expect:."""
+    _terminal(topology, objective, state_root, cwd, None, as_json)
+
+
+@engineer_app.command("terminal-file")
+def engineer_terminal_file(
+    topology: Topology,
+    objective_file: Annotated[Path, typer.Argument(help="A UTF-8 regular file (no symlink).")],
+    state_root: RootArg = None,
+    cwd: CwdOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """The same session, its steps read from OBJECTIVE_FILE."""
+    from tidegate.operator.records import read_text_file
+
+    _terminal(topology, read_text_file(objective_file), state_root, cwd, None, as_json)
+
+
+@engineer_app.command("terminal-recipe-list")
+def terminal_recipe_list(as_json: JsonOpt = False) -> None:
+    """The shipped recipes."""
+    from tidegate.operator.recipes import recipe_names, recipe_summary
+
+    _emit(
+        "engineer terminal-recipe-list",
+        {"recipes": {n: recipe_summary(n) for n in recipe_names()}},
+        as_json,
+    )
+
+
+@engineer_app.command("terminal-recipe-show")
+def terminal_recipe_show(
+    name: Annotated[str, typer.Argument(help="A recipe name.")], as_json: JsonOpt = False
+) -> None:
+    """A recipe's contents (reads only)."""
+    from tidegate.operator.recipes import recipe_text
+
+    text = recipe_text(name)
+    if as_json:
+        _emit("engineer terminal-recipe-show", {"recipe": name, "text": text}, True)
+    sys.stdout.write(text)
+
+
+@engineer_app.command("terminal-recipe")
+def terminal_recipe(
+    topology: Topology,
+    name: Annotated[str, typer.Argument(help="A recipe name.")],
+    state_root: RootArg = None,
+    cwd: CwdOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a shipped recipe as a terminal session."""
+    from tidegate.operator.recipes import recipe_text
+
+    _terminal(topology, recipe_text(name), state_root, cwd, name, as_json)
+
+
+@engineer_app.command("terminal-read")
+def engineer_terminal_read(
+    topology: Topology, state_root: RootArg = None, as_json: JsonOpt = False
+) -> None:
+    """The latest terminal session's audit (reads only)."""
+    from tidegate.operator.readback import terminal_read
+    from tidegate.operator.state_root import read_root
+
+    _select("engineer", "terminal-shell", topology, "terminal")
+    _emit("engineer terminal-read", terminal_read(read_root(state_root), topology), as_json)

@@ -86,3 +86,4 @@ def run_engine(
         return execute(request, planner=planner, recorder=recorder), served
     finally:
         getattr(planner, "close", lambda: None)()
+        store.close()  # the store's files are settled before the command's records

@@ -119,3 +119,56 @@ def review_read(root: Path) -> dict[str, Any]:
         "findings": artifact["findings"],
         "proposals": artifact["proposals"],
     }
+
+
+def terminal_read(root: Path, topology: str) -> dict[str, Any]:
+    """The latest terminal session, in the fixed order: header, handoff, adapter, shell,
+    steps and checkpoints, transcript, continuation guidance, record counts."""
+    handoff = read_handoff(root, "terminal")
+    body = handoff.body
+    summary = body.get("summary")
+    needed = ("shell", "counts", "steps", "checkpoints", "last_output_line", "transcript_preview")
+    if not isinstance(summary, dict) or any(k not in summary for k in needed):
+        raise RecordError(f"{handoff.path}: malformed terminal summary")
+    if not isinstance(summary["steps"], list) or not all(
+        isinstance(s, dict) for s in summary["steps"]
+    ):
+        raise RecordError(f"{handoff.path}: malformed terminal steps")
+    if body["selection"].get("topology") != topology:
+        raise RecordError(
+            f"{handoff.path}: recorded for topology {body['selection'].get('topology')!r}, "
+            f"not {topology!r}"
+        )
+    view: dict[str, Any] = {
+        "selection": body["selection"],
+        "handoff": {
+            "file": handoff.path.name,
+            "compatibility_fallback": handoff.fallback,
+            "session_phase": body["session_phase"],
+            "objective": check_metadata(body["objective_metadata"], handoff.path),
+            "written_at_unix_ms": body.get("written_at_unix_ms"),
+        },
+        "adapter": {
+            "implementation": body["selection"].get("implementation"),
+            "recipe": summary.get("recipe"),
+            "working_directory": summary.get("working_directory"),
+        },
+        "shell": summary["shell"],
+        "audit": {
+            "counts": summary["counts"],
+            "steps": summary["steps"],
+            "checkpoints": summary["checkpoints"],
+            "outcome": summary.get("outcome"),
+            "failure": summary.get("failure"),
+        },
+        "transcript": {
+            "last_output_line": summary["last_output_line"],
+            "preview": summary["transcript_preview"],
+            "file": summary.get("transcript_file"),
+        },
+    }
+    if isinstance(summary.get("agent"), dict):
+        view["agent_submit"] = summary["agent"]
+    view["next_step"] = summary.get("next_step")
+    view["records"] = _record_counts(root, "terminal", body)
+    return view

@@ -184,3 +184,28 @@ def evidence_record(mode: str, kind: str, detail: str, source: str) -> dict[str,
         "source": source,
         "created_at_unix_ms": now_ms(),
     }
+
+
+def read_text_file(path: Path) -> str:
+    """An operator-given text file: a regular file (not a symlink), UTF-8. Usage errors
+    (exit 2) name the file."""
+    from tidegate.operator.errors import OperatorError
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        why = "is a symlink" if path.is_symlink() else exc.strerror
+        raise OperatorError(f"{path}: cannot be read: {why}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OperatorError(f"{path}: not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise OperatorError(f"{path}: larger than {MAX_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OperatorError(f"{path}: not UTF-8 text") from exc

@@ -111,6 +111,17 @@ ModelOpt = Annotated[
         help="Let a model plan and patch: openai:MODEL, anthropic:MODEL or scripted:PATH.",
     ),
 ]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="An agent CLI proposes each attempt's change, contained, on a copy of T0: "
+        "codex or aider.",
+    ),
+]
+AgentModelOpt = Annotated[
+    str | None, typer.Option("--agent-model", help="The model the agent uses (its default).")
+]
 MaxCostOpt = Annotated[
     float | None,
     typer.Option("--max-cost", min=0, help="Hard cap in USD on the model's spending for the run."),
@@ -171,7 +182,7 @@ def _run(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     observer = None if as_json else ProgressPrinter(err)
     recorder = StoreRecorder(store)
-    planner = planner_for(request, recorder=recorder) if request.model else None
+    planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
     if observer is not None and hasattr(planner, "progress"):
         planner.progress = observer.activity  # type: ignore[union-attr]
     try:
@@ -200,6 +211,8 @@ def run(
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
     model: ModelOpt = None,
+    agent: AgentOpt = None,
+    agent_model: AgentModelOpt = None,
     max_cost: MaxCostOpt = None,
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
@@ -222,6 +235,8 @@ def run(
         network=network,
         containment=containment,
         model=model,
+        agent=agent,
+        agent_model=agent_model,
         max_cost_usd=max_cost,
         max_steps=max_steps,
     )
@@ -279,6 +294,8 @@ def debug(
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
     model: ModelOpt = None,
+    agent: AgentOpt = None,
+    agent_model: AgentModelOpt = None,
     max_cost: MaxCostOpt = None,
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
@@ -301,6 +318,8 @@ def debug(
         network=network,
         containment=containment,
         model=model,
+        agent=agent,
+        agent_model=agent_model,
         max_cost_usd=max_cost,
         max_steps=max_steps,
     )

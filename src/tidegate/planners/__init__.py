@@ -70,6 +70,10 @@ def planner_for(
     from tidegate.flow.modes import Mode
     from tidegate.workspace.repo import discover
 
+    if request.agent is not None:
+        if request.model or request.planner != "structured":
+            raise UsageError("give one of --agent, --model and --planner")
+        return agent_planner(request, recorder)
     settings = load_config(discover(request.repo).root).model if request.model else None
     return make_planner(
         request.planner,
@@ -84,6 +88,27 @@ def planner_for(
         recorder=recorder,
         env=env,
         model_settings=settings,
+    )
+
+
+def agent_planner(request: RunRequest, recorder: Any = None) -> Planner:
+    """The ``--agent`` planner, its contract loaded and validated, its program found."""
+    from tidegate.agents.contracts import load_contract
+    from tidegate.agents.launch import AgentEndpoint
+    from tidegate.planners.agent import AgentPlanner
+
+    assert request.agent is not None
+    contract = load_contract(request.agent)
+    if contract.find_program() is None:
+        raise UsageError(
+            f"agent {contract.name!r}: `{contract.program}` is not installed; install it with: "
+            f"{contract.install}"
+        )
+    return AgentPlanner(
+        contract,
+        AgentEndpoint.of(contract, request.agent_model),
+        containment=request.containment or "auto",
+        recorder=recorder,
     )
 
 

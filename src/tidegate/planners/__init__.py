@@ -107,7 +107,8 @@ def agent_planner(request: RunRequest, recorder: Any = None) -> Planner:
     return AgentPlanner(
         contract,
         AgentEndpoint.of(contract, request.agent_model),
-        containment=request.containment or "auto",
+        # An agent runs arbitrary commands: contained unless the user explicitly says none.
+        containment=request.containment or "required",
         recorder=recorder,
     )
 

@@ -77,6 +77,8 @@ class AgentPlanner:
                 "an agent planner needs the shadow worktree as its tree view",
                 retryable=False,
             )
+        from tidegate.errors import CapabilityMismatch
+
         scratch = Path(tempfile.mkdtemp(prefix="tidegate-agent-"))
         try:
             (scratch / "ws").mkdir()
@@ -93,6 +95,8 @@ class AgentPlanner:
                 spill_dir=scratch / "spill",
             )
             diff = capture(ws)
+        except CapabilityMismatch as exc:
+            raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
         finally:
             _remove(scratch)
         self._record(request, run, diff)

@@ -366,3 +366,28 @@ def engineer_terminal_read(
 
     _select("engineer", "terminal-shell", topology, "terminal")
     _emit("engineer terminal-read", terminal_read(read_root(state_root), topology), as_json)
+
+
+@engineer_app.command("agent-submit")
+def engineer_agent_submit(
+    topology: Topology,
+    state_root: RootArg = None,
+    agent: Annotated[
+        str, typer.Option("--agent", help="The agent contract (codex, aider).")
+    ] = "codex",
+    model: Annotated[str | None, typer.Option("--agent-model", help="The model it uses.")] = None,
+    cwd: CwdOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Launch the agent's interactive flow on a PTY, submit its one fixed payload, and
+    classify the outcome: success (exit 0), unsupported with one reason code (exit 5),
+    runtime-failure (exit 1)."""
+    from tidegate.agents.contracts import load_contract
+    from tidegate.operator.state_root import run_root
+    from tidegate.operator.terminal import agent_submit_run
+
+    selection = _select("engineer", "terminal-shell", topology, "terminal")
+    load_contract(agent)  # an unknown agent is refused before the root is touched
+    view = agent_submit_run(selection, agent, run_root(state_root), cwd=cwd, model=model)
+    codes = {"success": 0, "unsupported": 5, "runtime-failure": 1}
+    _emit("engineer agent-submit", view, as_json, codes[view["outcome"]])

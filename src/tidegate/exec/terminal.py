@@ -235,6 +235,11 @@ class Terminal:
         lines = [line for line in self._log.splitlines() if line.strip()]
         return [sanitize(line) for line in lines[-count:]]
 
+    def screen_lines(self) -> list[str]:
+        """The emulated screen's non-empty lines, sanitised: what a full-screen program
+        shows now (its stream, full of cursor moves, reads as noise)."""
+        return [sanitize(line.rstrip()) for line in self._screen.display if line.strip()]
+
     def preview(self, chars: int = 2000) -> str:
         return sanitize(self._log[-chars:])
 

@@ -248,3 +248,89 @@ def terminal_run(
         "next_step": NEXT_STEP,
         "records": {"handoff": "latest_terminal_handoff.json", "transcript_file": spill.name},
     }
+
+
+def agent_submit_run(
+    selection: Selection, agent: str, root: Path, *, cwd: Path, model: str | None = None
+) -> dict[str, Any]:
+    """``engineer agent-submit``: the contract's interactive flow, audited and persisted.
+    A handoff is written for ``success`` and ``unsupported`` (truthful terminal evidence);
+    a ``runtime-failure`` leaves its evidence records but no submit summary."""
+    from tidegate.agents.contracts import load_contract
+    from tidegate.operator.agent_submit import submit
+    from tidegate.workspace.repo import discover
+
+    contract = load_contract(agent)
+    repo = discover(cwd)
+    audit = submit(contract, repo.root, model=model)
+    source = f"terminal::{selection.base_type.implementation}"
+    summary = {
+        "flow_asset": f"agents/contracts/{contract.name}.json",
+        "flow_sha256": audit.contract_sha256,
+        "payload_id": audit.payload_id,
+        "outcome": audit.outcome,
+        "reason": audit.reason,
+        "detail": audit.detail,
+        "steps": audit.steps,
+        "checkpoints": audit.checkpoints,
+        "last_output_line": audit.last_output_line,
+        "transcript_preview": audit.transcript_preview,
+        "restored_files": audit.restored,
+        "containment": audit.containment,
+    }
+    evidence = [
+        evidence_record(
+            "terminal",
+            "agent-submit",
+            f"{contract.name}: {audit.outcome}" + (f" ({audit.reason})" if audit.reason else ""),
+            source,
+        )
+    ]
+    append_records(root, EVIDENCE_FILE, "evidence", evidence)
+    if audit.outcome != "runtime-failure":
+        memory = [
+            memory_record(
+                "terminal",
+                "agent-submit",
+                "agent-submit",
+                {"agent": contract.name, "outcome": audit.outcome, "reason": audit.reason},
+                source,
+            )
+        ]
+        append_records(root, MEMORY_FILE, "memory", memory)
+        shell = {
+            "argv": [contract.program, "(contract interactive argv)"],
+            "cwd": str(repo.root),
+            "home": "private temporary directory",
+            "size": "120x40",
+            "echo": "on",
+        }
+        write_handoff(
+            root,
+            "terminal",
+            {
+                "selection": selection.as_dict(),
+                "session_phase": audit.outcome,
+                "objective_metadata": objective_metadata(""),
+                "memory": memory,
+                "evidence": evidence,
+                "summary": {
+                    "recipe": None,
+                    "working_directory": str(repo.root),
+                    "shell": shell,
+                    "counts": {"checkpoints": len(audit.checkpoints)},
+                    "steps": [
+                        {"n": i + 1, "kind": "agent", "text": s, "status": "done"}
+                        for i, s in enumerate(audit.steps)
+                    ],
+                    "checkpoints": audit.checkpoints,
+                    "last_output_line": audit.last_output_line,
+                    "transcript_preview": audit.transcript_preview,
+                    "outcome": audit.outcome,
+                    "failure": audit.detail or None,
+                    "agent": summary,
+                    "next_step": NEXT_STEP,
+                },
+            },
+        )
+    return {"selection": selection.as_dict(), "agent": contract.name, **summary}

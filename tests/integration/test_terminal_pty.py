@@ -146,3 +146,4 @@ def test_text_leaves_sanitised_and_sends_are_not_delayed(tmp_path: Path) -> None
 
 def test_visible_resolves_escape_sequences() -> None:
     assert visible("a\x1b[1;31mb\x1b[0m\r\nc\x1b]0;title\x07d\x9b2Je") == "ab\ncde"
+    assert visible("menu\x1b[12;30Hitem") == "menu\nitem"  # a cursor move starts a new line

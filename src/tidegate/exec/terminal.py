@@ -48,6 +48,7 @@ _ESCAPES = re.compile(
     r"|\x1b[ -/]*[0-~]"  # two-character and charset sequences
     r"|\x9b[0-?]*[ -/]*[@-~]"  # C1 CSI
 )
+_MOVES = re.compile(r"\x1b\[[0-9;]*[HfdEF]")  # cursor positioning: a new place, a new line
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _OSC_COLOUR_QUERY = re.compile(rb"\x1b\](1[01]);\?(?:\x07|\x1b\\)")
 _COLOURS = {b"10": "rgb:ffff/ffff/ffff", b"11": "rgb:0000/0000/0000"}
@@ -56,9 +57,9 @@ _KEYS = {"ctrl-c": "\x03", "ctrl-d": "\x04", "ctrl-s": "\x13", "enter": "\r", "e
 
 
 def visible(text: str) -> str:
-    """``text`` as a person would read it in a scrolling terminal: escape sequences gone,
-    carriage-return overwrites resolved to line breaks, other controls removed."""
-    text = _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    """``text`` as a person would read it in a scrolling terminal: cursor positioning and
+    carriage returns become line breaks, other escape sequences and controls are removed."""
+    text = _ESCAPES.sub("", _MOVES.sub("\n", text)).replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", text)
 
 

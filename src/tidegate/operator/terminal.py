@@ -9,6 +9,7 @@ number)::
     key: ctrl-c              # a named key (ctrl-c, ctrl-d, ctrl-s, enter, escape)
     wait-for: total          # block until this text is visible (per-step timeout)
     expect: README           # must have been visible by the end of the session
+    timeout: 60              # seconds each later wait may take (default 15, at most 600)
 
 An unsatisfied ``wait-for`` fails the session there: the steps after it are not run. The
 shell is ``bash --noprofile --norc --noediting -i`` (else ``sh -i``) with the PTY's echo
@@ -40,7 +41,7 @@ from tidegate.operator.records import (
     now_ms,
 )
 
-KINDS = ("command", "input", "key", "wait-for", "expect")
+KINDS = ("command", "input", "key", "wait-for", "expect", "timeout")
 TRANSCRIPTS_DIR = "terminal_transcripts"
 PROMPT = "tidegate$ "
 _LINE = re.compile(r"^([a-z-]+):\s?(.*)$")
@@ -72,6 +73,8 @@ def parse_steps(text: str) -> list[Step]:
             raise OperatorError(f"objective line {number}: {kind}: needs text")
         if "\x00" in value or "\r" in value:
             raise OperatorError(f"objective line {number}: control characters are not allowed")
+        if kind == "timeout" and not (value.strip().isdigit() and 1 <= int(value) <= 600):
+            raise OperatorError(f"objective line {number}: timeout takes whole seconds, 1 to 600")
         steps.append(Step(number, kind, value))
     if not any(s.kind == "command" for s in steps):
         raise OperatorError("a terminal objective needs at least one command: line")
@@ -118,6 +121,7 @@ def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict
         term = Terminal(argv, cwd=cwd, env=_env(Path(home)), limits=limits, spill=spill, echo=False)
         last_line = ""
         exit_status = None
+        step_timeout: float | None = None
         try:
             try:
                 term.wait_for(PROMPT)
@@ -132,9 +136,12 @@ def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict
                 elif step.kind == "key":
                     term.send_key(step.text.strip())
                     entry["status"] = "sent"
+                elif step.kind == "timeout":
+                    step_timeout = float(step.text)
+                    entry["status"] = "set"
                 elif step.kind == "wait-for":
                     try:
-                        entry["waited_s"] = round(term.wait_for(step.text), 3)
+                        entry["waited_s"] = round(term.wait_for(step.text, step_timeout), 3)
                     except TerminalTimeout as exc:
                         entry["status"] = "unsatisfied"
                         failure = f"line {step.number}: wait-for {exc}"

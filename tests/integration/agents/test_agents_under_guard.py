@@ -154,3 +154,32 @@ def test_an_agent_that_changes_nothing_fails_without_touching_anything(
     assert report.status == "failed"
     assert "changed nothing" in report.message
     assert dirty.tree_state(with_mtimes=True) == tree
+
+
+def test_ledger_run_with_an_agent(
+    repo: Repo, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import CALC, tidegate_cli
+
+    require_agent("codex")
+    require_containment()
+    repo.write("calc.py", CALC)
+    repo.commit_all("calc")
+    task = tmp_path / "task"
+    init = tidegate_cli("ledger", "init", str(task), "--route", "small", "--brief", "Fix add")
+    assert init.returncode == 0, init.stderr
+    (task / "plan.md").write_text(
+        f"# Plan\n\n## T1: Fix add\n\nadd() subtracts; make it add.\n\nVerify: `{CHECK}`\n"
+    )
+    with ScriptedServer(codex_answers([RIGHT])) as server:
+        res = tidegate_cli(
+            "ledger", "run", str(task), "--repo", str(repo.root), "--agent", "codex",
+            "--agent-model", "test-model", "--json",
+            env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"},
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr + res.stdout
+    (item_run,) = json.loads(res.stdout)
+    assert item_run["report"]["planner"] == "agent:codex"
+    assert item_run["report"]["status"] == "succeeded"
+    assert "return a + b" in repo.read("calc.py")
+    assert "| T1 | Fix add | done |" in (task / "ledger.md").read_text()

@@ -19,6 +19,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from tidegate.cli.gym import gym_app
 from tidegate.cli.ledger import ledger_app
 from tidegate.cli.mcp import mcp_app
 from tidegate.cli.operator import OPERATOR_REVIEW, operator_apps, route_review
@@ -57,6 +58,7 @@ app = typer.Typer(
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(tools_app, name="tools")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(gym_app, name="gym")
 for _operator_app in operator_apps():
     app.add_typer(_operator_app, hidden=_operator_app.info.name == OPERATOR_REVIEW)
 

@@ -155,3 +155,67 @@ def gym_run_suite(
             f"{card['correctness_checks_total']}  damage {card['workspace_damage']}  retries {card['retry_count']}"
         )
     _out(result, as_json, "\n".join(lines) + "\n", 0 if not failed else 1)
+
+
+@gym_app.command("swe")
+def gym_swe(
+    instances: Annotated[Path, typer.Argument(help="A SWE-bench instance file (JSONL).")],
+    repos: Annotated[Path, typer.Option("--repos", help="Local clones named owner__name.")] = Path(
+        "."
+    ),
+    oracle: Annotated[
+        bool, typer.Option("--oracle", help="Use each instance's gold patch.")
+    ] = False,
+    contestant: ContestantOpt = None,
+    instance: Annotated[
+        list[str] | None, typer.Option("--instance", help="Only these ids.")
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option("--python", help="The interpreter for the tests.")
+    ] = None,
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run SWE-bench instances through the guarded engine: resolved / not-resolved."""
+    from tidegate.gym.swe import run_swe
+
+    summary = run_swe(
+        instances,
+        repos,
+        _gym_root(state_root),
+        oracle=oracle,
+        contestant=contestant,
+        only=instance or [],
+        python=python,
+    )
+    lines = [
+        f"{r['instance_id']:<32} {r['status']}"
+        + (f"  {r.get('error', '')}" if r["status"] == "error" else "")
+        for r in summary["results"]
+    ]
+    lines.append(
+        f"resolved {summary['resolved']}/{summary['instances']} (rate {summary['resolve_rate']})"
+    )
+    _out(
+        summary,
+        as_json,
+        "\n".join(lines) + "\n",
+        0 if summary["resolved"] == summary["instances"] else 1,
+    )
+
+
+@gym_app.command("swe-mirrors")
+def gym_swe_mirrors(
+    directory: Annotated[Path, typer.Argument(help="Where to build the synthetic mirrors.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Build the local mirrors the shipped synthetic instance file refers to."""
+    from tidegate.gym.swe_synthetic import build_mirrors, shipped_instances
+
+    commits = build_mirrors(directory)
+    text = "".join(f"{repo} {commit}\n" for repo, commit in commits.items())
+    _out(
+        {"mirrors": commits, "instances": str(shipped_instances())},
+        as_json,
+        text + f"instances: {shipped_instances()}\n",
+    )

@@ -115,9 +115,7 @@ def run_scenario(
     return document
 
 
-def _engine(
-    scenario: Scenario, repo: Path, run_dir: Path, who: Contestant
-) -> tuple[Any, Any, Any]:
+def _engine(scenario: Scenario, repo: Path, run_dir: Path, who: Contestant) -> tuple[Any, Any, Any]:
     from tidegate.flow.modes import Mode
     from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute

@@ -17,7 +17,7 @@ Two runs over the same repository: without a store, and with the real run store
 executor's own time for the call (the adapter's work), ``loop`` the rest.
 
 ``--repo DIR`` reuses (or creates) the synthetic repository at DIR; without it one is made
-in a temporary directory with ``/work/shared/bench/make_repo.py``.
+in a temporary directory with ``../shared/bench/make_repo.py`` (from the project root).
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor
 from tidegate.workspace.port import WorkspacePort
 
-MAKE_REPO = Path("/work/shared/bench/make_repo.py")
+ROOT = Path(__file__).resolve().parents[1]
+MAKE_REPO = ROOT.parent / "shared" / "bench" / "make_repo.py"
+"""The shared synthetic-repository builder: ``../shared/bench/`` next to the project."""
 
 
 class TimedModel:
@@ -161,6 +163,8 @@ def _stats(values: list[float]) -> dict[str, float]:
 def ensure_repo(path: Path | None, files: int, ignored: int, tmp: Path) -> Path:
     repo = path or tmp / "repo"
     if not (repo / ".git").exists():
+        if not MAKE_REPO.is_file():
+            sys.exit(f"agent_overhead: {MAKE_REPO}: no such file (give --repo DIR instead)")
         subprocess.run(
             [sys.executable, str(MAKE_REPO), str(repo), "--files", str(files), "--ignored",
              str(ignored)],

@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tidegate.workspace import fingerprint as fp  # noqa: E402
 
-MAKE_REPO = Path("/work/shared/bench/make_repo.py")
+MAKE_REPO = ROOT.parent / "shared" / "bench" / "make_repo.py"
+"""The shared synthetic-repository builder: ``../shared/bench/`` next to the project."""
 
 
 def log(message: str) -> None:
@@ -119,6 +120,8 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tidegate-bench-fp-"))
     repo = args.make_repo or scratch / "repo"
     if not repo.exists():
+        if not MAKE_REPO.is_file():
+            ap.error(f"{MAKE_REPO}: no such file (give --make-repo DIR holding a repository)")
         log(f"making a repo with {args.files} files and {args.ignored} ignored at {repo}")
         subprocess.run(
             [

@@ -166,3 +166,51 @@ def tidegate_cli(
         text=True,
         check=False,
     )
+
+
+# -- containment ---------------------------------------------------------------------------
+# Tests that need verified containment (bubblewrap) carry ``requires_containment``. Without
+# it they skip with one reason, so a fresh machine's `make test` passes and says why; the
+# tests of the uncontained policy (approval required, `backend: none`) run everywhere. In
+# CI (``CI`` set) a failing probe is an error instead: CI must test containment.
+
+CONTAINMENT_MISSING = "bubblewrap is not installed or cannot run here: `apt-get install bubblewrap`"
+
+
+def containment_verified() -> bool:
+    from tidegate.exec.containment import probe
+
+    return probe().verified
+
+
+requires_containment = pytest.mark.skipif(not containment_verified(), reason=CONTAINMENT_MISSING)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("CI") and not containment_verified():
+        from tidegate.exec.containment import probe
+
+        raise pytest.UsageError(
+            f"CI is set but the containment probe failed ({probe().reason}); "
+            "CI must run the containment tests: install bubblewrap"
+        )
+
+
+def pytest_report_header() -> str:
+    if containment_verified():
+        return "containment: bubblewrap verified (the containment tests run)"
+    return f"containment: {CONTAINMENT_MISSING}; tests marked requires_containment skip"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One closing line that says how many tests the missing bubblewrap skipped (the
+    header line is hidden under ``-q``, which ``make test`` uses)."""
+    skipped = [
+        r
+        for r in terminalreporter.stats.get("skipped", [])
+        if CONTAINMENT_MISSING in str(getattr(r, "longrepr", ""))
+    ]
+    if skipped:
+        terminalreporter.write_line(
+            f"containment: {len(skipped)} test(s) skipped: {CONTAINMENT_MISSING}"
+        )

@@ -3,20 +3,48 @@
 ``TIDEGATE_FAULT=apply_back.after_write:2`` kills the process with SIGKILL right after the
 second file write of an apply-back; ``TIDEGATE_FAULT=phase.VERIFY`` kills it as VERIFY
 starts (``phase.VERIFY:2``: in attempt 2). Points are named where ``maybe_crash`` is called.
+
+A fault may name what happens instead of SIGKILL, after ``=``:
+
+* ``=term``: the process sends itself SIGTERM (what ``kill PID`` does);
+* ``=EACCES``, ``=ENOSPC``, ``=EROFS``, ``=EPERM``, ...: ``maybe_crash`` raises that
+  ``OSError``, as the write at that point would have;
+* ``=run``: the shell command in ``TIDEGATE_FAULT_RUN`` runs (in the process's working
+  directory) and the process goes on: someone else touching files at the worst moment.
+
+``TIDEGATE_FAULT=apply_back.before_write:2=ENOSPC`` makes the second write of an
+apply-back fail as if the disk were full. Several faults may be armed at once, separated
+by commas.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import subprocess
 
 ENV = "TIDEGATE_FAULT"
+RUN_ENV = "TIDEGATE_FAULT_RUN"
 
 
 def maybe_crash(point: str, count: int = 1) -> None:
-    spec = os.environ.get(ENV)
-    if not spec:
-        return
-    name, _, nth = spec.partition(":")
-    if name == point and (not nth or int(nth) == count):
+    for spec in os.environ.get(ENV, "").split(","):
+        target, _, kind = spec.strip().partition("=")
+        name, _, nth = target.partition(":")
+        if name == point and (not nth or int(nth) == count):
+            _trigger(point, kind)
+
+
+def _trigger(point: str, kind: str) -> None:
+    if not kind or kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    elif kind == "term":
+        os.kill(os.getpid(), signal.SIGTERM)
+    elif kind == "run":
+        subprocess.run(os.environ.get(RUN_ENV, "true"), shell=True, check=False)
+    else:
+        code = getattr(errno, kind, None)
+        if not isinstance(code, int):
+            raise ValueError(f"{ENV}: unknown fault kind {kind!r}")
+        raise OSError(code, os.strerror(code), f"fault point {point}")

@@ -1,10 +1,31 @@
 """The only module that runs git.
 
-Every call is an argv list (never a shell string) with a scrubbed environment: no pager,
-no credential or terminal prompts, no fsmonitor, no split index, hooks disabled
-(``core.hooksPath=/dev/null``), and ``GIT_OPTIONAL_LOCKS=0`` so that even read-only commands never refresh the
-caller's index. Variables that would redirect git (``GIT_DIR``, ``GIT_INDEX_FILE``,
-``GIT_WORK_TREE`` ...) are removed from the inherited environment and only set on purpose.
+Every call is an argv list (never a shell string) with a scrubbed environment and a fixed
+set of ``-c`` overrides, whatever the repository's configuration says:
+
+- no pager (``--no-pager``, ``core.pager=cat``), no fsmonitor, no split index, no hooks
+  (``core.hooksPath=/dev/null``: no hook can exist below a device file), no credential
+  helper or askpass, no transport at all (``protocol.allow=never``: tidegate never fetches
+  or pushes, so no ssh or remote helper can start), no automatic gc or maintenance, no
+  commit signing;
+- ``GIT_OPTIONAL_LOCKS=0`` so that even read-only commands never refresh the caller's
+  index, and no terminal prompt;
+- every inherited ``GIT_*`` variable is dropped (``GIT_DIR``, ``GIT_INDEX_FILE``,
+  ``GIT_WORK_TREE``, ``GIT_EXTERNAL_DIFF``, ``GIT_CONFIG_PARAMETERS``, ``GIT_TRACE`` ...)
+  except the four that choose which user-level configuration applies
+  (``GIT_CONFIG_GLOBAL``, ``GIT_CONFIG_SYSTEM``, ``GIT_CONFIG_NOSYSTEM``,
+  ``GIT_ATTR_NOSYSTEM``); what redirects git is only ever set on purpose.
+
+A ``Git`` may be *pinned* to a git dir and work tree (``GIT_DIR``/``GIT_WORK_TREE``), so
+that a ``.git`` someone creates later below its directory is never discovered; may run
+without filters (``filters=False``: every filter driver the configuration defines is
+neutralised with ``filter.<name>.clean=``, ``smudge=``, ``process=``,
+``required=false``, which git 2.39 treats as no driver), for calls on a tool workspace,
+whose ``.git`` a command may have made; and may be ``untrusted``: for calls on behalf of a
+model or client, also only the repository's own configuration is read (no system or
+global file, no system or global attributes).
+External diff and textconv are refused per subcommand (``--no-ext-diff --no-textconv``):
+an empty ``diff.external`` makes git fail rather than not use one.
 """
 
 from __future__ import annotations
@@ -17,28 +38,10 @@ from pathlib import Path
 
 from tidegate.errors import GitError
 
-_REDIRECTING_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_DIFF_OPTS",
-    "GIT_EDITOR",
-    "GIT_SEQUENCE_EDITOR",
-    "GIT_TRACE",
-    "GIT_LITERAL_PATHSPECS",
-    "GIT_GLOB_PATHSPECS",
-    "GIT_NOGLOB_PATHSPECS",
-    "GIT_ICASE_PATHSPECS",
+KEPT_GIT_VARS = frozenset(
+    {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_ATTR_NOSYSTEM"}
 )
+"""The only inherited ``GIT_*`` variables a child sees: the user's choice of config files."""
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "tidegate",
@@ -50,7 +53,7 @@ IDENTITY = {
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every git child gets: the caller's, minus redirections, plus safety."""
-    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING_VARS}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in KEPT_GIT_VARS}
     env.update(
         {
             "GIT_OPTIONAL_LOCKS": "0",
@@ -80,7 +83,25 @@ _SAFETY_CONFIG = (
     "advice.detachedHead=false",
     "-c",
     "color.ui=false",
+    "-c",
+    "core.askPass=",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "core.hooksPath=/dev/null",  # no hook can exist below a device file
 )
+_UNTRUSTED_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
+}
+_FILTER_KEYS = ("clean=", "smudge=", "process=", "required=false")
 
 
 @dataclass(frozen=True)
@@ -96,10 +117,38 @@ class GitResult:
 
 
 class Git:
-    """git bound to one working directory (a work tree or a git dir)."""
+    """git bound to one working directory (a work tree or a git dir).
 
-    def __init__(self, cwd: Path) -> None:
+    ``git_dir``/``work_tree`` pin the repository (no discovery); ``filters=False``
+    neutralises every filter driver the configuration defines; ``untrusted`` also reads
+    only the repository's own configuration (see the module doc); ``prefix`` is an argv
+    that launches git (a sandbox).
+    """
+
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        git_dir: Path | None = None,
+        work_tree: Path | None = None,
+        untrusted: bool = False,
+        filters: bool = True,
+        prefix: Sequence[str] = (),
+    ) -> None:
         self.cwd = cwd
+        self.git_dir = git_dir
+        self.work_tree = work_tree
+        self.untrusted = untrusted
+        self.filters = filters and not untrusted
+        self.prefix = tuple(prefix)
+
+    def pinned_env(self) -> dict[str, str]:
+        env = dict(_UNTRUSTED_ENV) if self.untrusted else {}
+        if self.git_dir is not None:
+            env["GIT_DIR"] = str(self.git_dir)
+        if self.work_tree is not None:
+            env["GIT_WORK_TREE"] = str(self.work_tree)
+        return env
 
     def run(
         self,
@@ -109,18 +158,16 @@ class Git:
         check: bool = True,
         ok_codes: Sequence[int] = (0,),
     ) -> GitResult:
-        argv = [
-            "git",
-            *_SAFETY_CONFIG,
-            "-c",
-            "core.hooksPath=/dev/null",  # no hook can exist below a device file
-            *args,
-        ]
+        full_env = scrubbed_env({**self.pinned_env(), **(env or {})})
+        extra = [] if self.filters else self._no_filters(full_env)
+        if self.untrusted:
+            extra += ["-c", f"core.attributesFile={os.devnull}"]
+        argv = [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *extra, *args]
         try:
             proc = subprocess.run(
                 argv,
                 cwd=self.cwd,
-                env=scrubbed_env(env),
+                env=full_env,
                 input=input,
                 stdin=None if input is not None else subprocess.DEVNULL,
                 capture_output=True,
@@ -134,6 +181,34 @@ class Git:
         if check and proc.returncode not in ok_codes:
             raise GitError(list(args), proc.returncode, result.stderr)
         return result
+
+    def _no_filters(self, env: Mapping[str, str]) -> list[str]:
+        """Overrides that leave the repository's filter drivers without a program.
+
+        The driver names are read from the configuration git will use (``git config``
+        runs nothing); reading it again on every call means a driver added since is
+        still neutralised."""
+        try:
+            proc = subprocess.run(
+                ["git", "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
+                cwd=self.cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise GitError(["config"], -1, f"cannot run git: {exc}") from exc
+        names = {
+            key[len("filter.") : key.rindex(".")]
+            for key in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+            if key.count(".") >= 2
+        }
+        out = []
+        for name in sorted(names):
+            for key in _FILTER_KEYS:
+                out += ["-c", f"filter.{name}.{key}"]
+        return out
 
     def out(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         """Run and return stdout as text with the trailing newline removed."""

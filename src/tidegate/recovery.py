@@ -1,17 +1,27 @@
 """``tidegate recover``: finish or undo apply-backs interrupted by a crash, and remove the
-shadow worktrees that crashed runs left behind."""
+shadow worktrees and scratch directories that dead runs left behind (never those of a run
+that is alive, in this work tree or another linked one: see ``workspace.claims``).
+
+A path the user edited after the crash keeps the user's bytes; the version recovery would
+have written goes under ``.tidegate/recovered/<run-id>/`` and the journal is cleared, so
+the next run can start. A journal recovery cannot read or apply (permissions, a read-only
+file system) stays where it is, and the summary says why, in one line.
+"""
 
 from __future__ import annotations
 
+import errno
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tidegate.errors import GitError
 from tidegate.flow.transaction import new_run_id
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import discover
-from tidegate.workspace.shadow import remove_stale_shadows
+from tidegate.workspace.shadow import remove_leftovers
 
 
 @dataclass
@@ -19,26 +29,55 @@ class RecoverySummary:
     repo: str
     journals: list[RecoveryReport] = field(default_factory=list)
     removed_shadows: list[str] = field(default_factory=list)
+    removed_scratch: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return all(not j.diverged for j in self.journals)
+        return not self.errors and all(not j.diverged for j in self.journals)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "repo": self.repo,
-            "journals": [j.__dict__ for j in self.journals],
+            "journals": [
+                {**j.__dict__, "kept": [k.__dict__ for k in j.kept]} for j in self.journals
+            ],
             "removed_shadows": self.removed_shadows,
+            "removed_scratch": self.removed_scratch,
+            "errors": self.errors,
             "clean": self.clean,
         }
 
 
 def recover_repository(path: Path, rollback: bool = False) -> RecoverySummary:
     repo = discover(path)
-    with RunLock(repo.runtime_dir, f"recover-{new_run_id()}"):
+    lock = RunLock(repo.runtime_dir, f"recover-{new_run_id()}").acquire()
+    try:
         summary = RecoverySummary(repo=str(repo.root))
         fs = LocalFS(repo.root)
         for jdir in pending_journals(repo.runtime_dir):
-            summary.journals.append(recover(fs, jdir, rollback=rollback))
-        summary.removed_shadows = remove_stale_shadows(repo)
+            try:
+                summary.journals.append(recover(fs, jdir, rollback, keep_user_edits=True))
+            except (OSError, ValueError, KeyError) as exc:
+                summary.errors.append(
+                    f"run {jdir.name}: its apply-back journal could not be "
+                    f"{'undone' if rollback else 'finished'} ({_why(exc)}); it is kept in {jdir}"
+                )
+        try:
+            leftovers = remove_leftovers(repo)
+            summary.removed_shadows = leftovers.shadows
+            summary.removed_scratch = leftovers.scratch
+        except (OSError, GitError) as exc:
+            summary.errors.append(f"stale shadows could not be removed: {_why(exc)}")
+    finally:
+        lock.release()
     return summary
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.errno:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{errno.errorcode.get(exc.errno, exc.errno)} ({exc.strerror})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"unreadable journal: {exc.msg}"
+    return f"{type(exc).__name__}: {exc}"

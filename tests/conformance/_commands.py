@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tidegate.exec.containment import ContainmentPolicy, probe
+from tests.conftest import requires_containment
+from tidegate.exec.containment import ContainmentPolicy
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 
 BACKENDS = [
@@ -15,7 +16,7 @@ BACKENDS = [
     pytest.param(
         "bubblewrap",
         id="bubblewrap",
-        marks=pytest.mark.skipif(not probe().verified, reason=probe().reason),
+        marks=requires_containment,
     ),
 ]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor, sha
 from tidegate.workspace.fingerprint import workspace_fingerprint
 from tidegate.workspace.states import sha256_bytes
@@ -24,6 +24,7 @@ class TestAdd(unittest.TestCase):
 """
 
 
+@requires_containment
 def test_write_validate_then_hashed_diff(committed_repo: Repo) -> None:
     root = committed_repo.root
     committed_repo.write("test_calc.py", TEST_FILE)

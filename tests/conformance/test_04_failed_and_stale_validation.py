@@ -11,7 +11,7 @@ pass, write, diff is left with exactly one gap: no passing validation after that
 from __future__ import annotations
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import run_loop
 
 WRONG = CALC.replace("a - b", "a * b")
@@ -19,6 +19,7 @@ FIXED = CALC.replace("a - b", "a + b")
 NOTES_SEQUENCE = 3
 
 
+@requires_containment
 def test_failed_then_stale_validation_keeps_the_session_open(committed_repo: Repo) -> None:
     model = scripted(
         turn(call("workspace_edit", path="calc.py", old="a - b", new="a * b", expect=digest(CALC))),
@@ -61,6 +62,7 @@ def test_failed_then_stale_validation_keeps_the_session_open(committed_repo: Rep
     assert committed_repo.read("calc.py") == FIXED
 
 
+@requires_containment
 def test_the_ledger_reports_why_completion_is_missing(committed_repo: Repo) -> None:
     model = scripted(
         turn(call("workspace_edit", path="calc.py", old="a - b", new="a * b", expect=digest(CALC))),
@@ -77,6 +79,7 @@ def test_the_ledger_reports_why_completion_is_missing(committed_repo: Repo) -> N
     assert all(t.tools_offered > 0 for t in s.transcript.turns)
 
 
+@requires_containment
 def test_a_write_after_a_pass_makes_it_stale_even_with_a_diff(committed_repo: Repo) -> None:
     model = scripted(
         turn(call("workspace_edit", path="calc.py", old="a - b", new="a + b", expect=digest(CALC))),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
 from tests.conformance._agent import turn as model_turn
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import run_loop
 from tidegate.agent.evidence import EvidenceLedger, ValidationStatus
 
@@ -33,6 +33,7 @@ def diff() -> dict[str, object]:
     return model_turn(call("git_exec", args=["diff"]))
 
 
+@requires_containment
 def test_pass_supersedes_the_failure_with_the_same_id(committed_repo: Repo) -> None:
     record = Recorded(committed_repo.root)
     model = scripted(
@@ -60,6 +61,7 @@ def test_pass_supersedes_the_failure_with_the_same_id(committed_repo: Repo) -> N
     assert s.ledger.completion_gaps() == []
 
 
+@requires_containment
 def test_a_pass_under_another_id_does_not_clear_the_failure(committed_repo: Repo) -> None:
     model = scripted(
         validate("calc-unit"), fix(), validate("calc-import"), diff(), answer("I think it works.")

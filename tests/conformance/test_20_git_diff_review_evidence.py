@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import run_loop
 from tidegate.workspace.states import sha256_bytes
 
@@ -64,6 +64,7 @@ def test_a_complete_git_diff_is_a_diff_observation(committed_repo: Repo) -> None
     assert sorted(record.effects["diff_review"]["paths"]) == ["big.txt", "calc.py"]
 
 
+@requires_containment
 def test_the_diff_certifies_only_writes_before_it(committed_repo: Repo) -> None:
     model = scripted(
         turn(edit()),

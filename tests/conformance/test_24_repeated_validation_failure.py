@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
 from tests.conformance._agent import turn as model_turn
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import GuardLimits, run_loop
 
 LIMITS = GuardLimits(validation_failures_per_state=3)
@@ -33,6 +33,7 @@ def stored_validations(record: Recorded) -> list[str]:
     ]
 
 
+@requires_containment
 def test_failures_on_one_state_pause_until_the_workspace_changes(committed_repo: Repo) -> None:
     record = Recorded(committed_repo.root)
     fix = call("workspace_edit", path="calc.py", old="a - b", new="a + b", expect=digest(CALC))

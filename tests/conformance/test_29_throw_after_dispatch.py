@@ -11,7 +11,7 @@ import pytest
 
 from tests.conformance._agent import CHECK, Recorded, answer, scripted, session, turn
 from tests.conformance._agent import call as model_call
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration._store import readonly_store
 from tests.integration.tools.support import ThrowingReader, WritesThenThrows, call, executor
 from tidegate.agent import run_loop
@@ -21,6 +21,7 @@ from tidegate.tools.scripted import ListRecorder
 from tidegate.workspace.states import sha256_bytes
 
 
+@requires_containment
 def test_command_adapter_throws_after_writing(committed_repo: Repo) -> None:
     recorder = ListRecorder()
     adapter = WritesThenThrows({"out/report.txt": "partial\n", "calc.py": "broken\n"})
@@ -59,6 +60,7 @@ def test_read_only_tool_throwing_is_still_unknown(committed_repo: Repo) -> None:
     assert "ConnectionResetError" in caught.value.reason
 
 
+@requires_containment
 def test_the_unknown_outcome_is_durable_in_the_run_store(committed_repo: Repo) -> None:
     record = Recorded(committed_repo.root)
     model = scripted(

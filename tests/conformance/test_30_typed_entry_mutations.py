@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance._agent import Recorded, answer, call, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools import support
 from tidegate.agent import Budget, GuardLimits, ResumeRefused, run_loop
 from tidegate.models.scripted import ScriptedModel
@@ -46,6 +46,7 @@ def kinds(writes: list[dict[str, dict[str, str | None]]]) -> dict[str, tuple[str
     return {str(w["path"]): (str(w["before"]["kind"]), str(w["after"]["kind"])) for w in writes}
 
 
+@requires_containment
 def test_typed_mutations_from_a_command(committed_repo: Repo) -> None:
     recorder = ListRecorder()
     with support.executor(committed_repo.root, recorder=recorder) as ex:
@@ -78,6 +79,7 @@ def paused_after_the_command(repo: Repo) -> tuple[Recorded, ScriptedModel]:
     return record, model
 
 
+@requires_containment
 def test_kinds_survive_the_store_the_checkpoint_and_resume(committed_repo: Repo) -> None:
     record, model = paused_after_the_command(committed_repo)
     [stored] = record.store.tool_calls(record.run_id)
@@ -110,6 +112,7 @@ def _symlink_is_retargeted(root: Path) -> None:
     os.symlink("README.md", root / "link")
 
 
+@requires_containment
 @pytest.mark.parametrize("swap", [_fifo_becomes_a_file, _symlink_is_retargeted])
 def test_a_swapped_entry_refuses_the_resume(
     committed_repo: Repo, swap: Callable[[Path], None]

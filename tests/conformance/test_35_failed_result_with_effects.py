@@ -21,7 +21,7 @@ import pytest
 
 from tests.conformance._agent import CHECK, answer, digest, scripted, session, turn
 from tests.conformance._agent import call as model_call
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import (
     PortEditThenFails,
     PortWriteThen,
@@ -76,6 +76,7 @@ def test_honest_failure_carries_no_effect(committed_repo: Repo) -> None:
         assert ex.ended is None
 
 
+@requires_containment
 def test_a_failed_validation_call_certifies_nothing(committed_repo: Repo) -> None:
     adapter = ValidatesThenFails()
     with executor(
@@ -93,6 +94,7 @@ def test_a_failed_validation_call_certifies_nothing(committed_repo: Repo) -> Non
     assert result.effects.validate_ is None and result.effects.state_version is None
 
 
+@requires_containment
 def test_a_failed_validation_that_moved_state_is_unknown(committed_repo: Repo) -> None:
     adapter = ValidatesThenFails()
     with executor(

@@ -10,12 +10,13 @@ three with the completion verdict -- never a summary of a summary.
 from __future__ import annotations
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import LoopSettings, run_loop
 from tidegate.agent.compaction import SUMMARY_MARK
 from tidegate.models.messages import UserMessage
 
 
+@requires_containment
 def test_repeated_compaction_accumulates_evidence(committed_repo: Repo) -> None:
     model = scripted(
         turn(call("workspace_edit", path="calc.py", old="a - b", new="a + b", expect=digest(CALC))),

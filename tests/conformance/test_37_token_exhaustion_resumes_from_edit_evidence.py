@@ -22,12 +22,13 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import Budget, GuardLimits, run_loop
 
 FIXED = CALC.replace("a - b", "a + b")
 
 
+@requires_containment
 def test_token_exhaustion_after_a_write_resumes_without_repeating_it(committed_repo: Repo) -> None:
     edit = {"path": "calc.py", "old": "a - b", "new": "a + b", "expect": digest(CALC)}
     record = Recorded(committed_repo.root)

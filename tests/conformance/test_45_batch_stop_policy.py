@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import WritesThenThrows, call, executor
 from tidegate.tools.calls import ToolOutcomeUnknown
 from tidegate.tools.context import ToolLimits
@@ -96,6 +96,7 @@ def test_cancelled_before_dispatch(committed_repo: Repo) -> None:
     assert not (committed_repo.root / "a.txt").exists()
 
 
+@requires_containment
 def test_unknown_outcome_stops_the_round_and_is_raised(committed_repo: Repo) -> None:
     adapter = WritesThenThrows({"half.txt": "half\n"})
     with (

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from tests.conformance._agent import answer, call, digest, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tidegate.agent import GuardLimits, run_loop
 
 CHECK = f"{sys.executable} -B -c 'import calc; assert calc.mul(2, 3) == 6'"
@@ -31,6 +31,7 @@ def observe(n: int) -> dict[str, Any]:
     )
 
 
+@requires_containment
 def test_identical_observations_do_not_count_as_progress(committed_repo: Repo) -> None:
     model = scripted(*[observe(n) for n in range(8)], answer("never"))
     with executor(committed_repo.root, validation=CHECK) as ex:
@@ -49,6 +50,7 @@ def test_identical_observations_do_not_count_as_progress(committed_repo: Repo) -
     assert committed_repo.status() == ""
 
 
+@requires_containment
 def test_an_edit_then_validation_is_progress(committed_repo: Repo) -> None:
     note = call(
         "workspace_write",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conformance._agent import Recorded, answer, call, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tidegate.agent import GuardLimits, run_loop
 from tidegate.tools.policy import TaskMode
 
@@ -44,6 +44,7 @@ def appending() -> list[dict[str, object]]:
 ONE_CALL_WINDOW = GuardLimits(recent_window=1)
 
 
+@requires_containment
 def test_a_cycle_without_sufficient_evidence_pauses_durably(committed_repo: Repo) -> None:
     record = Recorded(committed_repo.root)
     model = scripted(*appending(), answer("never"))

@@ -24,7 +24,7 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tests.integration.models.servers import Reply, an_stream
 from tidegate.agent import run_loop
 from tidegate.tools.policy import TaskMode
@@ -36,6 +36,7 @@ def tool(tid: str, name: str, args: dict[str, object]) -> Reply:
     return Reply(sse=an_stream(tools=[(tid, name, [json.dumps(args)])], stop="tool_use"))
 
 
+@requires_containment
 def test_evidence_ready_turn_has_no_tools_over_http(
     committed_repo: Repo, loopback: Loopback
 ) -> None:
@@ -79,6 +80,7 @@ def test_an_evidence_complete_review_finalizes_on_repetition(committed_repo: Rep
     assert [r.status for r in s.transcript.tools][1:] == ["not-run", "rejected"]
 
 
+@requires_containment
 def test_inspect_then_edit_is_not_stopped_early(committed_repo: Repo) -> None:
     model = scripted(
         turn(call("workspace_list", path=".")),

@@ -12,10 +12,11 @@ would complete A, B, A, B and is stopped before dispatch: the store still holds 
 from __future__ import annotations
 
 from tests.conformance._agent import Recorded, answer, call, executor, scripted, session, turn
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tidegate.agent import Budget, GuardLimits, run_loop
 
 
+@requires_containment
 def test_a_fresh_host_blocks_the_cycle_the_first_host_began(committed_repo: Repo) -> None:
     append = {"command": "echo more >> notes.txt"}
     record = Recorded(committed_repo.root)

@@ -21,13 +21,14 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import run_loop
 from tidegate.models.events import ModelEvent, TextDelta
 
 FIXED = CALC.replace("a - b", "a + b")
 
 
+@requires_containment
 def test_a_verified_resume_starts_tool_free(committed_repo: Repo) -> None:
     edit = {"path": "calc.py", "old": "a - b", "new": "a + b", "expect": digest(CALC)}
     record = Recorded(committed_repo.root)

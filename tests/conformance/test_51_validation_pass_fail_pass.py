@@ -16,7 +16,7 @@ import sys
 
 from tests.conformance._agent import Recorded, answer, call, digest, executor, scripted, session
 from tests.conformance._agent import turn as model_turn
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tidegate.agent import run_loop
 from tidegate.agent.evidence import EvidenceLedger, ValidationStatus
 
@@ -41,6 +41,7 @@ def validate() -> dict[str, object]:
     return model_turn(call("project_validate", validation_id="calc-unit"))
 
 
+@requires_containment
 def test_pass_fail_pass_and_same_call_cleanup(committed_repo: Repo) -> None:
     record = Recorded(committed_repo.root)
     artifact = call("workspace_write", path="stale.log", content="old\n", expect="must_not_exist")
@@ -93,6 +94,7 @@ def test_pass_fail_pass_and_same_call_cleanup(committed_repo: Repo) -> None:
     assert s.ledger.is_complete() and s.ledger.completion_gaps() == []
 
 
+@requires_containment
 def test_a_write_after_the_pass_is_still_rejected(committed_repo: Repo) -> None:
     note = call("workspace_write", path="NOTES.md", content="fixed\n", expect="must_not_exist")
     model = scripted(

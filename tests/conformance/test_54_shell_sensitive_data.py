@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.git import Git
@@ -77,6 +77,7 @@ RECORD_ARGV = (
 )
 
 
+@requires_containment
 def test_host_built_validation_keeps_each_name_one_non_option_argument(weird: Repo) -> None:
     # tidegate's path policy refuses backslashes; every other name is a valid scope path
     scoped = [n for n in NAMES if "\\" not in n]

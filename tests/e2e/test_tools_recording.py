@@ -16,13 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import Repo, tidegate_cli
-from tidegate.exec.containment import probe
+from tests.conftest import Repo, requires_containment, tidegate_cli
 
 
 def _sha(text: str) -> str:
@@ -87,6 +85,7 @@ def test_a_write_call_is_one_run_with_its_effects(committed_repo: Repo) -> None:
             "after_sha256": _sha(new),
             "before_mode": None,
             "after_mode": None,
+            "path_bytes": None,
         }
     ]
     assert detail["evidence"]["replay_hash"] == detail["evidence"]["replay_hash_recomputed"]
@@ -246,7 +245,7 @@ def test_an_mcp_session_is_one_run_recorded_call_by_call(committed_repo: Repo) -
     assert detail["report"]["planner"] == "mcp:stdio"
 
 
-@pytest.mark.skipif(not probe().verified, reason="command.run asks without containment")
+@requires_containment
 def test_sigterm_ends_the_session_after_the_running_call(committed_repo: Repo) -> None:
     """SIGTERM mid-call: the call finishes and is recorded, then the run ends, and the
     server exits although the client still holds stdin open."""

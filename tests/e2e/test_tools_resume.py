@@ -10,15 +10,10 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-from tests.conftest import Repo, tidegate_cli
-from tidegate.exec.containment import probe
+from tests.conftest import Repo, requires_containment, tidegate_cli
 
 
-@pytest.mark.skipif(
-    not probe().verified, reason="command.run asks for approval without containment"
-)
+@requires_containment
 def test_an_interrupted_tool_run_is_not_resumable(committed_repo: Repo) -> None:
     repo = committed_repo
     args = {"command": "echo go >> started.txt; sleep 30"}

@@ -16,7 +16,7 @@ import shlex
 import subprocess
 from collections.abc import Callable
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import Repo, requires_containment, tidegate_cli
 from tidegate.flow.modes import Phase
 from tidegate.flow.report import FlowReport, PhaseEvent
 from tidegate.flow.request import RunRequest
@@ -387,6 +387,7 @@ def test_cli_conflict_exits_3_with_a_json_report(repo: Repo) -> None:
     assert repo.status() == " M f.txt\n"
 
 
+@requires_containment
 def test_contained_verify_cannot_write_the_main_tree(repo: Repo) -> None:
     """Under bubblewrap (the default where it works) the same write is refused: the main
     work tree is read-only to the verify command, so the run fails and nothing changes."""

@@ -17,11 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import Repo, requires_containment, tidegate_cli
 from tidegate.exec.containment import ContainmentPolicy, probe
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
-
-pytestmark = pytest.mark.skipif(not probe().verified, reason=probe().reason)
 
 
 @pytest.fixture
@@ -42,6 +40,7 @@ def contained(ws: Path, command: str, network: bool = False, **kwargs: Any) -> C
     )
 
 
+@requires_containment
 def test_only_the_writable_tree_and_private_dirs_can_be_written(ws: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -62,6 +61,7 @@ def test_only_the_writable_tree_and_private_dirs_can_be_written(ws: Path, tmp_pa
     assert str(ws.resolve() / ".git") in res.containment.readonly
 
 
+@requires_containment
 def test_readonly_overlays_and_shares(ws: Path, tmp_path: Path) -> None:
     main = tmp_path / "main"
     (main / "deps").mkdir(parents=True)
@@ -83,6 +83,7 @@ def test_readonly_overlays_and_shares(ws: Path, tmp_path: Path) -> None:
     assert res.containment.shared == (f"{main / 'deps'} -> {ws / 'deps'}",)
 
 
+@requires_containment
 @pytest.mark.parametrize("how", ["exit", "timeout", "cancel"])
 def test_a_setsid_grandchild_dies_with_the_namespace(ws: Path, how: str) -> None:
     """Unlike the uncontained runner, bubblewrap's pid namespace takes every process with
@@ -124,6 +125,7 @@ def http_server() -> Iterator[str]:
     server.server_close()
 
 
+@requires_containment
 def test_network_is_off_unless_asked_for(ws: Path, http_server: str) -> None:
     fetch = (
         f"{sys.executable} -c "
@@ -151,6 +153,7 @@ def test_auto_falls_back_to_none_and_says_so(ws: Path, tmp_path: Path) -> None:
     assert "sandbox" not in json.dumps(report.to_json())
 
 
+@requires_containment
 def test_the_probe_runs_once_per_executable() -> None:
     assert probe() is probe()
     assert probe().backend == "bubblewrap" and "probed" in probe().reason
@@ -171,6 +174,7 @@ EDIT = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 SHARED_VERIFY = ".venv/bin/check && ! touch .venv/written 2>/dev/null"
 
 
+@requires_containment
 def test_verify_is_contained_and_shares_ignored_dependencies_read_only(repo: Repo) -> None:
     _venv_like(repo)
     report = repo.run(EDIT, verify=SHARED_VERIFY)
@@ -202,6 +206,7 @@ def test_uncontained_verify_shares_by_symlink_and_leaves_the_main_copy_alone(
     assert any("uncontained" in n and "not enforced" in n for n in report.notes)
 
 
+@requires_containment
 def test_tracked_or_unignored_directories_are_not_shared(repo: Repo) -> None:
     repo.write("calc.py", "def add(a, b):\n    return a - b\n")
     repo.write("node_modules/tracked.js", "1\n")  # tracked: the shadow has its own copy
@@ -213,6 +218,7 @@ def test_tracked_or_unignored_directories_are_not_shared(repo: Repo) -> None:
     assert report.containment is not None and report.containment.shared == []
 
 
+@requires_containment
 def test_cli_network_and_containment_flags_reach_the_report(repo: Repo) -> None:
     repo.write("calc.py", "def add(a, b):\n    return a - b\n")
     repo.commit_all()

@@ -601,7 +601,8 @@ class AgentSession:
         ``git add``), and checkpoints are taken per changed round, not per call."""
         from tidegate.workspace.fingerprint import workspace_fingerprint
 
-        return workspace_fingerprint(self.executor.context.root)
+        ctx = self.executor.context
+        return workspace_fingerprint(ctx.root, ctx.git_view)
 
     def checkpoint_state(self, reason: str) -> dict[str, Any]:
         return {

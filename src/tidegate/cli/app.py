@@ -13,36 +13,26 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 
 from tidegate.cli.gym import gym_app
 from tidegate.cli.ledger import ledger_app
 from tidegate.cli.mcp import mcp_app
 from tidegate.cli.operator import OPERATOR_REVIEW, operator_apps, route_review
-from tidegate.cli.render import ProgressPrinter, print_report
 from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.flow.modes import Mode
-from tidegate.flow.report import FlowReport
-from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
-from tidegate.flow.resume import resume_run
-from tidegate.flow.transaction import execute
-from tidegate.planners import planner_for
-from tidegate.recovery import recover_repository
-from tidegate.store import (
-    RunStore,
-    StoreRecorder,
-    open_run_store,
-    read_all_run_stores,
-    read_run_store,
-    resume_ticket,
-)
-from tidegate.store.views import run_row, run_view
-from tidegate.workspace.repo import discover
+from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
+from tidegate.pathtext import is_utf8
+
+if TYPE_CHECKING:
+    from tidegate.flow.report import FlowReport
+    from tidegate.store import RunStore
+
+# The engine, the store's writing side, rich and the model SDKs are imported inside the
+# commands that use them: a command pays only for what it runs (docs/benchmarks.md).
 
 EXIT_USAGE = 2
 
@@ -145,10 +135,17 @@ def _objective(
             raise UsageError("give one of --objective and --objective-file")
         return "", Path.cwd(), "objective"
     if objective is not None:
+        if not is_utf8(objective):  # argv bytes that are not UTF-8 arrive as surrogates
+            raise UsageError("--objective: not UTF-8 text")
         return objective, Path.cwd(), "objective"
     assert objective_file is not None
     if str(objective_file) == "-":
-        return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        try:
+            return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"--objective-file -: stdin is not UTF-8 text (byte {exc.start})"
+            ) from exc
     try:
         text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
         return text, objective_file.resolve().parent, str(objective_file)
@@ -160,10 +157,16 @@ def _objective(
 
 def _store(repo: Path, state_root: str | None) -> RunStore:
     """The repository's run store, after validating the state root (before any run)."""
+    from tidegate.store import open_run_store
+
     return open_run_store(repo, state_root)
 
 
 def _print(report: FlowReport) -> None:
+    from rich.console import Console
+
+    from tidegate.cli.render import print_report
+
     print_report(Console(highlight=False, soft_wrap=True), report)
 
 
@@ -176,6 +179,14 @@ def _run(
     **fields: Any,
 ) -> None:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render, exit."""
+    from rich.console import Console
+
+    from tidegate.cli.render import ProgressPrinter
+    from tidegate.flow.request import RunRequest
+    from tidegate.flow.transaction import execute
+    from tidegate.planners import planner_for
+    from tidegate.store import StoreRecorder
+
     text, base, source = _objective(objective, objective_file, required=mode is not Mode.REVIEW)
     request = RunRequest(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
@@ -337,12 +348,18 @@ def recover(
     as_json: JsonOpt = False,
 ) -> None:
     """Finish (or --rollback) apply-backs a crash interrupted; remove stale shadows."""
+    from rich.console import Console
+
+    from tidegate.recovery import recover_repository
+
     summary = recover_repository(repo, rollback=rollback)
     if as_json:
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     else:
         out = Console(highlight=False)
-        if not summary.journals and not summary.removed_shadows:
+        if not (
+            summary.journals or summary.removed_shadows or summary.removed_scratch or summary.errors
+        ):
             out.print("nothing to recover")
         for j in summary.journals:
             out.print(f"run {j.run_id}: apply-back {j.action}; {len(j.finished)} path(s) written")
@@ -354,8 +371,23 @@ def recover(
                 )
             for path in j.diverged:
                 out.print(f"  left alone (changed since the crash): {path}", markup=False)
+            for kept in j.kept:
+                beside = (
+                    f"the {'old' if rollback else 'new'} version is in {kept.side_copy}"
+                    if kept.side_copy
+                    else f"the {'old' if rollback else 'new'} version has no file there"
+                )
+                out.print(
+                    f"  kept your edit of {kept.path} (changed after the crash); {beside}",
+                    markup=False,
+                    soft_wrap=True,
+                )
         for path in summary.removed_shadows:
             out.print(f"removed stale shadow {path}", markup=False)
+        for path in summary.removed_scratch:
+            out.print(f"removed stale scratch directory {path}", markup=False)
+    for line in summary.errors:
+        sys.stderr.write(f"tidegate: error: {line}\n")
     raise typer.Exit(0 if summary.clean else 1)
 
 
@@ -375,41 +407,9 @@ def runs(
 ) -> None:
     """List recorded runs, newest first (read-only; a run whose process died shows as
     interrupted)."""
-    if repo is None and not _inside_repository(Path(".")):
-        stores = read_all_run_stores(state_root)
-    else:
-        found = discover(repo or Path("."))
-        one = read_run_store(found, state_root)
-        stores = [one] if one is not None else []
-    rows = sorted(
-        (run_row(r) for s in stores for r in s.runs(limit)),
-        key=lambda r: (r["started_ms"], r["run_id"]),
-        reverse=True,
-    )[:limit]
-    if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        return
-    out = Console(highlight=False, soft_wrap=True)
-    if not rows:
-        out.print("no recorded runs")
-    several = len({r["repo"] for r in rows}) > 1
-    for r in rows:
-        failure = f" {r['error_class']}" if r["error_class"] else ""
-        where = f"  {r['repo']}" if several else ""
-        out.print(
-            f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {r['status']:<11}"
-            f"{failure}  {r['attempts']} "
-            f"attempt(s)  {r['duration_s']:.1f}s{where}",
-            markup=False,
-        )
+    from tidegate.cli.records import list_runs
 
-
-def _inside_repository(path: Path) -> bool:
-    try:
-        discover(path)
-    except UsageError:
-        return False
-    return True
+    list_runs(repo, state_root, limit, as_json)
 
 
 @app.command()
@@ -426,62 +426,9 @@ def read(
     ] = False,
 ) -> None:
     """Show a recorded run: report, phases, attempts, effects, evidence (changes nothing)."""
-    store = read_run_store(discover(repo), state_root)
-    if store is None:
-        raise UsageError(f"no recorded run {run_id!r} for this repository")
-    view = run_view(store, run_id)
-    if as_json:
-        shown = view if detail or view["report"] is None else view["report"]
-        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
-        return
-    _print_view(view)
+    from tidegate.cli.records import show_run
 
-
-def _print_view(view: dict[str, Any]) -> None:
-    out = Console(highlight=False, soft_wrap=True)
-    run = view["run"]
-    failure = f" {run['error_class']} in {run['failure_phase']}" if run["error_class"] else ""
-    out.print(
-        f"run {run['run_id']}  {run['mode']}  {run['status']}{failure}  task {run['task_id']}",
-        markup=False,
-    )
-    out.print("phases:", markup=False)
-    for p in view["phases"]:
-        out.print(
-            f"  attempt {p['attempt']} {p['phase']:<15} {p['status']:<6} "
-            f"{p['duration_ms']:>9.1f} ms  {p['detail']}",
-            markup=False,
-        )
-    out.print("attempts:", markup=False)
-    for a in view["attempts"]:
-        why = f" {a['error_class']} in {a['failure_phase']}" if a.get("error_class") else ""
-        tree = f"  candidate {a['candidate_tree'][:12]}" if a.get("candidate_tree") else ""
-        out.print(f"  {a['attempt']}: {a['status']}{why}{tree}", markup=False)
-    effects = view["effects"]
-    out.print("effects:", markup=False)
-    for f in effects["applied_files"]:
-        out.print(
-            f"  {f['action']:<9} {f['path']}  {(f['before_sha256'] or '-')[:12]} -> "
-            f"{(f['after_sha256'] or '-')[:12]}",
-            markup=False,
-        )
-    for c in effects["tool_calls"]:
-        out.print(f"  tool {c['canonical_tool']} {c['tool_call_id']}: {c['status']}", markup=False)
-    evidence = view["evidence"]
-    out.print("evidence:", markup=False)
-    out.print(
-        f"  trace: {evidence['trace_events']} event(s); checkpoints: "
-        f"{evidence['checkpoints']} ({evidence['checkpoint_chain']})",
-        markup=False,
-    )
-    if evidence["replay_hash"]:
-        out.print(f"  replay hash {evidence['replay_hash']}", markup=False)
-    if view["resume"]:
-        r = view["resume"]
-        after = f"after {r['after']}" if r["after"] else "at the start"
-        out.print(f"  resumable {after} of attempt {r['attempt']}: {r['command']}", markup=False)
-    if view["report"] is not None:
-        _print(FlowReport.model_validate(view["report"]))
+    show_run(run_id, repo, state_root, as_json, detail)
 
 
 @app.command()
@@ -494,6 +441,12 @@ def resume(
     """Continue a paused or interrupted run from its last checkpoint. Refused (exit 2) when
     the workspace, the request, the planner's inputs or the configuration changed, or when
     a checkpoint fails verification."""
+    from rich.console import Console
+
+    from tidegate.cli.render import ProgressPrinter
+    from tidegate.flow.resume import resume_run
+    from tidegate.store import StoreRecorder, resume_ticket
+
     store = _store(repo, state_root)
     ticket = resume_ticket(store, run_id)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -509,6 +462,13 @@ def resume(
 def _terminate(signum: int, frame: object) -> None:
     # Unwind normally so the shadow worktree and the lock are cleaned up.
     raise KeyboardInterrupt
+
+
+def _is_validation_error(exc: Exception) -> bool:
+    """A bad request field (pydantic's ValidationError), without importing pydantic for
+    commands that never loaded it."""
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -530,17 +490,19 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"tidegate: error: {exc}\n")
         return EXIT_USAGE
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(f"tidegate: error: {where}: {first['msg']}\n")
-        return EXIT_USAGE
     except PersistenceError as exc:
         sys.stderr.write(f"tidegate: error: PERSISTENCE_ERROR: {exc}\n")
         return 1
     except TidegateError as exc:
         sys.stderr.write(f"tidegate: error: {exc}\n")
         return int(getattr(exc, "exit_code", 1))
+    except Exception as exc:
+        if not _is_validation_error(exc):
+            raise
+        first = exc.errors()[0]  # type: ignore[attr-defined]
+        where = ".".join(str(p) for p in first["loc"])
+        sys.stderr.write(f"tidegate: error: {where}: {first['msg']}\n")
+        return EXIT_USAGE
     return result if isinstance(result, int) else 0
 
 

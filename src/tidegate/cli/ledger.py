@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from tidegate.cli.render import ProgressPrinter, print_report
 from tidegate.errors import UsageError
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
 
 if TYPE_CHECKING:
     from enum import Enum
+
+    from rich.console import Console
 
     from tidegate.ledger.engine import ItemRun
     from tidegate.ledger.model import FailureType, Route, TaskState
@@ -81,6 +80,8 @@ def _failure(value: str | None) -> FailureType | None:
 
 
 def _out() -> Console:
+    from rich.console import Console  # rich is loaded by the commands that print with it
+
     return Console(highlight=False, soft_wrap=True, markup=False)
 
 
@@ -298,6 +299,10 @@ def run_(
         agent=agent,
         agent_model=agent_model,
     )
+    from rich.console import Console
+
+    from tidegate.cli.render import ProgressPrinter
+
     observer = None if as_json else ProgressPrinter(Console(stderr=True, highlight=False))
     runs = run_items(task_dir, options, all_items, observer)
     _print_runs(runs, as_json)
@@ -317,6 +322,10 @@ def _print_runs(runs: list[ItemRun], as_json: bool) -> None:
         ]
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
+    from rich.console import Console
+
+    from tidegate.cli.render import print_report
+
     out = _out()
     for r in runs:
         if r.report is not None:
@@ -344,6 +353,8 @@ def _print_status(state: TaskState, action: Action) -> None:
         f"retry budget: {budget['retries_per_item']} per item"
         + (f", {loop} loop iterations" if loop else "")
     )
+    from rich.table import Table
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "status", "retries", "assignee", "gate", "blocker", "evidence", "title"):
         table.add_column(column)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import os
+
 from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
+from rich.text import Text
 
 from tidegate.flow.modes import Phase
 from tidegate.flow.report import FlowReport, PhaseEvent
+from tidegate.pathtext import quote_path, visible
 
 _MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]"}
 
@@ -32,14 +37,14 @@ class ProgressPrinter:
 
     def activity(self, text: str) -> None:
         """A line about work inside the running phase (a model's tool call)."""
-        self.console.print(f"      [dim]· {escape(text)}[/dim]")
+        self.console.print(f"      [dim]· {escape(visible(text))}[/dim]")
 
     def phase_finished(self, event: PhaseEvent) -> None:
         if self._status is not None:
             self._status.stop()
             self._status = None
         mark = _MARK[event.status]
-        detail = escape(event.detail)
+        detail = escape(visible(event.detail))
         self.console.print(
             f"  {mark} {event.phase:<15} [dim]{event.duration_ms:>8.1f} ms[/dim]  {detail}"
         )
@@ -51,7 +56,7 @@ def print_report(console: Console, report: FlowReport) -> None:
     )
     console.print(
         f"[bold {colour}]{report.status}[/bold {colour}] {report.mode} run {report.run_id} "
-        f"after {report.attempts} attempt(s): {escape(report.message)}",
+        f"after {report.attempts} attempt(s): {escape(visible(report.message))}",
         highlight=False,
     )
     if report.status == "paused":
@@ -65,27 +70,38 @@ def print_report(console: Console, report: FlowReport) -> None:
         table.add_column("before sha256")
         table.add_column("after sha256")
         for f in report.changed_files:
+            # Text, not a str: a name like "[bold]x" is a name, not markup.
             table.add_row(
-                f.action, f.path, (f.before_sha256 or "-")[:16], (f.after_sha256 or "-")[:16]
+                f.action,
+                Text(_shown(f.path, f.path_bytes)),
+                (f.before_sha256 or "-")[:16],
+                (f.after_sha256 or "-")[:16],
             )
         console.print(table)
     if report.diff_sha256:
         console.print(f"  diff sha256 {report.diff_sha256}  (T0 {report.t0_ref})")
     for finding in report.findings:
         where = f"{finding.path}:{finding.line or ''} " if finding.path else ""
-        console.print(f"  [{finding.severity}] {where}{finding.message}", markup=False)
+        console.print(f"  [{finding.severity}] {visible(where + finding.message)}", markup=False)
     if report.rejects:
-        console.print(f"  rejects written to {report.rejects_dir}:")
+        console.print(f"  rejects written to {visible(report.rejects_dir or '')}:", markup=False)
         for rej in report.rejects:
-            console.print(f"    {rej}", markup=False)
+            console.print(f"    {quote_path(rej)}", markup=False)
     for number, text in enumerate(report.feedback, start=1):
         console.print(f"  feedback from attempt {number}:", markup=False)
         lines = text.splitlines()
         for line in lines[:15]:
-            console.print(f"    {line}", markup=False)
+            console.print(f"    {visible(line)}", markup=False)
         if len(lines) > 15:
             console.print(
                 f"    ... ({len(lines) - 15} more lines in the --json report)", markup=False
             )
     for note in report.notes:
-        console.print(f"  note: {note}", markup=False)
+        console.print(f"  note: {visible(note)}", markup=False)
+
+
+def _shown(path: str, raw_b64: str | None) -> str:
+    """A reported path quoted for the terminal, from its exact bytes when it has them."""
+    if raw_b64 is None:
+        return quote_path(path)
+    return quote_path(os.fsdecode(base64.b64decode(raw_b64)))

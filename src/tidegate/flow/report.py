@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from tidegate.pathtext import b64_bytes, utf8_text
 
 Status = Literal["succeeded", "failed", "conflict", "paused"]
 """``paused``: stopped at a checkpoint (Ctrl-C); ``tidegate resume RUN_ID`` continues it."""
@@ -13,27 +16,63 @@ Status = Literal["succeeded", "failed", "conflict", "paused"]
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _utf8_only(cls, data: Any) -> Any:
+        """Every string of a report is valid UTF-8, so it always serialises (JSON, the run
+        store, a terminal): bytes of a path that are not UTF-8 become ``\\xNN``. A model
+        with a ``path_bytes`` field keeps such a path's exact bytes there first."""
+        if not isinstance(data, dict):
+            return data
+        path = data.get("path")
+        if "path_bytes" in cls.model_fields and isinstance(path, str) and "path_bytes" not in data:
+            data = {**data, "path_bytes": b64_bytes(path)}
+        return {key: _utf8_values(value) for key, value in data.items()}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """As pydantic's, but an update (which skips validation) is made UTF-8 too."""
+        clean = None if update is None else {k: _utf8_values(v) for k, v in update.items()}
+        return super().model_copy(update=clean, deep=deep)
+
+
+def _utf8_values(value: Any) -> Any:
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_utf8_values(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _utf8_values(v) for k, v in value.items()}
+    return value
+
 
 class ChangedFile(_Model):
     """One path of the verified change: SHA-256 of its content at T0 and after the change
     (work-tree bytes; null for a path that did not exist on that side)."""
 
     path: str
+    """The path as text; when it is not UTF-8, each such byte is shown ``\\xNN`` and
+    ``path_bytes`` holds the exact bytes (changed paths never contain a backslash, so the
+    text form cannot be mistaken for a real name)."""
     action: Literal["create", "modify", "delete"]
     before_sha256: str | None
     after_sha256: str | None
     before_mode: str | None = None
     after_mode: str | None = None
+    path_bytes: str | None = None
+    """Base64 of the path's bytes, set only when they are not UTF-8."""
 
 
 class AppliedFile(_Model):
     """What APPLY_BACK did to one path of the main work tree, attested by the host."""
 
     path: str
+    """As ``ChangedFile.path``."""
     action: Literal["write", "delete", "unchanged"]
     merged: bool
     before_sha256: str | None
     after_sha256: str | None
+    path_bytes: str | None = None
+    """Base64 of the path's bytes, set only when they are not UTF-8."""
 
 
 class PhaseEvent(_Model):

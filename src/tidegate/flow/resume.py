@@ -51,12 +51,13 @@ from tidegate.flow.transaction import (
     workspace_identity,
 )
 from tidegate.planners import planner_for
+from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import journal_root, pending_journals, recover
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import SCRATCH_PREFIX, ShadowWorktree, remove_stale_shadows
+from tidegate.workspace.shadow import ShadowWorktree, make_scratch, remove_stale_shadows
 from tidegate.workspace.snapshot import T0Snapshot
 
 
@@ -124,7 +125,7 @@ def resume_run(
             notes.append(
                 "the apply-back had completed before the interruption; nothing is written twice"
             )
-        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{ticket.run_id}-"))
+        scratch = make_scratch(repo, ticket.run_id)
         shadow = ShadowWorktree.acquire(
             repo, t0["commit"], ticket.run_id, pool=request.warm_shadow or config.shadow.pool
         )
@@ -181,9 +182,10 @@ def resume_run(
     finally:
         if shadow is not None:
             shadow.release(keep=request.keep_shadow)
-        lock.release()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+        release_claim(repo, ticket.run_id)
+        lock.release()
 
 
 def _refuser(ticket: ResumeTicket) -> Callable[[str], ResumeRefused]:

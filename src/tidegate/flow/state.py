@@ -12,6 +12,7 @@ from tidegate.exec.runner import CommandResult
 from tidegate.flow.report import AppliedFile, AttemptEvent, ChangedFile, ContainmentOut
 from tidegate.flow.request import RunRequest
 from tidegate.planners.base import Finding, Plan, Planner, Proposal
+from tidegate.validate.shapes import why_missing
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.fidelity import Fidelity
 from tidegate.workspace.fs import LocalFS, WorkspaceFS
@@ -44,6 +45,9 @@ class ShadowTreeView:
         except ValueError:
             return False
         return entry.kind == "file" and entry.executable
+
+    def explain_missing(self, path: str) -> str:
+        return why_missing(self.root, path)
 
 
 @dataclass

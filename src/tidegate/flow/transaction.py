@@ -19,7 +19,6 @@ import copy
 import hashlib
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -71,11 +70,12 @@ from tidegate.flow.state import AttemptState, RunState
 from tidegate.git import Git
 from tidegate.planners import Planner, planner_for
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
+from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.journal import pending_journals
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import LockFileError, RunLock
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import SCRATCH_PREFIX, ShadowWorktree
+from tidegate.workspace.shadow import ShadowWorktree, make_scratch
 from tidegate.workspace.snapshot import T0Snapshot, ensure_excluded, take_snapshot
 
 
@@ -114,6 +114,13 @@ def execute(
                 request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
             ),
         )
+    except LockFileError as exc:
+        return finish_report(
+            recorder,
+            _bootstrap_failure(
+                request, repo, run_id, planner, ErrorClass.PERSISTENCE_ERROR, str(exc), started
+            ),
+        )
     pending = pending_journals(repo.runtime_dir)
     if pending:
         lock.release()
@@ -121,11 +128,12 @@ def execute(
             f"an apply-back interrupted by a crash is pending (run {pending[0].name}); "
             "run `tidegate recover` (or `tidegate recover --rollback`) first"
         )
-    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-"))
+    scratch: Path | None = None
     shadow: ShadowWorktree | None = None
     try:
         try:
-            ensure_excluded(repo)
+            scratch = make_scratch(repo, run_id)
+            excluded = ensure_excluded(repo)
             snapshot = take_snapshot(repo, run_id, scratch)
             shadow = ShadowWorktree.acquire(
                 repo, snapshot.commit, run_id, pool=request.warm_shadow or config.shadow.pool
@@ -137,14 +145,33 @@ def execute(
                     request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
                 ),
             )
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM before the first checkpoint: nothing to pause; the
+            # half-made shadow is already gone (ShadowWorktree removes it on the way out).
+            message = (
+                "interrupted while preparing the run (Ctrl-C or SIGTERM); nothing was "
+                "changed and no shadow was kept"
+            )
+            return finish_report(
+                recorder,
+                _bootstrap_failure(
+                    request, repo, run_id, planner, ErrorClass.CANCELLED, message, started
+                ),
+            )
         state = new_state(request, run_id, repo, snapshot, shadow, planner, scratch, config)
+        if not excluded:
+            state.notes.append(
+                ".git/info/exclude is not a plain file (a symlink?): .tidegate/ was not added"
+            )
         driver = Driver(state, recorder, started)
         return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
         if shadow is not None:
             shadow.release(keep=request.keep_shadow)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        release_claim(repo, run_id)
         lock.release()
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def new_state(

@@ -10,7 +10,8 @@ Accepted references (the text given to ``record --evidence``):
                               normalised ref (``E-N``, a URL or an existing path)
 ``file: PATH -- CLAIM``       a concrete file and the claim it supports; hashed when recorded
 
-Refused: agent or chat claims ("agent says done"), command names without a result, a run
+Refused: agent or chat claims ("agent says done", "the agent reported that it is done",
+also inside a ``command:``/``artifact:``/``file:`` line; see ``tidegate.ledger.claims``), command names without a result, a run
 record typed by hand (``ledger run`` records those), and summaries that name no path,
 command, URL or artifact. ``record --run CMD`` runs the command itself and records
 host-attested command evidence.
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tidegate.ledger.claims import quotes_agent
 from tidegate.ledger.errors import EvidenceRejected
 from tidegate.ledger.model import EvidenceKind, Verdict
 
@@ -86,6 +88,10 @@ def parse_ref(text: str, base: Path, known_ids: set[str]) -> Draft:
         raise EvidenceRejected("empty evidence reference")
     if _is_url(text):
         return _ci(text)
+    if quotes_agent(text):
+        # Checked before the prefix: a hand-typed 'command:', 'artifact:' or 'file:' line
+        # that passes on what an agent said is hearsay in any form.
+        raise EvidenceRejected(_claim(text))
     m = _PREFIX.match(text)
     kind = m.group("kind") if m else ""
     rest = m.group("rest").strip() if m else ""
@@ -107,9 +113,13 @@ def parse_ref(text: str, base: Path, known_ids: set[str]) -> Draft:
     raise EvidenceRejected(_why_not(text))
 
 
+def _claim(text: str) -> str:
+    return f"{text!r} is a claim, not evidence: give a command with its exit code, a file, an artifact or a URL"
+
+
 def _why_not(text: str) -> str:
     if _AGENT_CLAIM.search(text):
-        return f"{text!r} is a claim, not evidence: give a command with its exit code, a file, an artifact or a URL"
+        return _claim(text)
     if _CHAT.search(text):
         return f"{text!r} is a chat-only claim: evidence must be a command, file, artifact or URL"
     first = text.split()[0].lower()

@@ -22,6 +22,11 @@ class TreeView(Protocol):
 
     def is_executable(self, path: str) -> bool: ...
 
+    def explain_missing(self, path: str) -> str:
+        """Why ``read_bytes(path)`` is None, in a few words ("no such file at T0", "inside
+        the submodule lib", ...): what a planner's error tells its author."""
+        ...
+
 
 @dataclass(frozen=True)
 class Finding:

@@ -104,7 +104,10 @@ def parse_objective(text: str, source: str = "objective") -> Objective:
                 raise ObjectiveError(f"{source}:{pending_replace[1]}: 'replace:' has no 'with:'")
             if not value.strip():
                 raise ObjectiveError(f"{source}:{lineno}: '{key}:' needs a path")
-            blocks.append(Block(kind=key, path=value.strip(), line=lineno))
+            path = value.strip()
+            if key != "patch-file":  # a patch file is a local file, not a repository path
+                path = repo_path(path, f"{source}:{lineno}: '{key}:'")
+            blocks.append(Block(kind=key, path=path, line=lineno))
             continue
         if not blocks:
             raise ObjectiveError(f"{source}:{lineno}: '{key}:' before any file directive")
@@ -132,7 +135,7 @@ def parse_objective(text: str, source: str = "objective") -> Objective:
                 raise ObjectiveError(f"{source}:{lineno}: 'executable:' takes true or false")
             block.executable = value.strip() == "true"
         elif key == "to":
-            block.to = value.strip()
+            block.to = repo_path(value.strip(), f"{source}:{lineno}: 'to:'")
         elif key == "verify-contains":
             block.checks.append(value)
     if pending_replace is not None:
@@ -140,6 +143,24 @@ def parse_objective(text: str, source: str = "objective") -> Objective:
     for block in blocks:
         _check_complete(block, source)
     return Objective(text=text, prose="\n".join(prose).strip(), blocks=blocks)
+
+
+def repo_path(path: str, where: str) -> str:
+    """``path`` as the repository-relative path git would name: ``docs//x`` and ``./docs/x``
+    are ``docs/x``. An absolute path, ``..``, a backslash or a NUL is refused naming the
+    line: the objective would otherwise name a file that can never exist in the tree."""
+    if path.startswith("/"):
+        raise ObjectiveError(
+            f"{where} {path!r} is an absolute path; name files relative to the repository root"
+        )
+    if "\\" in path or "\0" in path:
+        raise ObjectiveError(f"{where} {path!r}: a backslash or NUL is not allowed in a path")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ObjectiveError(f"{where} {path!r}: '..' is not allowed in a repository path")
+    if not parts:
+        raise ObjectiveError(f"{where} {path!r} names the repository root, not a file")
+    return "/".join(parts)
 
 
 def _read_value(lines: list[str], i: int, value: str, source: str) -> tuple[str, int]:

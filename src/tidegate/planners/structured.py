@@ -62,7 +62,7 @@ class StructuredPlanner:
             if block.kind == "edit-file":
                 data = current(path)
                 if data is None:
-                    raise _patch_error(f"edit-file {path}: no such file at T0")
+                    raise _patch_error(f"edit-file {path}: {tree.explain_missing(path)}")
                 text = data.decode("utf-8", "surrogateescape")
                 for old, new in block.replacements:
                     count = text.count(old)
@@ -79,13 +79,13 @@ class StructuredPlanner:
                 modes[path] = bool(block.executable)
             elif block.kind == "delete-file":
                 if current(path) is None:
-                    raise _patch_error(f"delete-file {path}: no such file at T0")
+                    raise _patch_error(f"delete-file {path}: {tree.explain_missing(path)}")
                 contents[path] = None
             elif block.kind == "rename-file":
                 assert block.to is not None
                 data = current(path)
                 if data is None:
-                    raise _patch_error(f"rename-file {path}: no such file at T0")
+                    raise _patch_error(f"rename-file {path}: {tree.explain_missing(path)}")
                 if current(block.to) is not None:
                     raise _patch_error(f"rename-file {path}: {block.to} already exists")
                 contents[block.to] = data
@@ -93,7 +93,7 @@ class StructuredPlanner:
                 contents[path] = None
             elif block.kind == "chmod-file":
                 if current(path) is None:
-                    raise _patch_error(f"chmod-file {path}: no such file at T0")
+                    raise _patch_error(f"chmod-file {path}: {tree.explain_missing(path)}")
                 modes[path] = bool(block.executable)
             checks.extend(ContentCheck(path, c) for c in block.checks)
 

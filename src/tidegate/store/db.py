@@ -28,10 +28,9 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidegate.errors import PersistenceError, UsageError
-from tidegate.flow.report import FlowReport
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey
 from tidegate.store.faults import StoreFaults
 from tidegate.store.holder import ProcessIdentity
@@ -58,6 +57,9 @@ from tidegate.store.writes import (
     redacted_report,
     upsert_report,
 )
+
+if TYPE_CHECKING:  # the report model (pydantic) is loaded only by code that uses it
+    from tidegate.flow.report import FlowReport
 
 __all__ = [
     "MIGRATIONS",
@@ -371,13 +373,17 @@ class RunStore:
 
     # -- reading --------------------------------------------------------------------------
 
-    def runs(self, limit: int = 50, repo: str | None = None) -> list[StoredRun]:
+    def runs(
+        self, limit: int = 50, repo: str | None = None, *, reports: bool = True
+    ) -> list[StoredRun]:
+        """The newest runs first; ``reports=False`` leaves ``report`` None (a listing does
+        not need the parsed reports, nor the model library that parses them)."""
         where, params = ("WHERE repo = ? ", [repo]) if repo is not None else ("", [])
         rows = self.query(
             f"SELECT {RUN_COLUMNS} FROM runs {where}ORDER BY seq DESC LIMIT ?",
             [*params, limit],
         )
-        return [stored_run(row) for row in rows]
+        return [stored_run(row, with_report=reports) for row in rows]
 
     def get(self, run_id: str) -> StoredRun:
         """A run by id, or the newest with ``latest``."""

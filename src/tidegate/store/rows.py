@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidegate.errors import ErrorClass
-from tidegate.flow.report import FlowReport
 from tidegate.store.holder import ProcessIdentity
+
+if TYPE_CHECKING:
+    from tidegate.flow.report import FlowReport
 
 TERMINAL = frozenset({"succeeded", "failed", "conflict"})
 """Statuses of runs that ended (their final report is stored)."""
@@ -98,8 +100,9 @@ class StoredToolCall:
     finish_seq: int | None
 
 
-def stored_run(row: tuple[Any, ...]) -> StoredRun:
-    """A ``runs`` row (``RUN_COLUMNS``) as a ``StoredRun``, its status derived."""
+def stored_run(row: tuple[Any, ...], *, with_report: bool = True) -> StoredRun:
+    """A ``runs`` row (``RUN_COLUMNS``) as a ``StoredRun``, its status derived; without
+    ``with_report`` the report is not parsed (``report`` is None)."""
     (
         run_id,
         seq,
@@ -124,7 +127,11 @@ def stored_run(row: tuple[Any, ...]) -> StoredRun:
         report_json,
         acknowledged,
     ) = row
-    report = None if report_json is None else FlowReport.model_validate_json(report_json)
+    report = None
+    if report_json is not None and with_report:
+        from tidegate.flow.report import FlowReport  # pydantic: only when a report is read
+
+        report = FlowReport.model_validate_json(report_json)
     holder = (
         ProcessIdentity(int(pid), str(pid_start or ""), str(host or ""))
         if pid is not None

@@ -15,8 +15,6 @@ import hashlib
 import os
 from pathlib import Path
 
-import platformdirs
-
 from tidegate.errors import UsageError
 from tidegate.store.checkpoints import KEY_FILE, CheckpointKey
 from tidegate.store.db import RunStore
@@ -27,6 +25,12 @@ STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
 STORE_FILE = "runs.sqlite3"
 
 
+def _user_state_dir() -> str:
+    import platformdirs  # only when neither --state-root nor the environment names one
+
+    return platformdirs.user_state_dir("tidegate")
+
+
 def resolve_state_root(
     explicit: str | None,
     workspace: Path | None,
@@ -35,7 +39,7 @@ def resolve_state_root(
     git_dir: Path | None = None,
 ) -> Path:
     """The validated, canonical state root (created unless ``create`` is False)."""
-    raw = explicit or os.environ.get(STATE_ROOT_ENV) or platformdirs.user_state_dir("tidegate")
+    raw = explicit or os.environ.get(STATE_ROOT_ENV) or _user_state_dir()
     path = Path(raw).expanduser()
     if ".." in path.parts:
         raise UsageError(f"state root {raw}: must not contain '..'")

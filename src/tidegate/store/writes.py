@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from tidegate.flow.report import FlowReport
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal
 from tidegate.store.redact import redact_value
 from tidegate.store.trace import TraceEvent, now_ms
+
+if TYPE_CHECKING:
+    from tidegate.flow.report import FlowReport
 
 
 def insert_events(db: sqlite3.Connection, events: Sequence[TraceEvent]) -> None:
@@ -180,6 +183,8 @@ def insert_checkpoint(
 
 def redacted_report(report: FlowReport) -> FlowReport:
     """``report`` as it is stored: with secrets redacted."""
+    from tidegate.flow.report import FlowReport
+
     return FlowReport.model_validate(redact_value(report.model_dump(mode="json")))
 
 

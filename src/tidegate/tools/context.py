@@ -18,6 +18,7 @@ from tidegate.tools.calls import ApprovalRequest, ToolCall, ToolResult
 from tidegate.tools.policy import ApprovalProfile, NetworkAccess, TaskMode, WriteAccess
 
 if TYPE_CHECKING:
+    from tidegate.workspace.ignores import GitView
     from tidegate.workspace.port import WorkspacePort
 
 ContainmentMode = Literal["auto", "required", "none"]
@@ -103,11 +104,17 @@ class ToolContext:
     validation_command: str | None = None
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     limits: ToolLimits = field(default_factory=ToolLimits)
+    git_view: GitView | None = field(init=False, default=None)
+    """The git work tree the workspace was in when the context was made (None: none),
+    pinned: every git call tidegate makes for these tools goes to that git dir, so a
+    ``.git`` a command plants later is never discovered (its config, hooks and filters
+    never run)."""
 
     def __post_init__(self) -> None:
         # accept the plain strings a configuration file or a caller passes
         self.mode = TaskMode(self.mode)
         self.approval_profile = ApprovalProfile(self.approval_profile)
+        self.git_view = self.workspace.git_view()  # now, before any command runs
 
     @property
     def root(self) -> Path:

@@ -489,7 +489,9 @@ class ToolExecutor:
                 # what it wrote in between is not lost
                 return _Observation(inventory=self._baseline)
             try:
-                return _Observation(inventory=take_inventory(self.context.root))
+                return _Observation(
+                    inventory=take_inventory(self.context.root, view=self.context.git_view)
+                )
             except OSError as exc:
                 raise ToolFailure(
                     "capture_failed",
@@ -511,7 +513,9 @@ class ToolExecutor:
         if before.inventory is not None:
             from tidegate.workspace.fingerprint import diff_inventory, take_inventory
 
-            after_inv = take_inventory(self.context.root, previous=before.inventory)
+            after_inv = take_inventory(
+                self.context.root, previous=before.inventory, view=self.context.git_view
+            )
             changes, derived_dirs = diff_inventory(before.inventory, after_inv)
             self._baseline = after_inv if self.sessions.any_running else None
             writes = [_write(c.path, c.before, c.after) for c in changes]

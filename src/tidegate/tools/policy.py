@@ -16,7 +16,8 @@ Rules:
 ``executable``     repository code (command.run, command.session, project.validate) runs
                    only with approval or under verified containment
 ``network``        research and previews: network denied -> deny, policy_gated -> ask
-``git-readonly``   git.exec allows only read-only subcommands and safe options
+``git-readonly``   git.exec runs only what ``git_allowlist`` parses and accepts; under
+                   strict without verified containment it asks
 
 The module checks a table of examples against ``decide`` the first time it is used, so
 a rule change that breaks an expectation fails loudly rather than silently.
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from typing import Any, Literal
+
+from tidegate.tools.git_allowlist import Refused, canonical
 
 
 class TaskMode(StrEnum):
@@ -129,90 +132,12 @@ PATH_WRITERS = frozenset({"workspace.write", "workspace.edit"})
 EXECUTABLE = frozenset({"command.run", "command.session", "project.validate"})
 NETWORKED = frozenset({"research.fetch", "research.search", "preview.manage"})
 
-GIT_READONLY = frozenset(
-    {
-        "blame",
-        "branch",
-        "cat-file",
-        "describe",
-        "diff",
-        "grep",
-        "log",
-        "ls-files",
-        "ls-tree",
-        "merge-base",
-        "rev-list",
-        "rev-parse",
-        "shortlog",
-        "show",
-        "status",
-    }
-)
-_GIT_FORBIDDEN_PREFIXES = (
-    # options that write files, run programs, read files outside the repository, or
-    # point git somewhere else
-    "--output",
-    "--ext-diff",
-    "--textconv",
-    "--exec",
-    "--upload-pack",
-    "--receive-pack",
-    "--no-index",
-    "--contents",
-    "--exclude-from",
-    "--pathspec-from-file",
-    "--ignore-revs-file",
-    "--orderfile",
-    "--open-files-in-pager",
-    "--git-dir",
-    "--work-tree",
-    "--namespace",
-    "--config",
-    "--paginate",
-    "-O",
-    "-X",
-)
-_GIT_BRANCH_READ_FLAGS = frozenset(
-    {
-        "-a",
-        "--all",
-        "-r",
-        "--remotes",
-        "-v",
-        "-vv",
-        "--list",
-        "--show-current",
-        "--contains",
-        "--merged",
-        "--no-merged",
-        "--no-color",
-        "--sort",
-        "--format",
-        "--points-at",
-    }
-)
-
 
 def git_refusal(argv: Sequence[str]) -> str | None:
-    """Why ``git *argv`` is not a read-only call tools may make; None when it is."""
-    if not argv:
-        return "git.exec needs a subcommand"
-    sub, rest = argv[0], argv[1:]
-    if sub not in GIT_READONLY:
-        return f"git {sub} is not a read-only subcommand tools may run"
-    for arg in rest:
-        if arg.startswith(_GIT_FORBIDDEN_PREFIXES):
-            return f"git option {arg} is not allowed"
-        if sub == "grep" and (arg.startswith("-f") or arg.startswith("--file")):
-            return "git grep may not read patterns from a file"
-    if sub == "branch":
-        flags = [a for a in rest if a.startswith("-")]
-        names = [a for a in rest if not a.startswith("-")]
-        if any(f.split("=")[0] not in _GIT_BRANCH_READ_FLAGS for f in flags) or (
-            names and not {"--list", "--contains", "--points-at"} & set(flags)
-        ):
-            return "git branch may only list branches"
-    return None
+    """Why ``git *argv`` is not a call git.exec may make; None when it is. The allowlist,
+    its parser and the argv that actually runs are ``tidegate.tools.git_allowlist``'s."""
+    verdict = canonical(argv)
+    return verdict.reason if isinstance(verdict, Refused) else None
 
 
 def _baseline(tool: str, profile: ApprovalProfile) -> Decision | None:
@@ -290,14 +215,21 @@ def _network(tool: str, ctx: PolicyContext) -> Decision | None:
     return None
 
 
-def _git(tool: str, args: Mapping[str, Any]) -> Decision | None:
+def _git(
+    tool: str, args: Mapping[str, Any], profile: ApprovalProfile, ctx: PolicyContext
+) -> Decision | None:
     if tool != "git.exec":
         return None
     argv = args.get("args")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         return Deny(("git.exec needs a list of string arguments",))
     refusal = git_refusal(argv)
-    return None if refusal is None else Deny((refusal,))
+    if refusal is not None:
+        return Deny((refusal,))
+    if profile is ApprovalProfile.STRICT and not ctx.containment_verified:
+        # strict asks before any program runs on the host that nothing but a parser bounds
+        return Ask(("strict profile: git.exec runs uncontained (only the allowlist holds)",))
+    return None
 
 
 def decide(
@@ -318,7 +250,7 @@ def decide(
         _protected(tool, args, context),
         _executable(tool, context),
         _network(tool, context),
-        _git(tool, args),
+        _git(tool, args, profile, context),
     ]
     found = [v for v in verdicts if v is not None]
     worst = max(_RANK[v.kind] for v in found)
@@ -351,7 +283,14 @@ EXAMPLES: tuple[tuple[str, dict[str, Any], TaskMode, ApprovalProfile, PolicyCont
     ("project.validate", {}, R, T, _CONTAINED, "deny"),
     ("research.search", {"query": "x"}, R, B, PolicyContext(network="denied"), "deny"),
     ("research.search", {"query": "x"}, R, T, _OPEN, "ask"),
-    ("git.exec", {"args": ["diff"]}, R, S, _OPEN, "allow"),
+    ("git.exec", {"args": ["diff"]}, R, S, _CONTAINED, "allow"),
+    ("git.exec", {"args": ["diff"]}, R, S, _OPEN, "ask"),
+    ("git.exec", {"args": ["diff"]}, R, B, _OPEN, "allow"),
+    ("git.exec", {"args": ["grep", "-iO/bin/sh", "x"]}, R, T, _CONTAINED, "deny"),
+    ("git.exec", {"args": ["grep", "--open=sh", "x"]}, R, T, _CONTAINED, "deny"),
+    ("git.exec", {"args": ["blame", "--cont=/etc/passwd", "a"]}, R, T, _CONTAINED, "deny"),
+    ("git.exec", {"args": ["log", "--", "-x"]}, R, S, _CONTAINED, "allow"),
+    ("git.exec", {"args": ["log", "-x"]}, R, T, _CONTAINED, "deny"),
     ("git.exec", {"args": ["push"]}, P, T, _CONTAINED, "deny"),
     ("git.exec", {"args": ["diff", "--output=x"]}, P, T, _CONTAINED, "deny"),
     ("git.exec", {"args": ["branch", "new-name"]}, P, T, _CONTAINED, "deny"),

@@ -14,6 +14,7 @@ from pathlib import Path
 from tidegate.errors import ErrorClass, GitError, PhaseError
 from tidegate.git import IDENTITY, Git
 from tidegate.planners.base import Proposal
+from tidegate.workspace.fs import UnsafePathError, check_relative
 
 
 class DiffRefused(PhaseError):
@@ -57,6 +58,14 @@ def build_candidate(
             raise DiffRefused(exc.stderr) from exc
     entries: list[bytes] = []
     for edit in proposal.edits:
+        try:
+            # update-index drops a path it finds unsafe without failing: the change would
+            # then "change nothing" instead of saying which path was wrong.
+            check_relative(edit.path)
+        except UnsafePathError as exc:
+            raise PhaseError(
+                ErrorClass.AST_VALIDATION_ERROR, f"a whole-file edit names an unsafe path: {exc}"
+            ) from exc
         raw_path = edit.path.encode("utf-8", "surrogateescape")
         if edit.content is None:
             entries.append(b"0 " + b"0" * 40 + b"\t" + raw_path + b"\0")

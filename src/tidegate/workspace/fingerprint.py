@@ -40,8 +40,10 @@ from tidegate.git import IDENTITY
 from tidegate.workspace.confine import FILE_READ_FLAGS, RootHandle, entry_state
 from tidegate.workspace.ignores import (
     ALWAYS_EXCLUDED,
+    Discover,
     IgnoreRules,
-    git_view,
+    ViewChoice,
+    chosen_view,
     holding_tracked,
     load_ignores,
 )
@@ -85,15 +87,16 @@ class WorkspaceFingerprint:
     index: str | None = None
 
 
-def workspace_fingerprint(root: Path) -> str:
-    """``"sha256:<hex>"`` identifying the relevant content of the workspace at ``root``."""
-    return fingerprint_details(root).value
+def workspace_fingerprint(root: Path, view: ViewChoice = Discover.NOW) -> str:
+    """``"sha256:<hex>"`` identifying the relevant content of the workspace at ``root``.
+    ``view``: the git work tree pinned when the workspace was first seen (see ignores)."""
+    return fingerprint_details(root, view).value
 
 
-def fingerprint_details(root: Path) -> WorkspaceFingerprint:
-    view = git_view(root)
+def fingerprint_details(root: Path, view: ViewChoice = Discover.NOW) -> WorkspaceFingerprint:
+    view = chosen_view(root, view)
     if view is None:
-        return _walk_fingerprint(root)
+        return _walk_fingerprint(root, None)
     git = view.git
     with tempfile.TemporaryDirectory(prefix="tidegate-fp-") as scratch:
         temp_index = Path(scratch) / "index"
@@ -106,8 +109,13 @@ def fingerprint_details(root: Path) -> WorkspaceFingerprint:
         else:  # unmerged entries have no tree: hash the stage entries instead
             listing = git.run("ls-files", "--stage", "-z", "--full-name", ":/", env=env).stdout
             index = "stage:" + sha256_bytes(listing)
-        git.run("add", "--all", ":/", env=env)
+        # A path git cannot add (an empty repository a command created below the root)
+        # must not make the workspace impossible to fingerprint: it is left out, and what
+        # git said about it is part of the fingerprint.
+        added = git.run("add", "--all", "--ignore-errors", ":/", env=env, check=False)
         tree = git.out("write-tree", env=env)
+        if added.returncode != 0:
+            tree += "+unadded:" + sha256_bytes(added.stderr.encode())
     return git_fingerprint(git.rev_parse("HEAD"), tree, index)
 
 
@@ -119,8 +127,8 @@ def git_fingerprint(head: str | None, tree: str, index: str) -> WorkspaceFingerp
     return WorkspaceFingerprint(sha256_bytes(payload), "git", head, tree, index)
 
 
-def _walk_fingerprint(root: Path) -> WorkspaceFingerprint:
-    inventory = take_inventory(root)
+def _walk_fingerprint(root: Path, view: ViewChoice) -> WorkspaceFingerprint:
+    inventory = take_inventory(root, view=view)
     digest = hashlib.sha256(_FORMAT + b"\0walk\0")
     for path in sorted(inventory.entries):
         state = inventory.entries[path]
@@ -166,13 +174,15 @@ def take_inventory(
     derived_dirs: Sequence[str] = DEFAULT_DERIVED,
     previous: Inventory | None = None,
     derived_max_entries: int = DERIVED_MAX_ENTRIES,
+    view: ViewChoice = Discover.NOW,
 ) -> Inventory:
     """Observe the workspace at ``root`` now.
 
     With ``previous``, paths it held that are now ignored are still observed directly, so
     a command that adds a file it changed to ``.gitignore`` cannot hide the change.
+    ``view``: the git work tree pinned when the workspace was first seen (None: none).
     """
-    view = git_view(root)
+    view = chosen_view(root, view)
     ignores = load_ignores(root, view)
     scan = _Scan(ignores, frozenset(derived_dirs))
     entries: dict[str, EntryState] = {}

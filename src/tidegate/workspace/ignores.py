@@ -11,6 +11,7 @@ are never ignored, as in git. Outside a git work tree only ``.git`` is left out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from tidegate.errors import GitError
@@ -30,16 +31,21 @@ class GitView:
     index_path: Path
 
 
-def git_view(root: Path) -> GitView | None:
-    """The work tree containing ``root``, or None when ``root`` is not inside one."""
+def git_view(root: Path, *, filters: bool = True) -> GitView | None:
+    """The work tree containing ``root``, or None when ``root`` is not inside one.
+
+    The view's ``git`` is pinned to the git dir and work tree found now (``GIT_DIR``,
+    ``GIT_WORK_TREE``): a ``.git`` that a command creates below ``root`` later is never
+    discovered through it. Whoever holds a view holds what it trusted on first sight.
+    ``filters=False``: the view's git runs no filter driver (a tool workspace, whose
+    ``.git`` may be one a command made before this process first looked)."""
     try:
         res = Git(root).run(
             "rev-parse",
             "--is-inside-work-tree",
             "--show-toplevel",
             "--show-prefix",
-            "--git-path",
-            "index",
+            "--absolute-git-dir",
             check=False,
         )
     except GitError:
@@ -47,11 +53,23 @@ def git_view(root: Path) -> GitView | None:
     lines = res.text.splitlines()
     if res.returncode != 0 or len(lines) < 4 or lines[0] != "true":
         return None
-    top = Path(lines[1])
-    index = Path(lines[3])
-    return GitView(
-        Git(root), top, lines[2].rstrip("/"), index if index.is_absolute() else root / index
-    )
+    top, git_dir = Path(lines[1]), Path(lines[3])
+    pinned = Git(root, git_dir=git_dir, work_tree=top, filters=filters)
+    return GitView(pinned, top, lines[2].rstrip("/"), git_dir / "index")
+
+
+class Discover(Enum):
+    """Passed instead of a view: find the work tree now (trusting what is there now)."""
+
+    NOW = "now"
+
+
+ViewChoice = GitView | None | Discover
+"""A view pinned earlier, None (no git work tree: never look for one), or Discover.NOW."""
+
+
+def chosen_view(root: Path, view: ViewChoice) -> GitView | None:
+    return git_view(root) if isinstance(view, Discover) else view
 
 
 @dataclass(frozen=True)
@@ -80,9 +98,9 @@ class IgnoreRules:
         return list(self._sorted)
 
 
-def load_ignores(root: Path, view: GitView | None = None, *, under: str = ".") -> IgnoreRules:
+def load_ignores(root: Path, view: ViewChoice = Discover.NOW, *, under: str = ".") -> IgnoreRules:
     """The ignore rules for a traversal of ``root`` (restricted to ``under`` when given)."""
-    view = view if view is not None else git_view(root)
+    view = chosen_view(root, view)
     if view is None:
         return IgnoreRules(git=False)
     args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]

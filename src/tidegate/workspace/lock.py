@@ -8,6 +8,7 @@ refused run can say who holds the lock.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -15,7 +16,14 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from tidegate.errors import RepositoryLockedError
+from tidegate.errors import RepositoryLockedError, TidegateError
+
+
+class LockFileError(TidegateError):
+    """The lock file cannot be created or opened (a read-only or foreign-owned runtime
+    directory): no run can start here, and none is running."""
+
+    exit_code = 1
 
 
 class RunLock:
@@ -26,8 +34,15 @@ class RunLock:
         self.took_over: dict[str, object] | None = None
 
     def acquire(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            why = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else "error"
+            raise LockFileError(
+                f"cannot open the run lock {self.path}: {why} ({exc.strerror}); tidegate "
+                f"needs to write its runtime directory {self.path.parent}"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -72,6 +72,9 @@ def _plan_one(
     rejected = _rejected_diff(path, base, theirs)
 
     def conflict(reason: str) -> None:
+        if own := tidegate_artefact(path):
+            # Not the user's doing: say whose file is in the way.
+            reason = f"the path holds {own}, not an edit of yours; move it away and run again"
         plan.conflicts.append(Conflict(path, reason, rejected))
 
     if any(v is not None and v.mode == "160000" for v in (change.before, change.after)):
@@ -83,7 +86,9 @@ def _plan_one(
         conflict(f"unsafe path in the work tree: {exc}")
         return
 
-    if _same(git, fs, ours, change.before, base, path):
+    # "Untouched since T0" needs the very bytes T0's version checks out as: a clean filter
+    # can make different bytes hash to the same blob, and those bytes are the user's.
+    if _same(git, fs, ours, change.before, base, path, exact=True):
         if theirs.kind == "missing":
             plan.ops.append(PlannedOp(path, ours, Entry("missing")))
         else:
@@ -124,6 +129,20 @@ def _plan_one(
     plan.ops.append(PlannedOp(path, ours, _file(merged, ours, new_exec), merged=True))
 
 
+def tidegate_artefact(path: str) -> str | None:
+    """What tidegate itself keeps at ``path`` (its ``.tidegate/`` directory of rejects and
+    recovered files, or a temp file of an atomic write), or None for the user's paths."""
+    parts = path.split("/")
+    if parts[0] == ".tidegate":
+        kind = {"rejects": "a .rej file", "recovered": "a recovered version"}.get(
+            parts[1] if len(parts) > 1 else "", "a file"
+        )
+        return f"{kind} tidegate wrote under .tidegate/"
+    if any(p.startswith(".tidegate-tmp-") for p in parts):
+        return "a temporary file an interrupted tidegate write left"
+    return None
+
+
 def _materialise(forms: dict[tuple[str, str], bytes], version: Version | None, path: str) -> Entry:
     """A T0 or shadow version of a path in work-tree form (filters and eol applied)."""
     if version is None:
@@ -137,10 +156,17 @@ def _materialise(forms: dict[tuple[str, str], bytes], version: Version | None, p
 
 
 def _same(
-    git: Git, fs: WorkspaceFS, ours: Entry, version: Version | None, wt: Entry, path: str
+    git: Git,
+    fs: WorkspaceFS,
+    ours: Entry,
+    version: Version | None,
+    wt: Entry,
+    path: str,
+    exact: bool = False,
 ) -> bool:
-    """Is the work tree's entry the given version? Files compare the way git does: by the
-    blob their cleaned content would hash to, plus the executable bit."""
+    """Is the work tree's entry the given version? With ``exact``, files must hold its
+    work-tree bytes; otherwise they compare the way git does: by the blob their cleaned
+    content would hash to, plus the executable bit."""
     if version is None or wt.kind == "missing":
         return ours.kind == "missing"
     if ours.kind != wt.kind:
@@ -153,7 +179,7 @@ def _same(
         return False
     if ours.content == wt.content:
         return True
-    return git.hash_worktree_file(fs.root / path, path) == version.blob
+    return not exact and git.hash_worktree_file(fs.root / path, path) == version.blob
 
 
 def _with_mode(theirs: Entry, ours: Entry) -> Entry:

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tidegate.workspace.confine import PathRefused, Resolved, RootHandle
-from tidegate.workspace.ignores import git_view
+from tidegate.workspace.ignores import GitView, git_view
 from tidegate.workspace.port_commit import Committer, RootLock
 from tidegate.workspace.port_errors import (
     BadQuery,
@@ -99,7 +99,7 @@ class WorkspacePort:
         self._lock = RootLock.of(str(self._handle.real_root))
         self._finalizer = weakref.finalize(self, RootHandle.close, self._handle)
         self._git_checked = False
-        self._is_git = False
+        self._git_view: GitView | None = None
 
     def close(self) -> None:
         self._finalizer()
@@ -221,10 +221,14 @@ class WorkspacePort:
         return Committer(self._handle, self.limits, self._lock)
 
     def _search(self) -> Search:
-        return Search(self._handle, self.limits, self._in_git)
+        return Search(self._handle, self.limits, self.git_view)
 
-    def _in_git(self) -> bool:
+    def git_view(self) -> GitView | None:
+        """The git work tree of this root as first seen (None: not in one), pinned: later
+        calls return the same view, so a ``.git`` planted below the root afterwards is
+        never discovered. Its git runs no filter driver: the ``.git`` may be one that a
+        command made before this process first looked."""
         if not self._git_checked:
-            self._is_git = git_view(self._handle.real_root) is not None
+            self._git_view = git_view(self._handle.real_root, filters=False)
             self._git_checked = True
-        return self._is_git
+        return self._git_view

@@ -23,7 +23,7 @@ from tidegate.workspace.confine import (
     WalkItem,
     check_relative,
 )
-from tidegate.workspace.ignores import ALWAYS_EXCLUDED, IgnoreRules, load_ignores
+from tidegate.workspace.ignores import ALWAYS_EXCLUDED, GitView, IgnoreRules, load_ignores
 from tidegate.workspace.port_cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
 from tidegate.workspace.port_errors import BadQuery, NotADirectory, PathNotFound
 from tidegate.workspace.port_glob import compile_glob, file_filter
@@ -40,12 +40,12 @@ from tidegate.workspace.states import Kind
 
 @dataclass(frozen=True)
 class Search:
-    """The traversals of one root under ``limits``; ``in_git`` says (lazily, cached by the
-    port) whether git's ignore rules apply."""
+    """The traversals of one root under ``limits``; ``git_view`` gives (lazily, pinned by
+    the port) the git work tree whose ignore rules apply, or None."""
 
     handle: RootHandle
     limits: WorkspaceLimits
-    in_git: Callable[[], bool]
+    git_view: Callable[[], GitView | None]
 
     def list_dir(
         self,
@@ -220,8 +220,9 @@ class Search:
         names: frozenset[str] = frozenset(),
     ) -> Callable[[str, bool], bool]:
         ignores = IgnoreRules(git=False)
-        if not include_ignored and self.in_git():
-            ignores = load_ignores(self.handle.real_root, under=str(rel))
+        view = None if include_ignored else self.git_view()
+        if view is not None:
+            ignores = load_ignores(self.handle.real_root, view, under=str(rel))
 
         def skip(entry: str, is_dir: bool) -> bool:
             name = entry.rpartition("/")[2]

@@ -1,16 +1,23 @@
 """Shadow worktrees: a linked git work tree at T0, under the OS temp dir, where proposals
-are applied and verified. Destructive git (reset --hard, clean) only ever runs here."""
+are applied and verified. Destructive git (reset --hard, clean) only ever runs here.
+
+A run's shadow and scratch directory are claimed (``workspace.claims``) before they are
+made, so that recovery removes only those of dead runs; a shadow half-made when an
+interrupt arrives is removed on the way out, even if git left it locked."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.errors import GitError
 from tidegate.git import Git
 from tidegate.workspace.changes import PathChange
+from tidegate.workspace.claims import Claim, all_claims, claim, release
 from tidegate.workspace.repo import Repository
 
 SHADOW_PREFIX = "tidegate-shadow-"
@@ -24,9 +31,11 @@ class ShadowWorktree:
         self.repo = repo
         self.path = path
         self.t0 = t0_commit
-        self.git = Git(path)
+        self.git = Git(path, git_dir=shadow_git_dir(repo, path), work_tree=path)
         self.pooled = pooled
         self.reused = False
+        self.prepared: tuple[int, int, bytes] | None = None
+        """``identity()`` when the shadow was made or reset: VERIFY checks it is unchanged."""
 
     @classmethod
     def acquire(cls, repo: Repository, t0_commit: str, run_id: str, pool: bool) -> ShadowWorktree:
@@ -36,21 +45,28 @@ class ShadowWorktree:
             return cls.create(repo, t0_commit, run_id)
         warm = _pooled_path(repo)
         if warm is not None:
-            shadow = cls(repo, warm, t0_commit, pooled=True)
             try:
-                shadow.reset()
-                shadow.reused = True
-                return shadow
-            except GitError:
-                shadow.remove()
+                shadow = cls(repo, warm, t0_commit, pooled=True)
+            except GitError:  # not (any more) one of this repository's work trees
+                _forget_pooled(repo, warm)
+            else:
+                try:
+                    shadow.reset()
+                    shadow.reused = True
+                    shadow.prepared = shadow.identity()
+                    return shadow
+                except GitError:
+                    shadow.remove()
         path = Path(tempfile.mkdtemp(prefix=POOL_PREFIX))
         try:
-            repo.git.run("worktree", "add", "--detach", "--quiet", str(path), t0_commit)
-        except GitError:
-            shutil.rmtree(path, ignore_errors=True)
+            _add_worktree(repo, path, t0_commit)
+        except BaseException:
+            _discard(repo, path)
             raise
         (repo.runtime_dir / POOL_FILE).write_text(str(path) + "\n")
-        return cls(repo, path, t0_commit, pooled=True)
+        shadow = cls(repo, path, t0_commit, pooled=True)
+        shadow.prepared = shadow.identity()
+        return shadow
 
     def release(self, keep: bool) -> None:
         """Remove the shadow, unless it is the warm pooled one or ``keep`` asks to keep it."""
@@ -61,11 +77,38 @@ class ShadowWorktree:
     def create(cls, repo: Repository, t0_commit: str, run_id: str) -> ShadowWorktree:
         path = Path(tempfile.mkdtemp(prefix=f"{SHADOW_PREFIX}{run_id}-"))
         try:
-            repo.git.run("worktree", "add", "--detach", "--quiet", str(path), t0_commit)
-        except GitError:
-            shutil.rmtree(path, ignore_errors=True)
+            claim(repo, run_id, shadow=str(path))
+            _add_worktree(repo, path, t0_commit)
+        except BaseException:
+            _discard(repo, path)
             raise
-        return cls(repo, path, t0_commit)
+        shadow = cls(repo, path, t0_commit)
+        shadow.prepared = shadow.identity()
+        return shadow
+
+    def identity(self) -> tuple[int, int, bytes]:
+        """What makes this the shadow tidegate prepared: the directory's device and inode,
+        and its ``.git`` link to its own admin directory (which must still exist)."""
+        st = os.stat(self.path)
+        link = (self.path / ".git").read_bytes()
+        # Relative to the shadow when git writes relative links (worktree.useRelativePaths).
+        admin = self.path / os.fsdecode(link.removeprefix(b"gitdir:").strip())
+        if not (admin / "HEAD").is_file():
+            raise FileNotFoundError(f"{admin}: the shadow's git directory is gone")
+        return st.st_dev, st.st_ino, link
+
+    def lost(self, changes: list[PathChange]) -> str | None:
+        """Why this is no longer the shadow holding the candidate ``changes`` (it vanished,
+        was replaced, or its files differ), or None when it still is."""
+        try:
+            if self.prepared is not None and self.identity() != self.prepared:
+                return "was replaced by another directory"
+        except OSError:
+            return "vanished"
+        wrong = self.mismatched_paths(changes)
+        if wrong:
+            return f"no longer holds the candidate at {', '.join(wrong[:5])}"
+        return None
 
     def mismatched_paths(self, changes: list[PathChange]) -> list[str]:
         """Changed paths whose content or mode in the shadow is not the candidate's.
@@ -121,11 +164,26 @@ class ShadowWorktree:
             self.repo.git.run("worktree", "prune", check=False)
 
 
+@dataclass
+class Leftovers:
+    shadows: list[str] = field(default_factory=list)
+    scratch: list[str] = field(default_factory=list)
+
+
 def remove_stale_shadows(repo: Repository) -> list[str]:
-    """Remove tidegate shadows of runs that are no longer alive, and those runs' scratch
-    directories. Call with the run lock held."""
+    """``remove_leftovers``, returning the shadows it removed."""
+    return remove_leftovers(repo).shadows
+
+
+def remove_leftovers(repo: Repository) -> Leftovers:
+    """Remove the shadows and scratch directories of runs that are no longer alive.
+
+    A shadow whose run's claim names a live process (in this work tree or in another
+    linked one) is left alone. Only paths with tidegate's own prefixes are ever removed,
+    whatever a claim file says."""
+    claims = all_claims(repo)
     listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
-    removed: list[str] = []
+    out = Leftovers()
     for entry in listing:
         if not entry.startswith(b"worktree "):
             continue
@@ -134,15 +192,61 @@ def remove_stale_shadows(repo: Repository) -> list[str]:
             continue
         if Path(path).resolve() == repo.root:
             continue
-        repo.git.run("worktree", "remove", "--force", "--force", path, check=False)
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
         run_id = os.path.basename(path)[len(SHADOW_PREFIX) :].rsplit("-", 1)[0]
-        # The run's scratch directory was made beside its shadow.
+        owner = claims.get(run_id)
+        if owner is not None and owner.alive:
+            continue
+        _discard(repo, Path(path))
+        out.shadows.append(path)
+        # The run's scratch directory was made beside its shadow (runs from before claims).
         for scratch in Path(path).parent.glob(f"{SCRATCH_PREFIX}{run_id}-*"):
             shutil.rmtree(scratch, ignore_errors=True)
+    for owner in claims.values():
+        if not owner.alive:
+            _sweep(repo, owner, out)
     repo.git.run("worktree", "prune", check=False)
-    return removed
+    return out
+
+
+def _sweep(repo: Repository, owner: Claim, out: Leftovers) -> None:
+    """Remove what a dead run claimed, then its claim."""
+    scratch = owner.paths.get("scratch", "")
+    if os.path.basename(scratch).startswith(SCRATCH_PREFIX) and os.path.lexists(scratch):
+        shutil.rmtree(scratch, ignore_errors=True)
+        out.scratch.append(scratch)
+    shadow = owner.paths.get("shadow", "")
+    if os.path.basename(shadow).startswith(SHADOW_PREFIX) and os.path.lexists(shadow):
+        _discard(repo, Path(shadow))  # made, but never registered as a worktree
+        out.shadows.append(shadow)
+    release(repo, owner.run_id)
+
+
+def make_scratch(repo: Repository, run_id: str) -> Path:
+    """The run's scratch directory in the OS temp dir, claimed for this process."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-"))
+    try:
+        claim(repo, run_id, scratch=str(scratch))
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return scratch
+
+
+def _add_worktree(repo: Repository, path: Path, commit: str) -> None:
+    repo.git.run("worktree", "add", "--detach", "--quiet", str(path), commit)
+
+
+def _discard(repo: Repository, path: Path) -> None:
+    """Remove a shadow whatever state it is in (half-made and still locked by a killed
+    ``git worktree add`` included), with Ctrl-C and SIGTERM held meanwhile."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        # Twice --force: also a worktree git left locked ("initializing").
+        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
+        shutil.rmtree(path, ignore_errors=True)
+        repo.git.run("worktree", "prune", check=False)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _pooled_path(repo: Repository) -> Path | None:
@@ -165,3 +269,27 @@ def _pooled_path(repo: Repository) -> Path | None:
         shutil.rmtree(path, ignore_errors=True)
     repo.git.run("worktree", "prune", check=False)
     return None
+
+
+def shadow_git_dir(repo: Repository, path: Path) -> Path:
+    """The git dir of the linked work tree at ``path``, read from its ``.git`` file without
+    running git, and accepted only if it is one of ``repo``'s own work tree dirs: every
+    later git call in the shadow is pinned to it, so whatever a command writes in the
+    shadow (a ``.git`` of its own, a rewritten link) never chooses the repository."""
+    try:
+        text = (path / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitError(["worktree"], 1, f"{path}: no readable .git file: {exc}") from exc
+    if not text.startswith("gitdir: "):
+        raise GitError(["worktree"], 1, f"{path}/.git is not a link to a git dir")
+    target = Path(text[len("gitdir: ") :])
+    target = (target if target.is_absolute() else path / target).resolve()
+    if target.parent != (repo.common_dir / "worktrees").resolve():
+        raise GitError(["worktree"], 1, f"{path}/.git points outside {repo.common_dir}")
+    return target
+
+
+def _forget_pooled(repo: Repository, path: Path) -> None:
+    (repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
+    repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
+    repo.git.run("worktree", "prune", check=False)

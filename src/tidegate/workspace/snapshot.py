@@ -7,12 +7,19 @@ only the files that changed since the user last touched the index.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from tidegate.errors import GitError
+from tidegate.faults import maybe_crash
 from tidegate.git import IDENTITY
+from tidegate.workspace.confine import DIR_FLAGS
 from tidegate.workspace.repo import Repository
 
 REF_PREFIX = "refs/tidegate/runs"
@@ -45,13 +52,17 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
         # copy2 keeps the mtime: git judges "racily clean" entries against it, so a fresh
         # mtime would make it trust stale stat data for files edited just after `git add`.
         shutil.copy2(repo.index_path, temp_index)
+    maybe_crash("snapshot.index_copied")  # crash tests: die while the scratch index exists
     env = {"GIT_INDEX_FILE": str(temp_index), **IDENTITY}
     index_tree: str | None
     try:
         index_tree = git.out("write-tree", env=env)
     except GitError:
         index_tree = None  # unmerged entries: the staged state has no tree of its own
-    git.run("add", "--all", env=env)  # runs at the top of the work tree: the whole tree
+    # The whole tree (add runs at its top). --sparse: a file the user (or an earlier run)
+    # put outside a sparse checkout's cone is part of the work tree too; without it, git
+    # refuses and every run fails here. Skip-worktree entries keep their index version.
+    git.run("add", "--all", "--sparse", env=env)
     tree = git.out("write-tree", env=env)
     commit = git.out(
         "commit-tree", tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
@@ -79,14 +90,43 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
     return snapshot
 
 
-def ensure_excluded(repo: Repository) -> None:
-    """Add ``.tidegate/`` to ``.git/info/exclude`` (the only edit tidegate makes there)."""
-    exclude = repo.common_dir / "info" / "exclude"
+def ensure_excluded(repo: Repository) -> bool:
+    """Add ``.tidegate/`` to ``.git/info/exclude`` (the only edit tidegate makes there).
+
+    Opened without following symlinks: when ``info/`` or ``info/exclude`` is a symlink, a
+    hard link or not a regular file, nothing is written and False is returned (a symlink
+    there could send the line to any file the user can write)."""
+    info = repo.common_dir / "info"
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(info, 0o755)
+        dir_fd = os.open(info, DIR_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return False
+        raise
+    try:
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open("exclude", flags, 0o644, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                return False
+            raise
+        with os.fdopen(fd, "r+b") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                return False
+            _append_exclude(fh)
+        return True
+    finally:
+        os.close(dir_fd)
+
+
+def _append_exclude(fh: BinaryIO) -> None:
     line = "/.tidegate/"
-    existing = exclude.read_text(encoding="utf-8", errors="replace") if exclude.exists() else ""
+    existing = fh.read().decode("utf-8", errors="replace")
     if any(entry.strip() in (line, ".tidegate/", ".tidegate") for entry in existing.splitlines()):
         return
-    exclude.parent.mkdir(parents=True, exist_ok=True)
     prefix = "" if not existing or existing.endswith("\n") else "\n"
-    with exclude.open("a", encoding="utf-8") as fh:
-        fh.write(f"{prefix}# tidegate runtime files (rejects, notes)\n{line}\n")
+    fh.write(f"{prefix}# tidegate runtime files (rejects, notes)\n{line}\n".encode())

@@ -19,7 +19,7 @@ from tests.conformance._agent import (
     loopback_fixture,  # noqa: F401
     session,
 )
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tests.integration.models.servers import (
     Reply,
     an_stream,
@@ -57,6 +57,7 @@ def replies(streaming: bool) -> list[Reply]:
     return out
 
 
+@requires_containment
 def test_streaming_and_non_streaming_share_one_path(
     committed_repo: Repo, loopback: Loopback
 ) -> None:

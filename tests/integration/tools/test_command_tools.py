@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.tools.context import ToolLimits
 from tidegate.tools.policy import ApprovalProfile
 
 
+@requires_containment
 def test_command_writes_are_inventoried_and_dependency_trees_are_derived(
     committed_repo: Repo,
 ) -> None:
@@ -37,12 +38,14 @@ def test_command_writes_are_inventoried_and_dependency_trees_are_derived(
     assert result.effects.state_version == 1
 
 
+@requires_containment
 def test_a_command_that_changes_nothing_has_no_effect_but_approval(committed_repo: Repo) -> None:
     with executor(committed_repo.root) as ex:
         result = ex.execute(call("command_run", command="cat calc.py > /dev/null"))
     assert result.ok and result.effects.present() == ["approval"]
 
 
+@requires_containment
 def test_cwd_is_confined(committed_repo: Repo) -> None:
     (committed_repo.root / "sub").mkdir()
     (committed_repo.root / "out").symlink_to("/tmp")
@@ -56,6 +59,7 @@ def test_cwd_is_confined(committed_repo: Repo) -> None:
     assert link.error is not None and link.error.code == "cwd_refused"
 
 
+@requires_containment
 def test_output_is_bounded_and_timeouts_are_results(committed_repo: Repo) -> None:
     with executor(committed_repo.root, limits=ToolLimits(output_bytes=1000)) as ex:
         big = ex.execute(call("command_run", command="yes abcdefghij | head -c 50000"))
@@ -91,6 +95,7 @@ def test_required_containment_without_bubblewrap_refuses(
     assert not (committed_repo.root / "x").exists()
 
 
+@requires_containment
 def test_session_start_send_read_stop(committed_repo: Repo) -> None:
     program = (
         "import sys\n"
@@ -124,6 +129,7 @@ def test_session_start_send_read_stop(committed_repo: Repo) -> None:
         assert gone.error is not None and gone.error.code == "unknown_session"
 
 
+@requires_containment
 def test_session_output_is_bounded(committed_repo: Repo) -> None:
     with executor(committed_repo.root, activate_all=True) as ex:
         started = ex.execute(
@@ -157,6 +163,7 @@ def test_session_arguments_are_checked(committed_repo: Repo) -> None:
     assert bad.error is not None and bad.error.code == "invalid_arguments"
 
 
+@requires_containment
 def test_session_writes_between_calls_are_reported_once(committed_repo: Repo) -> None:
     program = "import sys\nsys.stdin.readline()\nopen('late.txt', 'w').write('x')\nprint('done')\n"
     committed_repo.write("late_writer.py", program)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.tools.policy import ApprovalProfile
 from tidegate.workspace.fingerprint import workspace_fingerprint
@@ -34,6 +34,7 @@ def test_detect_reports_manifests_and_disclosure(committed_repo: Repo) -> None:
     assert elsewhere.error is not None and elsewhere.error.code == "unsupported"
 
 
+@requires_containment
 def test_operator_command_wins_over_detection(committed_repo: Repo) -> None:
     committed_repo.write("pyproject.toml", PYPROJECT)
     with executor(committed_repo.root, validation_command="true") as ex:
@@ -47,6 +48,7 @@ def test_operator_command_wins_over_detection(committed_repo: Repo) -> None:
     assert ran.output is not None and ran.output["status"] == "passed"
 
 
+@requires_containment
 def test_validate_runs_the_detected_repository_script(committed_repo: Repo) -> None:
     committed_repo.write(
         "Makefile",
@@ -81,6 +83,7 @@ def test_uncontained_repository_scripts_need_approval(committed_repo: Repo) -> N
     assert not (committed_repo.root / "ran").exists()
 
 
+@requires_containment
 def test_no_validation_command(committed_repo: Repo) -> None:
     with executor(committed_repo.root) as ex:
         result = ex.execute(call("project_validate"))

@@ -22,7 +22,7 @@ from tests.conformance._agent import (
     session,
     turn,
 )
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tests.integration.tools.support import TEST_LABEL, ThrowingReader
 from tidegate.agent import Budget, GuardLimits, LoopSettings, run_loop
 from tidegate.errors import ErrorClass, UsageError
@@ -57,6 +57,7 @@ def fix_turns() -> list[dict[str, Any]]:
     ]
 
 
+@requires_containment
 def test_a_fix_session_runs_in_order_and_finalizes_without_tools(committed_repo: Repo) -> None:
     model = scripted(*fix_turns())
     with executor(committed_repo.root) as ex:
@@ -307,6 +308,7 @@ def test_lazy_activation_reassembles_the_prompt(committed_repo: Repo) -> None:
     assert second.tools_offered == first.tools_offered + 1
 
 
+@requires_containment
 def test_repeated_validation_failure_on_one_state_is_bounded(committed_repo: Repo) -> None:
     model = scripted(*[turn(call("project_validate", validation_id=f"v{n}")) for n in range(5)])
     with executor(committed_repo.root) as ex:

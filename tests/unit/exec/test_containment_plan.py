@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import requires_containment
 from tidegate.config import load_config
 from tidegate.errors import UsageError
-from tidegate.exec.containment import ContainmentPolicy, launch, policy_for, probe
+from tidegate.exec.containment import ContainmentPolicy, launch, policy_for
 
 
 def _binds(prefix: list[str]) -> list[tuple[str, str, str]]:
@@ -33,9 +34,8 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     return {"work": work, "main": main}
 
 
+@requires_containment
 def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
-    if not probe().verified:
-        pytest.skip(probe().reason)
     work, main = tree["work"], tree["main"]
     policy = ContainmentPolicy(
         required=True,
@@ -73,18 +73,16 @@ def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
     assert report.to_json()["backend"] == "bubblewrap"
 
 
+@requires_containment
 def test_network_flag_drops_the_network_namespace(tree: dict[str, Path]) -> None:
-    if not probe().verified:
-        pytest.skip(probe().reason)
     policy = ContainmentPolicy(required=True, network=True, writable=(tree["work"],))
     with launch(policy, tree["work"]) as sandbox:
         assert "--unshare-net" not in sandbox.prefix
         assert sandbox.report.network
 
 
+@requires_containment
 def test_private_dirs_are_removed_even_when_left_read_only(tree: dict[str, Path]) -> None:
-    if not probe().verified:
-        pytest.skip(probe().reason)
     policy = ContainmentPolicy(required=True, network=False, writable=(tree["work"],))
     with launch(policy, tree["work"]) as sandbox:
         locked = Path(sandbox.env["HOME"]) / "cache" / "mod"
@@ -105,9 +103,8 @@ def test_no_policy_is_reported_as_uncontained(tmp_path: Path) -> None:
     assert "sandbox" not in report.reason
 
 
+@requires_containment
 def test_a_missing_writable_path_is_a_caller_error(tmp_path: Path) -> None:
-    if not probe().verified:
-        pytest.skip(probe().reason)
     policy = ContainmentPolicy(required=True, network=False, writable=(tmp_path / "nope",))
     with pytest.raises(ValueError, match="not a directory"), launch(policy, tmp_path):
         pass

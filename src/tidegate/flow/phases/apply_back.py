@@ -1,4 +1,11 @@
-"""APPLY_BACK: merge the verified change into the main work tree, never the index."""
+"""APPLY_BACK: merge the verified change into the main work tree, never the index.
+
+A write that fails (permission, full disk, read-only file system) ends the run with
+PERSISTENCE_ERROR, the class of a durable write the host did not acknowledge: the journal
+has already restored every path written before it, so ``applied_files`` stays empty. Only
+when that restore fails too are the paths it could not restore listed, and the journal is
+kept for ``tidegate recover``.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,9 @@ import hashlib
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.report import AppliedFile
 from tidegate.flow.state import RunState
-from tidegate.workspace.fs import LocalFS
-from tidegate.workspace.journal import ApplyBackRace, apply_ops
-from tidegate.workspace.merge_back import Conflict, plan_merge
+from tidegate.workspace.fs import LocalFS, UnsafePathError
+from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
+from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
 
 
 def apply_back(state: RunState) -> str:
@@ -27,7 +34,17 @@ def apply_back(state: RunState) -> str:
         apply_ops(state.workspace, plan.ops, state.repo.runtime_dir, state.run_id)
     except ApplyBackRace as exc:
         raise PhaseError(ErrorClass.CONFLICT, str(exc), retryable=False) from exc
-    for op in plan.ops:
+    except ApplyBackWriteError as exc:
+        if not exc.rolled_back:
+            _record_applied(state, [op for op in plan.ops if op.path in exc.written], [])
+        raise PhaseError(ErrorClass.PERSISTENCE_ERROR, str(exc), retryable=False) from exc
+    _record_applied(state, plan.ops, plan.unchanged)
+    merged = sum(1 for op in plan.ops if op.merged)
+    return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
+
+
+def _record_applied(state: RunState, ops: list[PlannedOp], unchanged: list[str]) -> None:
+    for op in ops:
         state.applied_files.append(
             AppliedFile(
                 path=op.path,
@@ -37,14 +54,12 @@ def apply_back(state: RunState) -> str:
                 after_sha256=_sha(op.new.content),
             )
         )
-    for path in plan.unchanged:
+    for path in unchanged:
         state.applied_files.append(
             AppliedFile(
                 path=path, action="unchanged", merged=False, before_sha256=None, after_sha256=None
             )
         )
-    merged = sum(1 for op in plan.ops if op.merged)
-    return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
 
 
 def _sha(content: bytes | None) -> str | None:
@@ -52,8 +67,20 @@ def _sha(content: bytes | None) -> str | None:
 
 
 def _write_rejects(state: RunState, conflicts: list[Conflict]) -> None:
-    fs = LocalFS(state.repo.root)
-    base = f".tidegate/rejects/{state.run_id}"
+    """One ``.rej`` per conflict under ``.tidegate/rejects/<run-id>/``; when ``.tidegate``
+    is not a plain directory (a symlink out of the repository, a file), under the git
+    directory instead: never through a symlink, and the conflict is still a conflict."""
+    try:
+        _write_rejects_under(state, conflicts, LocalFS(state.repo.root), ".tidegate/rejects")
+    except UnsafePathError as exc:
+        state.rejects.clear()
+        _write_rejects_under(state, conflicts, LocalFS(state.repo.git_dir), "tidegate/rejects")
+        state.rejects[:] = [str(state.repo.git_dir / rel) for rel in state.rejects]
+        state.notes.append(f"rejects written to {state.rejects_dir}, not .tidegate/ ({exc})")
+
+
+def _write_rejects_under(state: RunState, conflicts: list[Conflict], fs: LocalFS, top: str) -> None:
+    base = f"{top}/{state.run_id}"
     for c in conflicts:
         header = f"# tidegate could not apply this change to {c.path}: {c.reason}\n"
         rel = f"{base}/{c.path}.rej"
@@ -64,4 +91,4 @@ def _write_rejects(state: RunState, conflicts: list[Conflict]) -> None:
             ".tidegate-tmp-rej",
         )
         state.rejects.append(rel)
-    state.rejects_dir = state.repo.root / base
+    state.rejects_dir = fs.root / base

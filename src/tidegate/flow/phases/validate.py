@@ -8,6 +8,7 @@ from tidegate.git import Git
 from tidegate.validate.comments import objective_allows_comment_changes, rewritten_comments
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff
 from tidegate.validate.policy import change_stats, check_change
+from tidegate.validate.shapes import shape_problems
 from tidegate.validate.syntax import check_change as check_new_contents
 from tidegate.workspace.candidate import DiffRefused, build_candidate
 from tidegate.workspace.changes import PathChange, diff_trees
@@ -42,6 +43,7 @@ def validate(state: RunState) -> str:
         raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
     stats = change_stats(git, state.snapshot.commit, tree)
     problems = check_change(git, changes, stats, state.shadow.path, state.config.validate_)
+    problems.extend(shape_problems(git, changes))
     if state.config.validate_.comment_guard and not objective_allows_comment_changes(
         state.request.objective
     ):

@@ -31,8 +31,10 @@ def verify(state: RunState) -> str:
     if not command:
         state.notes.append("no --verify command: the change was validated but not verified")
         return f"{len(proposal.checks)} content check(s); no verify command"
+    _shadow_intact(state, "before")
     result = run_verify(state, command, f"verify-{state.attempt.number}")
     state.attempt.verify = result
+    _shadow_intact(state, "during")
     if not result.ok:
         from tidegate.feedback import diagnose  # loaded only when something failed
 
@@ -46,6 +48,20 @@ def verify(state: RunState) -> str:
             summary += f" ({hint})"
         raise PhaseError(diag.error_class, summary, diag.feedback)
     return f"`{command}` passed in {result.duration_s:.2f}s"
+
+
+def _shadow_intact(state: RunState, when: str) -> None:
+    """A verification counts only if it ran on the shadow this run prepared, holding the
+    candidate: another process (a ``recover`` elsewhere, the command itself) may have
+    removed or changed it, and a command run in an emptied directory proves nothing."""
+    reason = state.shadow.lost(state.attempt.changes)
+    if reason is not None:
+        raise PhaseError(
+            ErrorClass.UNKNOWN,
+            f"the shadow {state.shadow.path} {reason} {when} VERIFY; the change was not "
+            "verified and nothing was applied",
+            retryable=False,
+        )
 
 
 def _missing_in_shadow(state: RunState, command: str) -> str | None:

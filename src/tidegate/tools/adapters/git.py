@@ -1,47 +1,60 @@
-"""git.exec: read-only git subcommands through tidegate.git (argv lists, scrubbed env).
+"""git.exec: read-only git subcommands, in three layers.
 
-The allowlist is the policy's (``git_refusal``), checked again here so the adapter is safe
-on its own. Diffs run with ``--no-ext-diff --no-textconv`` so repository configuration
-cannot make git run a program. Output is bounded; a ``diff`` whose whole patch fits is
-complete, and only then is a ``diff_review`` claimed, with the digest of the exact bytes
-and the paths named by the patch's own headers.
+1. The allowlist (``tidegate.tools.git_allowlist``, also the policy's rule): the argv is
+   parsed as git parses it and rebuilt; what runs is that rebuilt argv, never the model's
+   words (``--no-ext-diff --no-textconv`` added where git has them).
+2. The repository is the one the context pinned when it was made (``GIT_DIR`` and
+   ``GIT_WORK_TREE``: a ``.git`` planted later is not discovered; a workspace that was not
+   in a repository then has none now) and git reads only that repository's own
+   configuration, with its filter drivers neutralised (``Git(untrusted=True)``), and
+   uncontained it reads a copy of the index (``git diff`` would rewrite the real one).
+3. Containment: unless the context's containment is ``none``, git runs in the read-only
+   bubblewrap view of ``exec.git_sandbox`` (the repository read-only, nothing else of the
+   filesystem, no network); ``required`` refuses to run without it. ``contained`` in the
+   output says which happened.
+
+Output is bounded; a ``diff`` whose whole patch fits is complete, and only then is a
+``diff_review`` claimed, with the digest of the exact bytes and the paths named by the
+patch's own headers.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
+from tidegate.exec.git_sandbox import git_sandbox_prefix
 from tidegate.git import Git
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
+from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import DiffReviewEffect, Effects, InspectEffect
-from tidegate.tools.policy import git_refusal
+from tidegate.tools.git_allowlist import Refused, canonical
 from tidegate.tools.schemas.git import GitInput, GitOutput
 from tidegate.workspace.states import sha256_bytes
 
-_NO_PROGRAMS = ("--no-ext-diff", "--no-textconv")
-_DIFF_LIKE = frozenset({"diff", "show", "log"})
-# Options after which a diff's output is a summary, not the patch itself.
-_SUMMARY_OPTIONS = (
-    "--stat",
-    "--numstat",
-    "--shortstat",
-    "--dirstat",
-    "--name-only",
-    "--name-status",
-    "--summary",
-    "--quiet",
-    "--raw",
-    "--compact-summary",
-    "--check",
-    "-s",
-    "--no-patch",
-)
+# The options a diff may carry and still be the whole patch, as ``git diff`` would show it
+# to a person: presentation only. Anything else (a summary such as --stat, a filter such
+# as --diff-filter or -S, -R, --word-diff, whitespace-ignoring) is an inspection, never a
+# complete diff. The argv is the allowlist's rebuilt one, so every spelling is canonical.
+_NEUTRAL = frozenset({"--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty",
+                      "--patch", "--binary", "--full-index", "--no-color", "--color=never",
+                      "--no-renames", "--minimal", "--patience", "--histogram",
+                      "--indent-heuristic", "--no-indent-heuristic",
+                      "--end-of-options", "-u"})  # fmt: skip
+_NEUTRAL_VALUED = ("--unified=", "--find-renames", "--diff-algorithm=", "--abbrev")
 _HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
 
 
 def _is_full_diff(argv: list[str]) -> bool:
-    return argv[0] == "diff" and not any(a.startswith(_SUMMARY_OPTIONS) for a in argv[1:])
+    if argv[0] != "diff":
+        return False
+    options = argv[1 : argv.index("--end-of-options")] if "--end-of-options" in argv else argv[1:]
+    if "--" in options:
+        options = options[: options.index("--")]
+    return all(a in _NEUTRAL or a.startswith(_NEUTRAL_VALUED) for a in options)
 
 
 @dataclass
@@ -50,13 +63,13 @@ class GitExec:
     label: str | None = None
 
     def run(self, args: GitInput, call: Dispatch) -> AdapterResult:
-        argv = list(args.args)
-        refusal = git_refusal(argv)
-        if refusal is not None:
-            raise ToolFailure("git_refused", refusal)
-        if argv[0] in _DIFF_LIKE:
-            argv = [argv[0], *_NO_PROGRAMS, *argv[1:]]
-        res = Git(call.context.root).run(*argv, check=False)
+        verdict = canonical(args.args)
+        if isinstance(verdict, Refused):
+            raise ToolFailure("git_refused", verdict.reason)
+        argv = list(verdict.argv)
+        git, contained = _git_for(call.context)
+        with tempfile.TemporaryDirectory(prefix="tidegate-git-exec-") as scratch:
+            res = git.run(*argv, env=_index_copy(git, Path(scratch)), check=False)
         data = res.stdout
         truncated = len(data) > args.max_bytes
         shown = data[: args.max_bytes]
@@ -77,5 +90,58 @@ class GitExec:
             stderr=res.stderr[-8000:],
             truncated=truncated,
             complete_diff=complete,
+            contained=contained,
         )
         return AdapterResult(self.tool_id, output, Effects(inspect=tuple(claims), diff_review=diff))
+
+
+def _git_for(ctx: ToolContext) -> tuple[Git, bool]:
+    """The pinned, untrusted git of the context's repository, sandboxed when possible."""
+    view = ctx.git_view
+    if view is None:
+        raise ToolFailure(
+            "not_a_repository",
+            "the workspace was not inside a git work tree when the session started",
+            retryable=False,
+        )
+    pinned = view.git
+    assert pinned.git_dir is not None  # git_view pins every view
+    prefix = None
+    if ctx.containment != "none":
+        prefix = git_sandbox_prefix(_repository_paths(view.top, pinned.git_dir), ctx.root)
+        if prefix is None and ctx.containment == "required":
+            raise ToolFailure(
+                "containment_unavailable",
+                "containment is required but bubblewrap did not pass its probe",
+                retryable=False,
+            )
+    git = Git(
+        ctx.root,
+        git_dir=pinned.git_dir,
+        work_tree=view.top,
+        untrusted=True,
+        prefix=prefix or (),
+    )
+    return git, prefix is not None
+
+
+def _index_copy(git: Git, scratch: Path) -> dict[str, str]:
+    """``GIT_INDEX_FILE`` for a copy of the index (mtime kept, so racy entries are judged
+    alike): ``git diff`` refreshes and rewrites the index it reads even under
+    ``GIT_OPTIONAL_LOCKS=0`` (git 2.39), and the user's index is never tidegate's to write.
+    Inside the sandbox the real one is read-only anyway, and the copy is not bound."""
+    if git.prefix or git.git_dir is None or not (git.git_dir / "index").exists():
+        return {}
+    copy = scratch / "index"
+    shutil.copy2(git.git_dir / "index", copy)
+    return {"GIT_INDEX_FILE": str(copy)}
+
+
+def _repository_paths(top: Path, git_dir: Path) -> list[Path]:
+    """The work tree, the git dir and (for a linked work tree) the common git dir."""
+    paths = [top, git_dir]
+    common = git_dir / "commondir"
+    if common.is_file():
+        target = Path(common.read_text().strip())
+        paths.append(target if target.is_absolute() else git_dir / target)
+    return paths

@@ -120,7 +120,7 @@ class ProjectValidate:
             raise ToolFailure("path_refused", str(exc)) from exc
         if scoped:
             command = command + " " + " ".join(shlex.quote(p) for p in scoped)
-        fingerprint = workspace_fingerprint(ctx.root)
+        fingerprint = workspace_fingerprint(ctx.root, ctx.git_view)
         result = run_contained(ctx, command, ctx.root, args.timeout_s, call)
         status = command_status(result)
         status = "passed" if status == "succeeded" else status

@@ -11,7 +11,8 @@ class GitInput(ToolInput):
     args: list[str] = Field(
         min_length=1,
         max_length=64,
-        description="git arguments, subcommand first, e.g. ['diff', '--stat']. Read-only only.",
+        description="git arguments, subcommand first, e.g. ['diff', '--stat']. Only "
+        "allowlisted read-only subcommands and options; paths after '--'.",
     )
     max_bytes: int = Field(default=200_000, ge=1000, le=2_000_000)
 
@@ -24,3 +25,6 @@ class GitOutput(ToolOutput):
     truncated: bool
     complete_diff: bool
     """True when this was a diff action whose whole output is shown."""
+    contained: bool = False
+    """True when git ran in the read-only sandbox (repository read-only, nothing else
+    visible, no network); False: uncontained, the allowlist alone held."""

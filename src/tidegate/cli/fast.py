@@ -1,0 +1,171 @@
+"""The fast path: ``tidegate --help``, ``tidegate runs`` and ``tidegate read`` without typer.
+
+typer, click and rich take longer to import than these commands take to run. ``dispatch``
+answers the plain forms of the three itself and returns None for anything else (another
+command, a subcommand's ``--help``, an unusual or invalid option), which the typer
+application then handles, error messages included; a fast command that fails is run again
+by it, for the same reason (both are read-only). The output is the same either way: the
+help text below is what typer renders (tests/unit/cli/test_fast_path.py compares them),
+and ``runs``/``read`` share their bodies with the typer commands (``tidegate.cli.records``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # as in tidegate.cli: the help path does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+HELP = """\
+Usage: tidegate [OPTIONS] COMMAND [ARGS]...
+
+  Apply AI-proposed changes to your git repository safely: shadow worktree,
+  verification, retries, and a three-way merge back that never touches your
+  index.
+
+Options:
+  --help  Show this message and exit.
+
+Commands:
+  run      Propose, verify in a shadow worktree, and merge the change...
+  review   Review only: run the checks in a shadow and report findings.
+  debug    Review and analyse first, then run the patch cycle.
+  recover  Finish (or --rollback) apply-backs a crash interrupted; remove...
+  runs     List recorded runs, newest first (read-only; a run whose...
+  read     Show a recorded run: report, phases, attempts, effects,...
+  resume   Continue a paused or interrupted run from its last checkpoint.
+  ledger   Resumable task loops kept in markdown files: checkpoint,...
+  tools    The canonical tools: list them, call one with host-attested...
+  mcp      Serve the tools to an MCP client.
+"""
+"""The top-level help as typer renders it at 80 columns or more (click wraps at 78)."""
+
+HELP_MIN_COLUMNS = 80
+
+_VALUED = {"--repo", "--state-root", "--limit"}
+_FLAGS = {"--json", "--detail"}
+
+
+def dispatch(args: Sequence[str]) -> int | None:
+    """Run ``args`` here when they are a plain --help, runs or read; None: not handled."""
+    if not args or list(args) == ["--help"]:
+        return _help()
+    command, rest = args[0], args[1:]
+    if command not in ("runs", "read"):
+        return None
+    parsed = _options(rest, valued=_VALUED - ({"--limit"} if command == "read" else set()))
+    if parsed is None:
+        return None
+    options, positional = parsed
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)  # as the typer path: SIGTERM ends like Ctrl-C
+    try:
+        if command == "runs":
+            return _runs(options, positional)
+        return _read(options, positional)
+    except Exception:
+        # An error: let the typer application run the (read-only) command again, so the
+        # error line and exit code are exactly its own. Nothing was printed yet: both
+        # commands gather everything before they print.
+        from tidegate.cli.app import main
+
+        return main(list(args))
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
+        )
+        return 130
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _help() -> int | None:
+    if _columns() < HELP_MIN_COLUMNS:
+        return None  # click wraps narrower: let it
+    sys.stdout.write(HELP)
+    return 0
+
+
+def _columns() -> int:
+    """The width click wraps help to, as ``shutil.get_terminal_size`` finds it (``COLUMNS``,
+    else the terminal, else 80), without importing shutil (and its compression modules)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+def _options(
+    rest: Sequence[str], valued: set[str]
+) -> tuple[dict[str, str | bool], list[str]] | None:
+    """``--name value``, ``--name=value`` and flags, each at most once; None for anything
+    else (typer then parses it, and reports what is wrong)."""
+    options: dict[str, str | bool] = {}
+    positional: list[str] = []
+    items = list(rest)
+    while items:
+        item = items.pop(0)
+        name, eq, value = item.partition("=")
+        if name in valued and name not in options:
+            if not eq:
+                if not items or items[0].startswith("-"):
+                    return None
+                value = items.pop(0)
+            options[name] = value
+        elif item in _FLAGS and item not in options:
+            options[item] = True
+        elif item.startswith("-") or positional:
+            return None
+        else:
+            positional.append(item)
+    return options, positional
+
+
+def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
+    limit = str(options.get("--limit", "20"))
+    if positional or not limit.isdigit() or int(limit) < 1 or "--detail" in options:
+        return None
+    from pathlib import Path
+
+    from tidegate.cli.records import list_runs
+
+    repo = options.get("--repo")
+    list_runs(
+        Path(str(repo)) if repo is not None else None,
+        _text(options.get("--state-root")),
+        int(limit),
+        bool(options.get("--json")),
+    )
+    return 0
+
+
+def _read(options: dict[str, str | bool], positional: list[str]) -> int | None:
+    if len(positional) != 1:
+        return None
+    from pathlib import Path
+
+    from tidegate.cli.records import show_run
+
+    show_run(
+        positional[0],
+        Path(str(options.get("--repo", "."))),
+        _text(options.get("--state-root")),
+        bool(options.get("--json")),
+        bool(options.get("--detail")),
+    )
+    return 0
+
+
+def _text(value: str | bool | None) -> str | None:
+    return None if value is None else str(value)

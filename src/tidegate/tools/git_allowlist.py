@@ -1,0 +1,485 @@
+"""git.exec's allowlist: which git subcommands and options a model or client may use.
+
+``canonical(argv)`` parses ``argv`` the way git's option parser does and answers with
+either a refusal (why not) or the argv tidegate will actually run. Parsing follows git:
+short options bundle (``-iO<cmd>`` is ``-i -O <cmd>``), a short option that takes a value
+takes the rest of its word or the next word, ``--opt=value`` and ``--opt value``, and an
+unambiguous prefix of a long option stands for it (``--open=`` for
+``--open-files-in-pager=``). Every option is resolved against the subcommand's own table
+below; an unknown, ambiguous or unlisted spelling is refused. Options that write files,
+run programs, read files outside the repository or redirect git (``-O``, ``--output``,
+``--ext-diff``, ``--textconv``, ``--contents``, ``--ignore-revs-file``, ``--no-index``,
+``-c``, ``--git-dir`` ...) are simply not in any table.
+
+The argv that runs is rebuilt from what was understood, never passed through: every
+option in its full spelling with its value attached (``--max-count=5``), so git cannot
+read a value as an option or resolve an abbreviation differently; operands after
+``--end-of-options`` where the subcommand supports it; paths after ``--``. An operand that
+starts with ``-`` outside the paths is refused (it would be read as an option), and so is
+an absolute path or one that climbs out with ``..``. Some options are always added:
+``--no-ext-diff --no-textconv`` where git has them, and ``--ignore-submodules=dirty`` so
+git never runs inside a submodule's work tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Arity = Literal["none", "required", "optional"]
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option: its long name (without ``--``), short letter, and value arity."""
+
+    long: str | None
+    short: str | None
+    arity: Arity
+
+    def emit(self, value: str | None) -> list[str]:
+        """Full spelling, value attached; an empty value of a short-only option stays a
+        word of its own so that git cannot take the next word as the value."""
+        if self.long is not None:
+            return [f"--{self.long}" if value is None else f"--{self.long}={value}"]
+        assert self.short is not None
+        if value is None:
+            return [f"-{self.short}"]
+        return [f"-{self.short}", ""] if value == "" else [f"-{self.short}{value}"]
+
+    @property
+    def name(self) -> str:
+        return f"--{self.long}" if self.long else f"-{self.short}"
+
+
+def _opts(*specs: str) -> tuple[Opt, ...]:
+    """Whitespace-separated specs: ``-p|--patch``, ``--stat=?`` (optional value),
+    ``-U|--unified=`` (required value)."""
+    out = []
+    for spec in " ".join(specs).split():
+        arity: Arity = "none"
+        if spec.endswith("=?"):
+            arity, spec = "optional", spec[:-2]
+        elif spec.endswith("="):
+            arity, spec = "required", spec[:-1]
+        short = long = None
+        for part in spec.split("|"):
+            if part.startswith("--"):
+                long = part[2:]
+            else:
+                short = part[1:]
+        out.append(Opt(long, short, arity))
+    return tuple(out)
+
+
+Operands = Literal["revs", "paths", "revs-then-paths", "grep", "blame", "branch"]
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """What one subcommand accepts and how its canonical argv is laid out."""
+
+    options: tuple[Opt, ...]
+    operands: Operands
+    forced: tuple[str, ...] = ()
+    end_of_options: bool = True
+    """Whether git's parser of this subcommand understands ``--end-of-options``."""
+    dashdash: bool = True
+    """Whether paths follow ``--`` (ls-tree takes them as plain operands)."""
+    numeric_max_count: bool = False
+    """``-5`` means ``--max-count=5`` (log-like commands)."""
+    max_operands: int | None = None
+    by_long: Mapping[str, Opt] = field(init=False, repr=False, compare=False)
+    by_short: Mapping[str, Opt] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        longs = {o.long: o for o in self.options if o.long}
+        shorts = {o.short: o for o in self.options if o.short}
+        if len(longs) != sum(1 for o in self.options if o.long) or len(shorts) != sum(
+            1 for o in self.options if o.short
+        ):
+            raise ValueError("an option table names one option twice")
+        object.__setattr__(self, "by_long", longs)
+        object.__setattr__(self, "by_short", shorts)
+
+
+_NO_PROGRAMS = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+
+DIFF = _opts(
+    "-p|--patch -u -s|--no-patch -U|--unified= --raw --patch-with-raw "
+    "--patch-with-stat --stat=? --numstat --shortstat --dirstat=? "
+    "--cumulative --dirstat-by-file=? --summary --compact-summary "
+    "--name-only --name-status --color=? --no-color --word-diff=? "
+    "--word-diff-regex= --color-words=? --color-moved=? --no-color-moved "
+    "--no-renames --check --full-index --binary --abbrev=? "
+    "-B|--break-rewrites=? -M|--find-renames=? -C|--find-copies=? "
+    "--find-copies-harder -D|--irreversible-delete -l= --diff-filter= -S= "
+    "-G= --pickaxe-all --pickaxe-regex -R --relative=? --no-relative "
+    "-a|--text --ignore-cr-at-eol --ignore-space-at-eol "
+    "-b|--ignore-space-change -w|--ignore-all-space --ignore-blank-lines "
+    "-I|--ignore-matching-lines= --inter-hunk-context= "
+    "-W|--function-context --exit-code --quiet --minimal --patience "
+    "--histogram --anchored= --diff-algorithm= --indent-heuristic "
+    "--no-indent-heuristic --src-prefix= --dst-prefix= --no-prefix "
+    "--line-prefix= --ita-invisible-in-index -z --no-ext-diff --no-textconv"
+)
+REVS = _opts(
+    "-n|--max-count= --skip= --since= --after= --until= --before= --author= "
+    "--committer= --grep= --all-match --invert-grep -i|--regexp-ignore-case "
+    "-E|--extended-regexp -F|--fixed-strings -P|--perl-regexp "
+    "--basic-regexp --merges --no-merges --min-parents= --max-parents= "
+    "--first-parent --all --branches=? --tags=? --remotes=? --glob= "
+    "--exclude= --not --ancestry-path --simplify-by-decoration "
+    "--full-history --dense --sparse --simplify-merges --left-right "
+    "--left-only --right-only --cherry-pick --cherry-mark --cherry "
+    "--boundary --topo-order --date-order --author-date-order --reverse "
+    "--no-walk=? --do-walk"
+)
+FORMAT = _opts(
+    "--oneline --pretty=? --format= --abbrev-commit --no-abbrev-commit "
+    "--encoding= --no-notes --date= --relative-date --parents --children "
+    "--graph --decorate=? --no-decorate --source --use-mailmap --follow "
+    "--log-size -m -c --cc --diff-merges= --no-diff-merges --full-diff -t "
+    "-r --root"
+)
+
+SUBCOMMANDS: Mapping[str, Subcommand] = {
+    "status": Subcommand(
+        _opts(
+            "-s|--short -b|--branch --show-stash --porcelain=? --long -z "
+            "-u|--untracked-files=? --ignored=? --ahead-behind --no-ahead-behind "
+            "--renames --no-renames --find-renames=? --no-column"
+        ),
+        "paths",
+        forced=("--ignore-submodules=dirty",),
+        end_of_options=False,
+    ),
+    "diff": Subcommand(
+        DIFF + _opts("--cached --staged --merge-base -1|--base -2|--ours -3|--theirs"),
+        "revs-then-paths",
+        forced=_NO_PROGRAMS,
+    ),
+    "log": Subcommand(
+        REVS + FORMAT + DIFF, "revs-then-paths", forced=_NO_PROGRAMS, numeric_max_count=True
+    ),
+    "show": Subcommand(
+        REVS + FORMAT + DIFF, "revs-then-paths", forced=_NO_PROGRAMS, numeric_max_count=True
+    ),
+    "rev-list": Subcommand(
+        REVS + _opts("--count --parents --children --objects --timestamp"),
+        "revs-then-paths",
+        numeric_max_count=True,
+    ),
+    "shortlog": Subcommand(
+        REVS + _opts("--numbered --summary -e|--email --group= --format="),
+        "revs-then-paths",
+        numeric_max_count=True,
+    ),
+    "rev-parse": Subcommand(
+        _opts(
+            "--verify -q|--quiet --short=? --abbrev-ref=? --symbolic "
+            "--symbolic-full-name --all --branches=? --tags=? --remotes=? "
+            "--show-toplevel --show-prefix --show-cdup --is-inside-work-tree "
+            "--is-inside-git-dir --is-bare-repository --is-shallow-repository "
+            "--git-dir --absolute-git-dir --git-common-dir --show-object-format=? "
+            "--since= --until= --revs-only --no-revs --flags --no-flags --not"
+        ),
+        "revs",
+        end_of_options=False,
+    ),
+    "ls-files": Subcommand(
+        _opts(
+            "-c|--cached -d|--deleted -m|--modified -o|--others -i|--ignored "
+            "-s|--stage -u|--unmerged -k|--killed --directory --no-empty-directory "
+            "--exclude-standard -x|--exclude= -z -t -v -f --full-name "
+            "--error-unmatch --eol --deduplicate --abbrev=? --sparse --format= "
+            "--with-tree="
+        ),
+        "paths",
+        end_of_options=False,
+    ),
+    "ls-tree": Subcommand(
+        _opts(
+            "-d -r -t -l|--long -z --name-only --name-status --object-only "
+            "--full-name --full-tree --abbrev=? --format="
+        ),
+        "revs-then-paths",
+        dashdash=False,
+    ),
+    "cat-file": Subcommand(_opts("-t -s -e -p"), "revs", max_operands=2),
+    "blame": Subcommand(
+        _opts(
+            "-b --root --show-stats -f|--show-name -n|--show-number -p|--porcelain "
+            "--line-porcelain -c -t -l -s -e|--show-email -w --abbrev=? -L= -M=? "
+            "-C=? --first-parent --reverse= --since= --date= --incremental "
+            "--ignore-rev= --color-lines --color-by-age --minimal --no-textconv"
+        ),
+        "blame",
+        forced=("--no-textconv",),
+        end_of_options=False,
+    ),
+    "grep": Subcommand(
+        _opts(
+            "-i|--ignore-case -I -w|--word-regexp -v|--invert-match "
+            "-n|--line-number --column -l|--files-with-matches --name-only "
+            "-L|--files-without-match -c|--count -h -H --full-name "
+            "-E|--extended-regexp -G|--basic-regexp -F|--fixed-strings "
+            "-P|--perl-regexp -e= --and --or --not --all-match -q|--quiet -z|--null "
+            "-o|--only-matching --heading --break -p|--show-function "
+            "-W|--function-context -A|--after-context= -B|--before-context= "
+            "-C|--context= --max-depth= -r|--recursive --no-recursive --cached "
+            "-a|--text --threads= -m|--max-count= --exclude-standard "
+            "--no-exclude-standard --no-textconv"
+        ),
+        "grep",
+        forced=("--no-textconv",),
+        end_of_options=False,
+    ),
+    "describe": Subcommand(
+        _opts(
+            "--all --tags --contains --abbrev=? --candidates= --exact-match --debug "
+            "--long --match= --exclude= --always --first-parent"
+        ),
+        "revs",
+    ),
+    "merge-base": Subcommand(
+        _opts("-a|--all --octopus --independent --is-ancestor --fork-point"), "revs"
+    ),
+    "branch": Subcommand(
+        _opts(
+            "--list -a|--all -r|--remotes -v|--verbose --show-current --contains= "
+            "--no-contains= --merged= --no-merged= --points-at= --sort= --format= "
+            "--no-color --no-column"
+        ),
+        "branch",
+    ),
+}
+
+_SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
+"""``%G?``, ``%GS``, ... (and ref-filter's ``%(signature)``) make git run the configured
+gpg program to verify signatures."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Accepted:
+    argv: tuple[str, ...]
+    """The argv tidegate runs (subcommand first), rebuilt from what was understood."""
+
+
+def canonical(argv: Sequence[str]) -> Accepted | Refused:
+    """Parse ``git *argv`` against the allowlist: the argv to run, or why not."""
+    if not argv:
+        return Refused("git.exec needs a subcommand")
+    name, rest = argv[0], list(argv[1:])
+    spec = SUBCOMMANDS.get(name)
+    if spec is None:
+        allowed = ", ".join(sorted(SUBCOMMANDS))
+        return Refused(f"git {name!r} is not an allowed subcommand (allowed: {allowed})")
+    try:
+        parsed = _Parser(name, spec).parse(rest)
+    except _Refusal as exc:
+        return Refused(str(exc))
+    return Accepted(parsed)
+
+
+class _Refusal(Exception):
+    pass
+
+
+@dataclass
+class _Parser:
+    name: str
+    spec: Subcommand
+    options: list[str] = field(default_factory=list)
+    operands: list[str] = field(default_factory=list)
+    paths: list[str] | None = None
+
+    def parse(self, args: list[str]) -> tuple[str, ...]:
+        i, only_operands = 0, False
+        while i < len(args):
+            arg = args[i]
+            i += 1
+            if arg == "--":
+                self.paths = [_checked_path(p) for p in args[i:]]
+                break
+            if only_operands or not arg.startswith("-") or arg == "-":
+                self.operands.append(_checked_operand(arg))
+            elif arg == "--end-of-options":
+                only_operands = True
+            elif arg.startswith("--"):
+                i = self._long(arg[2:], args, i)
+            else:
+                i = self._short(arg[1:], args, i)
+        return self._layout()
+
+    # -- options ---------------------------------------------------------------------
+
+    def _long(self, body: str, args: list[str], i: int) -> int:
+        key, eq, value = body.partition("=")
+        opt = self._resolve(key)
+        if opt.arity == "none":
+            if eq:
+                raise _Refusal(f"git {self.name} option {opt.name} takes no value")
+            self._add(opt, None)
+        elif opt.arity == "optional":
+            self._add(opt, value if eq else None)
+        else:
+            if not eq:
+                if i >= len(args):
+                    raise _Refusal(f"git {self.name} option {opt.name} needs a value")
+                value, i = args[i], i + 1
+            self._add(opt, value)
+        return i
+
+    def _resolve(self, key: str) -> Opt:
+        table = self.spec.by_long
+        if key in table:
+            return table[key]
+        hits = [name for name in table if name.startswith(key)] if key else []
+        if len(hits) == 1:
+            return table[hits[0]]
+        if len(hits) > 1:
+            raise _Refusal(f"git {self.name} option --{key} is ambiguous: {', '.join(hits)}")
+        raise _Refusal(f"git {self.name} option --{key} is not allowed")
+
+    def _short(self, bundle: str, args: list[str], i: int) -> int:
+        if self.spec.numeric_max_count and bundle.isdigit():
+            self._add(self.spec.by_long["max-count"], bundle)
+            return i
+        pos = 0
+        while pos < len(bundle):
+            letter = bundle[pos]
+            opt = self.spec.by_short.get(letter)
+            if opt is None:
+                raise _Refusal(f"git {self.name} option -{letter} is not allowed")
+            pos += 1
+            if opt.arity == "none":
+                self._add(opt, None)
+                continue
+            value: str | None = bundle[pos:] or None
+            if value is None and opt.arity == "required":
+                if i >= len(args):
+                    raise _Refusal(f"git {self.name} option -{letter} needs a value")
+                value, i = args[i], i + 1
+            self._add(opt, value)
+            break
+        return i
+
+    def _add(self, opt: Opt, value: str | None) -> None:
+        if value is not None and "\0" in value:
+            raise _Refusal(f"git {self.name} option {opt.name}: a value may not hold NUL")
+        if opt.long in ("format", "pretty") and value and _SIGNATURE_PLACEHOLDER.search(value):
+            raise _Refusal(f"git {self.name}: %G placeholders would run a signature program")
+        self.options.extend(opt.emit(value))
+
+    # -- the argv that runs ------------------------------------------------------------
+
+    def _layout(self) -> tuple[str, ...]:
+        spec, paths = self.spec, self.paths
+        operands = list(self.operands)
+        has_e = any(o.startswith("-e") for o in self.options)
+        pattern = operands.pop(0) if spec.operands == "grep" and operands and not has_e else None
+        operands = [_checked_path(o) for o in operands]  # revisions, trees and paths
+        if pattern is not None:  # grep's first operand is a pattern, not a place
+            operands.insert(0, pattern)
+        if spec.max_operands is not None and len(operands) > spec.max_operands:
+            raise _Refusal(f"git {self.name} takes at most {spec.max_operands} operands")
+        head = [self.name, *spec.forced, *self.options]
+        if spec.operands == "paths":
+            every = operands + (paths or [])
+            return (*head, *(["--", *every] if every else []))
+        if spec.operands == "grep":
+            return self._grep(head, operands, paths)
+        if spec.operands == "blame":
+            return self._blame(head, operands, paths)
+        if spec.operands == "branch":
+            return self._branch(head, operands, paths)
+        if paths is not None and spec.operands == "revs":
+            raise _Refusal(f"git {self.name} takes no paths")
+        tail = ["--end-of-options"] if spec.end_of_options and (operands or paths) else []
+        if paths is not None and not spec.dashdash:
+            return (*head, *tail, *operands, *paths)
+        return (*head, *tail, *operands, *(["--", *paths] if paths is not None else []))
+
+    def _grep(
+        self, head: list[str], operands: list[str], paths: list[str] | None
+    ) -> tuple[str, ...]:
+        if not any(o.startswith("-e") for o in self.options):
+            if not operands:
+                raise _Refusal("git grep needs a pattern")
+            head.append("-e" + operands.pop(0))
+        return (*head, *operands, *(["--", *paths] if paths is not None else []))
+
+    def _blame(
+        self, head: list[str], operands: list[str], paths: list[str] | None
+    ) -> tuple[str, ...]:
+        if paths is None:
+            if not operands:
+                raise _Refusal("git blame needs a file")
+            paths = [operands.pop()]
+        if len(operands) > 1 or len(paths) != 1:
+            raise _Refusal("git blame takes at most one revision and exactly one file")
+        return (*head, *operands, "--", *paths)
+
+    def _branch(
+        self, head: list[str], operands: list[str], paths: list[str] | None
+    ) -> tuple[str, ...]:
+        if paths is not None:
+            raise _Refusal("git branch takes no paths")
+        if "--show-current" in self.options:
+            if operands or len(self.options) > 1:
+                raise _Refusal("git branch --show-current takes nothing else")
+            return tuple(head)
+        listing = any(o.startswith(_BRANCH_LISTING) for o in self.options)
+        if operands and not listing:
+            raise _Refusal("git branch may only list branches: patterns need --list")
+        # --list makes every operand a pattern to match, never a branch to create
+        return (*head, *([] if "--list" in self.options else ["--list"]), *operands)
+
+
+_BRANCH_LISTING = (
+    "--list",
+    "--contains=",
+    "--no-contains=",
+    "--merged=",
+    "--no-merged=",
+    "--points-at=",
+)
+
+
+def _checked_operand(arg: str) -> str:
+    if arg.startswith("-") and arg != "-":
+        raise _Refusal(f"{arg!r} would be read as an option; paths go after '--'")
+    if arg == "-":
+        raise _Refusal("'-' (standard input) is not allowed")
+    if "\0" in arg:
+        raise _Refusal("an argument may not hold NUL")
+    return arg
+
+
+_MAGIC = re.compile(r"^:(\([^)]*\)|[/!^]*)")
+
+
+def _checked_path(arg: str) -> str:
+    """Refuse what names a place outside the repository: absolute, ``~``, or climbing out."""
+    if "\0" in arg:
+        raise _Refusal("an argument may not hold NUL")
+    plain = _MAGIC.sub("", arg, count=1) if arg.startswith(":") else arg
+    if plain.startswith(("/", "~")) and not arg.startswith(":/"):
+        raise _Refusal(f"{arg!r} names a place outside the repository")
+    depth = 0
+    for part in plain.split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                raise _Refusal(f"{arg!r} climbs out of the workspace")
+        elif part not in ("", "."):
+            depth += 1
+    return arg

@@ -1,0 +1,100 @@
+"""Which live process owns a run's temporary directories.
+
+A run claims its scratch directory and its shadow worktree before it creates them, in
+``<common-dir>/tidegate/claims/<run-id>.json``: the paths, and the pid and kernel start
+time of the process. The claims sit in the common git dir because every linked work tree
+sees every shadow (``git worktree list``): ``tidegate recover`` in one work tree must be
+able to tell a dead run's leftovers from the shadow of a run that is alive in another.
+A claim whose process is gone (or whose pid now belongs to a younger process) is dead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidegate.workspace.repo import Repository
+
+CLAIMS_DIR = "claims"
+
+
+@dataclass(frozen=True)
+class Claim:
+    run_id: str
+    pid: int
+    start: str | None
+    paths: dict[str, str]
+
+    @property
+    def alive(self) -> bool:
+        return process_start(self.pid) == self.start if self.start else _exists(self.pid)
+
+
+def claims_dir(repo: Repository) -> Path:
+    return repo.common_dir / "tidegate" / CLAIMS_DIR
+
+
+def claim(repo: Repository, run_id: str, **paths: str) -> None:
+    """Record (or extend) this process's claim on ``paths`` for ``run_id``, durably enough
+    that a crash right after still leaves it readable (temp file + rename)."""
+    directory = claims_dir(repo)
+    directory.mkdir(parents=True, exist_ok=True)
+    record = directory / f"{run_id}.json"
+    current = read_claim(record)
+    merged = {**(current.paths if current else {}), **paths}
+    pid = os.getpid()
+    tmp = directory / f".{run_id}.{pid}.tmp"
+    tmp.write_text(
+        json.dumps({"run_id": run_id, "pid": pid, "start": process_start(pid), "paths": merged})
+    )
+    os.replace(tmp, record)
+
+
+def release(repo: Repository, run_id: str) -> None:
+    """Drop the claim (a claim that cannot be removed only makes a later recover check a
+    dead pid: harmless)."""
+    with contextlib.suppress(OSError):
+        (claims_dir(repo) / f"{run_id}.json").unlink()
+
+
+def read_claim(record: Path) -> Claim | None:
+    try:
+        data = json.loads(record.read_text())
+        return Claim(str(data["run_id"]), int(data["pid"]), data.get("start"), dict(data["paths"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def all_claims(repo: Repository) -> dict[str, Claim]:
+    directory = claims_dir(repo)
+    if not directory.is_dir():
+        return {}
+    found = {}
+    for record in directory.glob("*.json"):
+        if (c := read_claim(record)) is not None:
+            found[c.run_id] = c
+    return found
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -43,7 +43,14 @@ def test_a_session_runs_its_steps_in_order_and_the_read_shows_the_same_audit(
     ]  # fmt: skip
     assert run["checkpoints"] == ["beta 42", "name?", "TIDEGATE", "alpha"]
     assert run["last_output_line"] == "name? TIDEGATE"  # the input is not echoed
-    assert run["counts"] == {"command": 2, "input": 1, "key": 0, "wait-for": 3, "expect": 1}
+    assert run["counts"] == {
+        "command": 2,
+        "input": 1,
+        "key": 0,
+        "wait-for": 3,
+        "expect": 1,
+        "timeout": 0,
+    }
     read = op(capsys, "engineer", "terminal-read", SP, str(root), "--json").json()
     assert read["audit"]["steps"] == run["steps"]
     assert read["audit"]["checkpoints"] == run["checkpoints"]

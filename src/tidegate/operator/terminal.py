@@ -102,6 +102,10 @@ def shell_argv() -> list[str]:
 def _env(home: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    # Agent programs are found where their contracts find them (the agent recipes probe them).
+    extra = os.environ.get("TIDEGATE_AGENT_PATH", "")
+    if extra:
+        env["PATH"] = f"{extra}:{env['PATH']}"
     env.setdefault("LANG", "C.UTF-8")
     env.update(HOME=str(home), TMPDIR=str(home), TERM="xterm-256color", PS1=PROMPT, PS2="")
     return env

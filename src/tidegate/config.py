@@ -16,17 +16,28 @@ silently weakens a limit::
     [tool.tidegate.containment]       # how VERIFY's command is confined
     mode = "auto"                     # "auto" | "required" | "none"
     share = [".venv", "node_modules"] # ignored dirs visible read-only in the shadow
+
+Both files are the user's policy: a run reads them once (``load_policy``), and no change a
+run proposes may touch ``.tidegate/`` or alter the ``[tool.tidegate]`` table
+(``policy_table_change`` is the comparison the engine and the tool host share).
 """
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tidegate.errors import UsageError
+
+CONFIG_PYPROJECT = "pyproject.toml"
+"""The committed configuration file; its ``[tool.tidegate]`` table is tidegate's policy."""
+CONFIG_LOCAL = ".tidegate/config.toml"
+"""The local configuration file (``.tidegate/`` is excluded from git)."""
 
 DEFAULT_PROTECTED = (
     ".git/**",
@@ -106,38 +117,68 @@ class TidegateConfig(BaseModel):
     ``tidegate.models.settings`` when a model is used."""
 
 
+@dataclass(frozen=True)
+class ConfigSource:
+    """One file the configuration was read from, and the SHA-256 of the bytes read."""
+
+    path: str
+    """Relative to the work tree: ``pyproject.toml`` or ``.tidegate/config.toml``."""
+    sha256: str
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: TidegateConfig
+    sources: tuple[ConfigSource, ...]
+
+
 def load_config(root: Path) -> TidegateConfig:
     """Read the repository's configuration (defaults when there is none)."""
+    return load_policy(root).config
+
+
+def load_policy(root: Path) -> LoadedConfig:
+    """The configuration and the files it came from, each read exactly once.
+
+    A run calls this once, at bootstrap, on the user's work tree; nothing reads it again
+    from a shadow or a candidate, so a change under test cannot alter its own policy."""
     merged: dict[str, Any] = {}
-    sources: list[str] = []
-    pyproject = root / "pyproject.toml"
+    sources: list[ConfigSource] = []
+    pyproject = root / CONFIG_PYPROJECT
     if pyproject.is_file():
-        section = _read_toml(pyproject).get("tool", {}).get("tidegate")
+        data = _read_bytes(pyproject)
+        section = _parse_toml(pyproject, data).get("tool", {}).get("tidegate")
         if section is not None:
             _merge(merged, section, f"{pyproject} [tool.tidegate]")
-            sources.append("pyproject.toml [tool.tidegate]")
-    local = root / ".tidegate" / "config.toml"
+            sources.append(ConfigSource(CONFIG_PYPROJECT, hashlib.sha256(data).hexdigest()))
+    local = root / CONFIG_LOCAL
     if local.is_file() and not local.is_symlink():
-        _merge(merged, _read_toml(local), str(local))
-        sources.append(".tidegate/config.toml")
+        data = _read_bytes(local)
+        _merge(merged, _parse_toml(local, data), str(local))
+        sources.append(ConfigSource(CONFIG_LOCAL, hashlib.sha256(data).hexdigest()))
+    names = ", ".join(
+        f"{s.path} [tool.tidegate]" if s.path == CONFIG_PYPROJECT else s.path for s in sources
+    )
     try:
-        return TidegateConfig.model_validate(merged)
+        return LoadedConfig(TidegateConfig.model_validate(merged), tuple(sources))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise UsageError(
-            f"tidegate configuration ({', '.join(sources)}): {where}: {first['msg']}"
-        ) from exc
+        raise UsageError(f"tidegate configuration ({names}): {where}: {first['msg']}") from exc
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_bytes(path: Path) -> bytes:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}") from exc
+        return path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from exc
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from exc
 
 
 def _merge(into: dict[str, Any], section: Any, source: str) -> None:
@@ -151,3 +192,48 @@ def _merge(into: dict[str, Any], section: Any, source: str) -> None:
             _merge(target, value, source)
         else:
             into[key] = value
+
+
+def tidegate_table(data: bytes | None) -> dict[str, Any] | None:
+    """The ``[tool.tidegate]`` table of a ``pyproject.toml``'s bytes, as ``load_policy``
+    would read it (None: no file, or no table). ValueError when it cannot be parsed."""
+    if data is None:
+        return None
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not valid TOML ({exc})") from exc
+    tool = parsed.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ValueError("its 'tool' key is not a table")
+    table = tool.get("tidegate")
+    if table is not None and not isinstance(table, dict):
+        raise ValueError("its 'tool.tidegate' key is not a table")
+    return table
+
+
+def policy_table_change(old: bytes | None, new: bytes | None) -> str | None:
+    """Why replacing ``pyproject.toml``'s ``old`` bytes with ``new`` alters tidegate's
+    policy, or None when ``[tool.tidegate]`` parses to the same table on both sides.
+
+    The rest of the file (dependencies, other tools' tables, comments, formatting) may
+    change freely. A ``new`` side that cannot be parsed counts as a change: what the next
+    run would read cannot be judged."""
+    if old == new:
+        return None
+    try:
+        before = tidegate_table(old)
+    except ValueError:
+        before = {"<unparseable>": True}
+    try:
+        after = tidegate_table(new)
+    except ValueError as exc:
+        return f"{CONFIG_PYPROJECT} would no longer parse ({exc}), so tidegate's policy in it cannot be checked"
+    if before == after:
+        return None
+    return (
+        f"{CONFIG_PYPROJECT}: the change alters [tool.tidegate], tidegate's own policy; "
+        "only you may change it, outside a run"
+    )

@@ -145,6 +145,32 @@ class ContainmentOut(_Model):
     reason: str
 
 
+class PolicySource(_Model):
+    path: str
+    """``pyproject.toml`` (its ``[tool.tidegate]`` table) or ``.tidegate/config.toml``."""
+    sha256: str
+    """Of the file's bytes as read at bootstrap."""
+
+
+class EffectivePolicyOut(_Model):
+    """The policy the run was judged by. Read once, at bootstrap, from your work tree as it
+    was when the run started; never from the shadow or a candidate, so nothing the run
+    produces can weaken it (see docs/validation.md)."""
+
+    sources: list[PolicySource]
+    """The files it came from (none: the defaults)."""
+    validate_policy: dict[str, object]
+    """VALIDATE's limits and ``protected`` globs."""
+    always_refused: list[str]
+    """What no change may touch, whatever the configuration says."""
+    containment: dict[str, object]
+    """VERIFY's containment ``mode`` (the option, else the configuration), ``network`` and
+    ``share``."""
+    sha256: str
+    """Of ``validate_policy``, ``always_refused`` and ``containment`` (canonical JSON): equal
+    digests, equal policies."""
+
+
 class FlowReport(_Model):
     status: Status
     mode: str
@@ -171,6 +197,7 @@ class FlowReport(_Model):
     feedback: list[str] = []
     verify: VerifyOut | None = None
     containment: ContainmentOut | None = None
+    effective_policy: EffectivePolicyOut | None = None
     attempt_events: list[AttemptEvent] = []
     phases: list[PhaseEvent] = []
     notes: list[str] = []

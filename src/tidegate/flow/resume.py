@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tidegate.config import load_config
+from tidegate.config import load_policy
 from tidegate.errors import UsageError
 from tidegate.exactfloats import decode_floats
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
+from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.progress import (
     MODEL_HASHES,
     STATE_FORMAT,
@@ -91,12 +92,13 @@ def resume_run(
     blobs = RunBlobs(repo, ticket.run_id)
     inputs = RunInputs.from_json(saved["inputs"])
     request = RunRequest.model_validate_json(blobs.read(inputs.request, "request"))
-    config = load_config(repo.root)
+    loaded = load_policy(repo.root)
+    config = loaded.config
     if planner_inputs_sha256(request) != inputs.planner_sha256:
         raise refuse(f"the planner's inputs (script or patch files) changed{since}")
     if config_sha256(config) != inputs.config_sha256:
         raise refuse(f"the repository's tidegate configuration changed{since}")
-    planner = planner_for(request)
+    planner = planner_for(request, config=config)
     current_hashes = planner_hashes(planner)
     changed = [
         name.replace("_", " ")
@@ -136,6 +138,7 @@ def resume_run(
             index_tree=t0["index_tree"],
         )
         state = new_state(request, ticket.run_id, repo, snapshot, shadow, planner, scratch, config)
+        state.policy = effective_policy(loaded, request)
         restored = restore(state, saved, blobs)
         state.notes.extend(notes)
         driver = Driver(

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 from tidegate.config import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
-from tidegate.flow.report import AppliedFile, AttemptEvent, ChangedFile, ContainmentOut
+from tidegate.flow.report import (
+    AppliedFile,
+    AttemptEvent,
+    ChangedFile,
+    ContainmentOut,
+    EffectivePolicyOut,
+)
 from tidegate.flow.request import RunRequest
 from tidegate.planners.base import Finding, Plan, Planner, Proposal
 from tidegate.validate.shapes import why_missing
@@ -92,6 +98,8 @@ class RunState:
     fidelity: Fidelity | None = None
     containment: ContainmentOut | None = None
     """What VERIFY's command last ran under (recorded in the report)."""
+    policy: EffectivePolicyOut | None = None
+    """The policy read at bootstrap (recorded in the report and the trace)."""
 
     @property
     def tree(self) -> ShadowTreeView:

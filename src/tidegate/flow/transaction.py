@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tidegate.config import TidegateConfig, load_config
+from tidegate.config import TidegateConfig, load_policy
 from tidegate.errors import (
     ErrorClass,
     GitError,
@@ -45,6 +45,7 @@ from tidegate.flow.pipeline import (
     deferred_interrupts,
     run_attempt,
 )
+from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.progress import (
     MODEL_HASHES,
     LoopState,
@@ -92,9 +93,12 @@ def execute(
     """Run ``request`` to completion. Usage errors raise; every run failure is a report."""
     started = time.monotonic()
     repo = discover(request.repo)
-    config = load_config(repo.root)
+    # The policy is the user's: read once, here, from the work tree as the run starts.
+    loaded = load_policy(repo.root)
+    config = loaded.config
+    policy = effective_policy(loaded, request)
     if planner is None:
-        planner = planner_for(request, recorder=recorder)
+        planner = planner_for(request, recorder=recorder, config=config)
     run_id = new_run_id()
     if refusal := containment_refusal(request, config):
         # Refused before the lock, the snapshot, or any planning (and model spending).
@@ -102,7 +106,7 @@ def execute(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.CAPABILITY_MISMATCH, refusal, started
-            ),
+            ).model_copy(update={"effective_policy": policy}),
         )
     lock = RunLock(repo.runtime_dir, run_id)
     try:
@@ -112,14 +116,14 @@ def execute(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
-            ),
+            ).model_copy(update={"effective_policy": policy}),
         )
     except LockFileError as exc:
         return finish_report(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.PERSISTENCE_ERROR, str(exc), started
-            ),
+            ).model_copy(update={"effective_policy": policy}),
         )
     pending = pending_journals(repo.runtime_dir)
     if pending:
@@ -143,7 +147,7 @@ def execute(
                 recorder,
                 _bootstrap_failure(
                     request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
-                ),
+                ).model_copy(update={"effective_policy": policy}),
             )
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM before the first checkpoint: nothing to pause; the
@@ -156,13 +160,14 @@ def execute(
                 recorder,
                 _bootstrap_failure(
                     request, repo, run_id, planner, ErrorClass.CANCELLED, message, started
-                ),
+                ).model_copy(update={"effective_policy": policy}),
             )
         state = new_state(request, run_id, repo, snapshot, shadow, planner, scratch, config)
         if not excluded:
             state.notes.append(
                 ".git/info/exclude is not a plain file (a symlink?): .tidegate/ was not added"
             )
+        state.policy = policy
         driver = Driver(state, recorder, started)
         return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
@@ -308,6 +313,8 @@ class Driver:
                 "shadow": str(state.shadow.path),
             },
         )
+        if state.policy is not None:
+            self.recorder.event("policy.effective", payload=state.policy.model_dump(mode="json"))
         self.loop.attempt_closed = True  # "attempt 0" is over: a resume starts attempt 1
         with deferred_interrupts():
             self.checkpoint("bootstrap")
@@ -598,6 +605,7 @@ def _report(
         feedback=state.feedback,
         verify=verify,
         containment=state.containment,
+        effective_policy=state.policy,
         attempt_events=state.attempt_events,
         phases=events,
         notes=state.notes,

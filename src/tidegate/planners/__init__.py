@@ -22,6 +22,7 @@ from tidegate.planners.scripted import ScriptedPlanner
 from tidegate.planners.structured import StructuredPlanner
 
 if TYPE_CHECKING:
+    from tidegate.config import TidegateConfig
     from tidegate.flow.request import RunRequest
 
 
@@ -63,9 +64,14 @@ def make_planner(
 
 
 def planner_for(
-    request: RunRequest, *, recorder: Any = None, env: Mapping[str, str] | None = None
+    request: RunRequest,
+    *,
+    recorder: Any = None,
+    env: Mapping[str, str] | None = None,
+    config: TidegateConfig | None = None,
 ) -> Planner:
-    """The planner ``request`` asks for (its ``model`` and budget included)."""
+    """The planner ``request`` asks for (its ``model`` and budget included). ``config`` is
+    the configuration the run already read (else it is read from the repository)."""
     from tidegate.config import load_config
     from tidegate.flow.modes import Mode
     from tidegate.workspace.repo import discover
@@ -74,7 +80,9 @@ def planner_for(
         if request.model or request.planner != "structured":
             raise UsageError("give one of --agent, --model and --planner")
         return agent_planner(request, recorder)
-    settings = load_config(discover(request.repo).root).model if request.model else None
+    settings = None
+    if request.model:
+        settings = (config or load_config(discover(request.repo).root)).model
     return make_planner(
         request.planner,
         request.objective,

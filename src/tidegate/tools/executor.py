@@ -53,6 +53,7 @@ from tidegate.tools.calls import (
     ToolResult,
 )
 from tidegate.tools.catalog import ToolDefinition, ToolRegistry, ToolSpec
+from tidegate.tools.config_watch import config_change, config_snapshot
 from tidegate.tools.context import ApprovalAnswer, ApprovalPort, CallRecorder, ToolContext
 from tidegate.tools.effects import (
     HOST_CAPTURED_FIELDS,
@@ -65,7 +66,15 @@ from tidegate.tools.effects import (
     undeclared,
 )
 from tidegate.tools.guards import StaleEditGuard, state_key
-from tidegate.tools.policy import Allow, Ask, Deny, PolicyContext, check_examples, decide
+from tidegate.tools.policy import (
+    PATH_WRITERS,
+    Allow,
+    Ask,
+    Deny,
+    PolicyContext,
+    check_examples,
+    decide,
+)
 
 
 class _Unknown(Exception):
@@ -308,7 +317,14 @@ class ToolExecutor:
         self, call: ToolCall, spec: ToolSpec, raw: dict[str, Any], started: float
     ) -> ApprovalEffect | ToolResult:
         ctx = self.context
-        decision = decide(spec.tool_id, raw, ctx.mode, ctx.approval_profile, self.policy_context)
+        decision = decide(
+            spec.tool_id,
+            raw,
+            ctx.mode,
+            ctx.approval_profile,
+            self.policy_context,
+            self._write_target(spec.tool_id, raw),
+        )
         if isinstance(decision, Allow):
             return ApprovalEffect(status="not_required")
         request_id = (
@@ -362,6 +378,19 @@ class ToolExecutor:
         return ApprovalEffect(
             status="granted", request_id=request_id, decided_by=answer.by, reasons=decision.reasons
         )
+
+    def _write_target(self, tool: str, raw: Mapping[str, Any]) -> str | None:
+        """Where a path-writing call would land, symlinked directories followed (None: not
+        such a call, or a path the port refuses anyway when the call is dispatched)."""
+        from tidegate.workspace.confine import PathRefused
+
+        path = raw.get("path")
+        if tool not in PATH_WRITERS or not isinstance(path, str):
+            return None
+        try:
+            return self.context.workspace.resolved(path)
+        except (PathRefused, OSError):
+            return None
 
     def _denied(
         self,
@@ -418,6 +447,7 @@ class ToolExecutor:
             before = self._before(spec, target)
         except ToolFailure as failure:
             return self._failure_result(call, spec, failure, started)
+        config_before = config_snapshot(self.context.root) if spec.capture == "inventory" else None
         guard_key = None
         if before.target is not None:
             state = before.target_state
@@ -452,6 +482,14 @@ class ToolExecutor:
                     f"the workspace could not be observed after dispatch: {exc}"
                 ) from exc
             observed = Effects(write=tuple(writes), derived=tuple(derived))
+            if config_before is not None and (
+                changed := config_change(config_before, config_snapshot(self.context.root))
+            ):
+                raise _Unknown(
+                    f"the call changed tidegate's own configuration ({changed}); the session "
+                    "stops: only you may change it, so look at what was written",
+                    observed,
+                )
             if thrown is not None:
                 raise _Unknown(
                     f"the adapter raised {type(thrown).__name__} after dispatch: {thrown}",

@@ -48,6 +48,7 @@ def open_executor(
     grants: Iterable[str] = (),
 ) -> ToolExecutor:
     """An executor with every available tool active, for an operator-driven session."""
+    from tidegate.config import load_policy
     from tidegate.store.state_root import resolve_state_root
     from tidegate.workspace.port import WorkspacePort
 
@@ -58,6 +59,9 @@ def open_executor(
     if not workspace.is_dir():
         raise UsageError(f"--workspace {workspace}: not a directory")
     root = workspace.resolve()
+    # The user's protected paths, read once as the session starts; nothing a call writes
+    # changes them for this session (and tidegate's configuration is not writable by calls).
+    protected = load_policy(root).config.validate_.protected
     state = resolve_state_root(state_root, root)
     identity = hashlib.sha256(str(root).encode()).hexdigest()[:12]
     tool_state = state / "tools" / f"{root.name}-{identity}"
@@ -71,6 +75,7 @@ def open_executor(
         artifact_dir=tool_state / "artifacts",
         task_state_path=tool_state / "task.json",
         validation_command=validation_command,
+        protected=protected,
     )
     return ToolExecutor(context, doubles=doubles, activate_all=True)
 
@@ -110,6 +115,7 @@ def open_tool_run(
         "network": context.network,
         "containment": context.containment,
         "registry_hash": executor.registry.active_hash,
+        "protected": list(context.protected),
         **settings,
     }
     run = ToolRun(

@@ -12,7 +12,9 @@ Rules:
                    trusted-workspace allows everything the other rules allow)
 ``mode``           read-only task modes deny every tool that may write
 ``write-access``   the run's write access: denied -> deny writers, policy_gated -> ask
-``protected``      writing ``.git``/``.tidegate`` is denied; other protected paths ask
+``protected``      writing ``.git``/``.tidegate`` is denied; other protected paths ask.
+                   Both the spelled path and the one it resolves to (symlinked
+                   directories followed, given by the executor) are checked
 ``executable``     repository code (command.run, command.session, project.validate) runs
                    only with approval or under verified containment
 ``network``        research and previews: network denied -> deny, policy_gated -> ask
@@ -185,15 +187,22 @@ def _normal(path: str) -> str:
     return "/".join(parts)
 
 
-def _protected(tool: str, args: Mapping[str, Any], ctx: PolicyContext) -> Decision | None:
+def _protected(
+    tool: str, args: Mapping[str, Any], ctx: PolicyContext, resolved: str | None
+) -> Decision | None:
     if tool not in PATH_WRITERS or not isinstance(args.get("path"), str):
         return None
-    path = _normal(args["path"])
-    if any(matches_glob(path, g) for g in ALWAYS_DENIED_PATHS):
-        return Deny((f"{path} is inside .git or .tidegate, which tools never write",))
-    hit = next((g for g in ctx.protected if matches_glob(path, g)), None)
-    if hit is not None:
-        return Ask((f"{path} is protected ({hit})",))
+    spelled = _normal(args["path"])
+    forms = [spelled] + ([resolved] if resolved is not None and resolved != spelled else [])
+    for path in forms:
+        shown = path if path == spelled else f"{spelled} (which resolves to {path})"
+        if any(matches_glob(path.lower(), g) for g in ALWAYS_DENIED_PATHS):
+            return Deny((f"{shown} is inside .git or .tidegate, which tools never write",))
+    for path in forms:
+        shown = path if path == spelled else f"{spelled} (which resolves to {path})"
+        hit = next((g for g in ctx.protected if matches_glob(path, g)), None)
+        if hit is not None:
+            return Ask((f"{shown} is protected ({hit})",))
     return None
 
 
@@ -238,8 +247,12 @@ def decide(
     mode: TaskMode,
     profile: ApprovalProfile,
     context: PolicyContext,
+    resolved: str | None = None,
 ) -> Decision:
-    """The approval decision for one call: the strictest verdict of every rule."""
+    """The approval decision for one call: the strictest verdict of every rule.
+
+    ``resolved`` is where a path-writing call's ``path`` lands once symlinked directories
+    are followed (the executor asks the workspace port); the path rules judge both."""
     baseline = _baseline(tool, profile)
     if baseline is None:
         return Deny((f"unknown tool {tool}: no policy",))
@@ -247,7 +260,7 @@ def decide(
         baseline,
         _mode(tool, mode),
         _write_access(tool, context),
-        _protected(tool, args, context),
+        _protected(tool, args, context, resolved),
         _executable(tool, context),
         _network(tool, context),
         _git(tool, args, profile, context),

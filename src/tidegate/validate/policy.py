@@ -46,14 +46,23 @@ def change_stats(git: Git, old_tree: str, new_tree: str) -> ChangeStats:
     return ChangeStats(added, removed, tuple(binary))
 
 
+ALWAYS_REFUSED = (".git", ".tidegate")
+"""Top-level names no change may reach, whatever ``protected`` says: the repository's
+internals and tidegate's own configuration and records."""
+
+
 def check_change(
     git: Git,
     changes: list[PathChange],
     stats: ChangeStats,
     t0_root: Path,
     config: ValidationConfig,
+    main_root: Path | None = None,
 ) -> list[str]:
-    """Every policy problem of a candidate change, one line each (empty: allowed)."""
+    """Every policy problem of a candidate change, one line each (empty: allowed).
+
+    Paths are judged as spelled and as they resolve: in the shadow (T0) and, when given,
+    in the user's work tree ``main_root`` (where ignored symlinks, absent from T0, live)."""
     problems: list[str] = []
     if len(changes) > config.max_files:
         problems.append(f"the change touches {len(changes)} files; the limit is {config.max_files}")
@@ -78,40 +87,165 @@ def check_change(
         problems.append(
             f"the changed files hold {new_bytes} bytes; the limit is {config.max_bytes}"
         )
+    roots = [("", t0_root)] + ([(" in your work tree", main_root)] if main_root else [])
     for change in changes:
-        problems.extend(_check_path(git, change, t0_root, config.protected))
+        problems.extend(_check_path(git, change, roots, config.protected))
     return problems
 
 
 def _check_path(
-    git: Git, change: PathChange, t0_root: Path, protected: tuple[str, ...]
+    git: Git, change: PathChange, roots: list[tuple[str, Path]], protected: tuple[str, ...]
 ) -> list[str]:
     path = change.path
     try:
         parts = check_relative(path)
     except UnsafePathError as exc:
         return [str(exc)]
-    if any(p.lower() == ".git" for p in parts):
-        return [f"{path}: inside a .git directory"]
-    if parts[0] == ".tidegate":
-        return [f"{path}: inside tidegate's own .tidegate/ directory"]
-    for pattern in protected:
-        if glob_regex(pattern).fullmatch(path):
-            return [f"{path}: protected by the pattern {pattern!r}"]
-    current = t0_root
-    for name in parts[:-1]:
-        current = current / name
-        try:
-            if stat.S_ISLNK(os.lstat(current).st_mode):
-                return [f"{path}: passes through the symlink {current.relative_to(t0_root)}"]
-        except FileNotFoundError:
-            break
+    if problem := protected_problem(path, protected):
+        return [problem]
+    for where, root in roots:
+        if problem := _through_symlink(path, parts, root, protected, where):
+            return [problem]
     if change.after is not None and change.after.mode == "120000":
         target = git.blob_bytes(change.after.blob).decode("utf-8", "surrogateescape")
-        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
-            return [f"{path}: a symlink pointing outside the repository ({target})"]
+        if problem := _link_problem(path, target, protected):
+            return [problem]
     return []
+
+
+def protected_problem(path: str, protected: tuple[str, ...]) -> str | None:
+    """Why ``path`` (root-relative, normalised) is off limits to a change, or None."""
+    parts = path.split("/")
+    if any(p.lower() == ".git" for p in parts):
+        return f"{path}: inside a .git directory"
+    if parts[0].lower() == ".tidegate":  # any case: some file systems ignore it
+        return f"{path}: inside tidegate's own .tidegate/ directory"
+    for pattern in protected:
+        if glob_regex(pattern).fullmatch(path):
+            return f"{path}: protected by the pattern {pattern!r}"
+    return None
+
+
+def _through_symlink(
+    path: str, parts: list[str], root: Path, protected: tuple[str, ...], where: str
+) -> str | None:
+    """A change never writes through a symlinked directory: what it would reach is not
+    what the path says (``self -> .`` makes ``self/.github/...`` a workflow). The message
+    names the resolved path and, when that is protected or outside, says so."""
+    current = root
+    for i, name in enumerate(parts[:-1]):
+        current = current / name
+        try:
+            if not stat.S_ISLNK(os.lstat(current).st_mode):
+                continue
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing on disk below here to pass through
+        link = "/".join(parts[: i + 1])
+        resolved = resolve_beneath(root, path)
+        if resolved is None:
+            return (
+                f"{path}: passes through the symlink {link}{where}, "
+                "which leads outside the repository"
+            )
+        why = protected_problem(resolved, protected) if resolved != "." else None
+        reaches = f" to {resolved}" + (f" ({why.split(': ', 1)[1]})" if why else "")
+        return f"{path}: passes through the symlink {link}{where}; it would write{reaches}"
+    return None
+
+
+def resolve_beneath(root: Path, path: str) -> str | None:
+    """Where the root-relative ``path`` leads below ``root`` when every symlinked directory
+    on the way is followed (the final component is not: writes replace it), or None when
+    that leaves ``root``. Missing components are kept as spelled."""
+    pending = [p for p in path.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    hops = 0
+    while len(pending) > 1:
+        name = pending.pop(0)
+        if name == "..":
+            if not done:
+                return None
+            done.pop()
+            continue
+        here = root.joinpath(*done, name)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(here).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            done.append(name)
+            continue
+        if not is_link:
+            done.append(name)
+            continue
+        hops += 1
+        target = os.readlink(here)
+        if hops > 40 or target.startswith("/"):
+            return None
+        pending[:0] = [p for p in target.split("/") if p not in ("", ".")]
+    if pending == [".."]:
+        return None
+    return "/".join(done + pending) or "."
+
+
+def _lexical(base: str, target: str, rest: list[str]) -> str | None:
+    """``base/target/rest`` normalised, or None when it leaves the repository."""
+    if target.startswith("/"):
+        return None
+    joined = posixpath.normpath(posixpath.join(base, target, *rest))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return joined
+
+
+def _link_problem(path: str, target: str, protected: tuple[str, ...]) -> str | None:
+    """A symlink the change creates may not lead out of the repository, nor alias the
+    root, ``.git``, ``.tidegate`` or a protected place: a later write through it (by a
+    tool, an editor, the next run) would reach what its spelling hides."""
+    resolved = _lexical(posixpath.dirname(path), target, [])
+    if resolved is None:
+        return f"{path}: a symlink pointing outside the repository ({target})"
+    if resolved == ".":
+        return f"{path}: a symlink to the repository root ({target}) aliases every protected path"
+    for pattern in (*ALWAYS_REFUSED, *protected):
+        prefix = _literal_prefix(pattern)
+        hit = (
+            _related(resolved, prefix) if prefix else bool(glob_regex(pattern).fullmatch(resolved))
+        )
+        if hit:
+            return f"{path}: a symlink to {resolved} aliases the protected {pattern!r}"
+    return None
+
+
+def _literal_prefix(pattern: str) -> str:
+    """The leading segments of ``pattern`` that hold no wildcard."""
+    out = []
+    for segment in pattern.split("/"):
+        if any(ch in segment for ch in "*?["):
+            break
+        out.append(segment)
+    return "/".join(out)
+
+
+def _related(a: str, b: str) -> bool:
+    """``a`` and ``b`` are the same path or one lies beneath the other."""
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def nested_writes(named: set[str], deleted: set[str]) -> list[str]:
+    """Paths a proposal writes both as an entry and as a directory above another entry
+    (``self -> .`` plus ``self/.github/...``). git keeps only one of them in the candidate,
+    so the candidate would not be what the proposal does; refused unless the proposal
+    deletes the outer one."""
+    problems = []
+    for inner in sorted(named - deleted):  # a deleted inner entry is a swap (validate/shapes)
+        parts = inner.split("/")
+        for i in range(1, len(parts)):
+            outer = "/".join(parts[:i])
+            if outer in named and outer not in deleted:
+                problems.append(
+                    f"{outer}: the proposal writes it and also {inner} beneath it; "
+                    "a path cannot be both"
+                )
+    return problems
 
 
 @cache

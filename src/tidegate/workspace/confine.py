@@ -42,6 +42,7 @@ RefusalReason = Literal[
     "symlink_loop",
     "unstable",
     "git_dir",
+    "tidegate_config",
 ]
 
 _REASONS: dict[str, str] = {
@@ -56,6 +57,7 @@ _REASONS: dict[str, str] = {
     "symlink_loop": "too many symlinks on this path",
     "unstable": "the path kept changing while it was being resolved",
     "git_dir": "paths inside .git are repository internals, not workspace files",
+    "tidegate_config": "tidegate's own configuration belongs to the user; tools never change it",
 }
 
 MAX_SYMLINK_HOPS = 40

@@ -34,7 +34,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tidegate.workspace.confine import PathRefused, Resolved, RootHandle
 from tidegate.workspace.ignores import GitView, git_view
@@ -50,6 +50,7 @@ from tidegate.workspace.port_errors import (
     TooLarge,
     WorkspaceError,
 )
+from tidegate.workspace.port_paths import mutable
 from tidegate.workspace.port_read import read_file
 from tidegate.workspace.port_results import (
     MUST_NOT_EXIST,
@@ -186,6 +187,23 @@ class WorkspacePort:
             limit=limit,
             include_ignored=include_ignored,
         )
+
+    def resolved(self, path: str) -> str:
+        """Where a write to ``path`` would land: symlinked directories on the way followed
+        beneath the root, missing directories as spelled, the final name not followed
+        (writes replace it). PathRefused when the path is refused or leaves the root.
+        Policy judges this form as well as the spelling."""
+        rel = mutable(self._handle, path)
+        parts = rel.parts
+        for keep in range(len(parts) - 1, -1, -1):
+            try:
+                where = self._handle.resolve(PurePosixPath(*parts[:keep]), follow_final=True)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            where.close()
+            base = () if where.rel.parts == (".",) else where.rel.parts
+            return "/".join((*base, *parts[keep:]))
+        return str(rel)
 
     # -- mutation -------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from tidegate.workspace.port_errors import (
     TooLarge,
 )
 from tidegate.workspace.port_paths import MAX_ATTEMPTS, mutable
+from tidegate.workspace.port_policy import check_config_change, read_current
 from tidegate.workspace.port_results import (
     MUST_NOT_EXIST,
     Mutation,
@@ -182,6 +183,7 @@ class Committer:
         try:
             new = transform(current)
             self._check_size(path, len(new))
+            check_config_change(self.handle, where, path, current, new)
             rel = str(where.rel)
             after = EntryState("file", sha256_bytes(new))
             if new == current:
@@ -235,6 +237,7 @@ class Committer:
         try:
             if ALWAYS_EXCLUDED in where.rel.parts:
                 raise PathRefused(path, "git_dir")
+            check_config_change(self.handle, where, path, None, data)
             current = entry_state(where.dir_fd, name)
             if current.kind == "symlink":
                 self._refuse_escaping_link(where, path)
@@ -327,6 +330,8 @@ class Committer:
             raise NotAFile(path, "dir", "is a directory; only files and symlinks are deleted")
         if current.sha256 != expect:
             raise StalePrecondition(path, expect, current)
+        old = read_current(where) if current.kind == "file" else None
+        check_config_change(self.handle, where, path, old, None)
         st = os.stat(name, dir_fd=where.dir_fd, follow_symlinks=False)
         tmp = _temp_name(name)
         os.rename(name, tmp, src_dir_fd=where.dir_fd, dst_dir_fd=where.dir_fd)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 
-from tidegate.errors import ErrorClass, PhaseError
+from tidegate.config import load_policy
+from tidegate.errors import ErrorClass, PhaseError, UsageError
+from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.report import AppliedFile
 from tidegate.flow.state import RunState
 from tidegate.workspace.fs import LocalFS, UnsafePathError
@@ -20,6 +22,7 @@ from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
 
 
 def apply_back(state: RunState) -> str:
+    _policy_unchanged(state)
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
     if plan.conflicts:
         _write_rejects(state, plan.conflicts)
@@ -59,6 +62,27 @@ def _record_applied(state: RunState, ops: list[PlannedOp], unchanged: list[str])
             AppliedFile(
                 path=path, action="unchanged", merged=False, before_sha256=None, after_sha256=None
             )
+        )
+
+
+def _policy_unchanged(state: RunState) -> None:
+    """Refuse to apply when tidegate's configuration in the work tree is no longer the one
+    the run was judged by. Only something outside the run's own change can have done it
+    (you, or a verification command run without containment, which can write anywhere);
+    either way the run's verdict no longer speaks for the policy that is there now."""
+    if state.policy is None:
+        return
+    try:
+        now = effective_policy(load_policy(state.repo.root), state.request).sha256
+    except UsageError:
+        now = None
+    if now != state.policy.sha256:
+        raise PhaseError(
+            ErrorClass.UNKNOWN,
+            "tidegate's configuration (pyproject.toml [tool.tidegate] or "
+            ".tidegate/config.toml) changed in your work tree during the run; nothing was "
+            "applied. Check who changed it before running again",
+            retryable=False,
         )
 
 

@@ -6,8 +6,9 @@ from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
 from tidegate.git import Git
 from tidegate.validate.comments import objective_allows_comment_changes, rewritten_comments
+from tidegate.validate.config_guard import config_problems
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff
-from tidegate.validate.policy import change_stats, check_change
+from tidegate.validate.policy import change_stats, check_change, nested_writes
 from tidegate.validate.shapes import shape_problems
 from tidegate.validate.syntax import check_change as check_new_contents
 from tidegate.workspace.candidate import DiffRefused, build_candidate
@@ -18,13 +19,24 @@ def validate(state: RunState) -> str:
     assert state.attempt.proposal is not None
     git = state.repo.git
     proposal, notes = fold_edit_blocks(state.attempt.proposal, state.tree)
+    named = diff_paths(git, proposal.diff) if proposal.diff else set()
     if proposal.diff and proposal.edits:
-        overlap = diff_paths(git, proposal.diff) & {e.path for e in proposal.edits}
+        overlap = named & {e.path for e in proposal.edits}
         if overlap:
             raise PhaseError(
                 ErrorClass.AST_VALIDATION_ERROR,
                 f"changed both by the diff and by a whole-file edit: {', '.join(sorted(overlap))}",
             )
+    named |= {e.path for e in proposal.edits}
+    deleted = {e.path for e in proposal.edits if e.content is None}
+    if proposal.diff:
+        deleted |= diff_deletions(git, proposal.diff)
+    if nested := nested_writes(named, deleted):
+        raise PhaseError(
+            ErrorClass.AST_VALIDATION_ERROR,
+            f"the change breaks the diff policy: {nested[0]}",
+            "The change was refused by the diff policy:\n" + "\n".join(f"  {p}" for p in nested),
+        )
     index_file = state.scratch / f"candidate-{state.attempt.number}.index"
     try:
         tree = build_candidate(
@@ -42,7 +54,10 @@ def validate(state: RunState) -> str:
     if not changes:
         raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
     stats = change_stats(git, state.snapshot.commit, tree)
-    problems = check_change(git, changes, stats, state.shadow.path, state.config.validate_)
+    problems = check_change(
+        git, changes, stats, state.shadow.path, state.config.validate_, state.repo.root
+    )
+    problems.extend(config_problems(git, state.snapshot.commit, tree))
     problems.extend(shape_problems(git, changes))
     if state.config.validate_.comment_guard and not objective_allows_comment_changes(
         state.request.objective
@@ -110,3 +125,17 @@ def diff_paths(git: Git, diff: str) -> set[str]:
             paths.update(f.decode("utf-8", "surrogateescape") for f in fields[i + 1 : i + 3])
             i += 3
     return paths
+
+
+def diff_deletions(git: Git, diff: str) -> set[str]:
+    """The paths a unified diff deletes, from ``git apply --summary`` (a quoted, unusual
+    name is left out: the caller then treats the path as written, the safe side)."""
+    out = git.run(
+        "apply", "--summary", "-", input=diff.encode("utf-8", "surrogateescape"), check=False
+    ).text
+    prefix = " delete mode "
+    return {
+        line[len(prefix) :].split(" ", 1)[1]
+        for line in out.splitlines()
+        if line.startswith(prefix) and " " in line[len(prefix) :]
+    }

@@ -1,0 +1,41 @@
+"""Whether a command changed tidegate's own configuration in the workspace.
+
+Commands write where they like inside the workspace (that is what they are for), and the
+inventory that attests their effects skips ignored paths, ``.tidegate/`` among them. So the
+executor reads the two configuration files itself before and after every command-like call
+and compares them the way the next run would read them: ``.tidegate/config.toml`` byte for
+byte, ``pyproject.toml`` by its ``[tool.tidegate]`` table only (dependency edits are fine).
+A change ends the session: the configuration is the user's, and what a command did to it
+must be looked at by a person before anything else runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidegate.config import CONFIG_LOCAL, CONFIG_PYPROJECT, policy_table_change
+
+
+@dataclass(frozen=True)
+class ConfigSnapshot:
+    pyproject: bytes | None
+    local: bytes | None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()  # followed like load_policy follows it
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def config_snapshot(root: Path) -> ConfigSnapshot:
+    return ConfigSnapshot(_read(root / CONFIG_PYPROJECT), _read(root / CONFIG_LOCAL))
+
+
+def config_change(before: ConfigSnapshot, after: ConfigSnapshot) -> str | None:
+    """What changed in tidegate's configuration between the two snapshots, or None."""
+    if before.local != after.local:
+        return f"{CONFIG_LOCAL} changed"
+    return policy_table_change(before.pyproject, after.pyproject)

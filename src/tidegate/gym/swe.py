@@ -20,8 +20,11 @@ used: it depends on Docker and Hugging Face datasets, which this offline, Docker
 setting cannot give; the logic here is the same rule (resolved = every FAIL_TO_PASS and
 every PASS_TO_PASS passes after the patch).
 
-The interpreter: ``--python PATH`` (default: the one running tidegate) runs the tests, so
-an operator points it at an environment with the project's dependencies.
+The interpreter: ``--python PATH`` runs the tests; else, for an instance that lists
+``requirements`` (tidegate's extension of the format: pip requirement strings), a venv the
+gym builds once per repository and requirements under ``<gym>/swe/venvs/``; else the
+interpreter running tidegate. Bare, sympy-style test names (``test_foo``) run with pytest
+``-k`` over the files the test patch touches.
 """
 
 from __future__ import annotations
@@ -53,6 +56,40 @@ class Instance:
     fail_to_pass: tuple[str, ...]
     pass_to_pass: tuple[str, ...]
     extra: dict[str, Any] = field(default_factory=dict)
+    requirements: tuple[str, ...] | None = None
+    """tidegate's extension: what the gym installs into the instance's own venv."""
+
+
+def _requirements(value: Any, where: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(r, str) and r.strip() for r in value):
+        raise UsageError(f"{where}: requirements must be a list of requirement strings")
+    return tuple(value)
+
+
+def instance_python(instance: Instance, venvs: Path, base: str) -> str:
+    """The interpreter for an instance that lists ``requirements``: a venv the gym builds
+    once per (repository, requirements) under ``venvs`` with ``base``, and reuses."""
+    import hashlib
+
+    assert instance.requirements is not None
+    key = hashlib.sha256(json.dumps([instance.repo, base, *instance.requirements]).encode())
+    venv = venvs / key.hexdigest()[:16]
+    python = venv / "bin" / "python"
+    if not (venv / ".tidegate-ready").is_file():
+        shutil.rmtree(venv, ignore_errors=True)
+        steps = [[base, "-m", "venv", str(venv)]]
+        if instance.requirements:
+            steps.append([str(python), "-m", "pip", "install", "--quiet", *instance.requirements])
+        for argv in steps:
+            res = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=1800)
+            if res.returncode != 0:
+                raise UsageError(
+                    f"{instance.instance_id}: building its venv failed: {res.stderr.strip()[-300:]}"
+                )
+        (venv / ".tidegate-ready").write_text("\n".join(instance.requirements) + "\n")
+    return str(python)
 
 
 def _tests(value: Any, where: str) -> tuple[str, ...]:
@@ -104,6 +141,7 @@ def load_instances(path: Path) -> list[Instance]:
             fail_to_pass=_tests(raw["FAIL_TO_PASS"], f"{where}: FAIL_TO_PASS"),
             pass_to_pass=_tests(raw["PASS_TO_PASS"], f"{where}: PASS_TO_PASS"),
             extra={k: raw[k] for k in ("version", "environment_setup_commit") if k in raw},
+            requirements=_requirements(raw.get("requirements"), where),
         ))  # fmt: skip
     return instances
 
@@ -116,29 +154,50 @@ def mirror(repos: Path, repo: str) -> Path:
     raise UsageError(f"no local clone of {repo} under {repos} (expected {owner}__{name})")
 
 
-def verify_command(python: str, tests: tuple[str, ...]) -> str:
+_BARE = re.compile(r"^test\w*$")
+
+
+def test_files(test_patch: str) -> tuple[str, ...]:
+    """The files a test patch touches (where bare, sympy-style test names live)."""
+    return tuple(dict.fromkeys(re.findall(r"^\+\+\+ b/(\S+)$", test_patch, re.M)))
+
+
+def verify_command(python: str, tests: tuple[str, ...], files: tuple[str, ...] = ()) -> str:
     """One command that runs exactly ``tests`` and reports each one's outcome."""
     django = [_DJANGO.match(t) for t in tests]
     if tests and all(django):
         ids = [f"{m.group(2)}.{m.group(1)}" for m in django if m]
         return f"{shlex.quote(python)} -m unittest -v " + " ".join(shlex.quote(i) for i in ids)
+    if tests and files and all(_BARE.match(t) for t in tests):
+        # sympy-style bare names: those functions, in the files the test patch touched
+        selector = " or ".join(tests)
+        return (
+            f"{shlex.quote(python)} -B -m pytest -rA -q -p no:cacheprovider "
+            + " ".join(shlex.quote(f) for f in files)
+            + f" -k {shlex.quote(selector)}"
+        )
     return f"{shlex.quote(python)} -B -m pytest -rA -q -p no:cacheprovider " + " ".join(
         shlex.quote(t) for t in tests
     )
 
 
 def outcomes(output: str, tests: tuple[str, ...]) -> dict[str, bool]:
-    """Per test: passed or not, from pytest ``-rA`` or unittest ``-v`` output."""
+    """Per test: passed or not, from pytest ``-rA`` or unittest ``-v`` output. A bare,
+    sympy-style name passes when every case of it (``test_x``, ``test_x[...]``) passed."""
     passed: set[str] = set()
+    failed: set[str] = set()
     for line in output.splitlines():
         line = line.strip()
-        if line.startswith("PASSED "):
-            passed.add(line.removeprefix("PASSED ").split(" - ")[0].strip())
+        for word, into in (("PASSED ", passed), ("FAILED ", failed), ("ERROR ", failed)):
+            if line.startswith(word):
+                node = line.removeprefix(word).split(" - ")[0].strip()
+                into.add(node)
+                into.add(node.rsplit("::", 1)[-1].split("[", 1)[0])  # the bare name
         # unittest -v: "test_x (pkg.mod.Class) ... ok" (3.11+: "(pkg.mod.Class.test_x)")
         match = re.match(r"^(\w+) \(([\w.]+?)(?:\.\1)?\).*\.\.\. ok$", line)
         if match:
             passed.add(f"{match.group(1)} ({match.group(2)})")
-    return {t: t in passed for t in tests}
+    return {t: t in passed and t not in failed for t in tests}
 
 
 def _git(cwd: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -186,7 +245,7 @@ def run_instance(
             if step.returncode != 0:
                 return {**result, "status": "error", "error": f"setup: {step.stderr.strip()[:300]}"}
         tests = instance.fail_to_pass + instance.pass_to_pass
-        command = verify_command(python, tests)
+        command = verify_command(python, tests, test_files(instance.test_patch))
         if oracle:
             before = outcomes(_run_tests(repo, command), instance.fail_to_pass)
             result["fail_to_pass_failed_before"] = all(not ok for ok in before.values())
@@ -259,17 +318,22 @@ def run_swe(
         if unknown:
             raise UsageError(f"unknown instance(s): {', '.join(sorted(unknown))}")
         instances = [i for i in instances if i.instance_id in only]
-    results = [
-        run_instance(
-            i,
-            repos,
-            gym_root,
-            oracle=oracle,
-            contestant=contestant,
-            python=python or sys.executable,
+    results = []
+    for instance in instances:
+        chosen = python or sys.executable
+        if python is None and instance.requirements is not None:
+            try:
+                chosen = instance_python(instance, gym_root / "swe" / "venvs", sys.executable)
+            except UsageError as exc:
+                results.append(
+                    {"instance_id": instance.instance_id, "repo": instance.repo,
+                     "status": "error", "error": str(exc)}
+                )  # fmt: skip
+                continue
+        result = run_instance(
+            instance, repos, gym_root, oracle=oracle, contestant=contestant, python=chosen
         )
-        for i in instances
-    ]
+        results.append({**result, "python": chosen})
     resolved = sum(1 for r in results if r["status"] == "resolved")
     return {
         "instances": len(results),

@@ -99,3 +99,50 @@ def test_test_ids_are_run_by_their_framework() -> None:
     assert outcomes(out, ("a.py::t[1-2]", "a.py::u", "test_x (pkg.mod.C)")) == {
         "a.py::t[1-2]": True, "a.py::u": False, "test_x (pkg.mod.C)": True,
     }  # fmt: skip
+
+
+def test_sympy_style_names_and_an_instance_venv(
+    capsys: pytest.CaptureFixture[str], mirrors: Path, tmp_path: Path
+) -> None:
+    rows = [json.loads(line) for line in shipped_instances().read_text().splitlines()]
+    calc, strings = rows
+    calc = dict(
+        calc, instance_id="bare-names", FAIL_TO_PASS=["test_add"], PASS_TO_PASS=["test_mul"]
+    )
+    calc["test_patch"] = calc["test_patch"]  # adds test_add.py; test_mul lives in test_mul.py
+    calc["PASS_TO_PASS"] = []
+    strings = dict(strings, instance_id="own-venv", requirements=[])
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (calc, strings)))
+    res = op(
+        capsys,
+        "gym",
+        "swe",
+        str(path),
+        "--repos",
+        str(mirrors),
+        "--oracle",
+        "--state-root",
+        str(tmp_path / "s"),
+        "--json",
+    )
+    summary = res.json()
+    assert res.code == 0, summary
+    by_id = {r["instance_id"]: r for r in summary["results"]}
+    assert by_id["bare-names"]["fail_to_pass"] == {"test_add": True}
+    assert by_id["bare-names"]["fail_to_pass_failed_before"] is True
+    venv_python = by_id["own-venv"]["python"]
+    assert venv_python.startswith(str(tmp_path / "s" / "gym" / "swe" / "venvs"))
+    assert Path(venv_python).exists()
+
+
+def test_bare_names_run_over_the_test_patch_files() -> None:
+    from tidegate.gym.swe import test_files
+
+    files = test_files("--- /dev/null\n+++ b/tests/test_a.py\n@@ -0,0 +1 @@\n+x\n")
+    assert files == ("tests/test_a.py",)
+    command = verify_command("/py", ("test_one", "test_two"), files)
+    assert "tests/test_a.py -k 'test_one or test_two'" in command
+    assert outcomes("PASSED tests/test_a.py::test_one\n", ("test_one", "test_two")) == {
+        "test_one": True, "test_two": False,
+    }  # fmt: skip

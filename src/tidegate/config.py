@@ -16,6 +16,10 @@ silently weakens a limit::
     [tool.tidegate.containment]       # how VERIFY's command is confined
     mode = "auto"                     # "auto" | "required" | "none"
     share = [".venv", "node_modules"] # ignored dirs visible read-only in the shadow
+    env = ["JAVA_OPTS"]               # extra variables passed to commands (no secrets)
+
+    [tool.tidegate.tools]             # the model's workspace tools
+    readable_secrets = [".env.test"]  # secret-shaped files the model may read anyway
 
 Both files are the user's policy: a run reads them once (``load_policy``), and no change a
 run proposes may touch ``.tidegate/`` or alter the ``[tool.tidegate]`` table
@@ -96,6 +100,20 @@ class ContainmentConfig(BaseModel):
     """Ignored directories of the main work tree made visible read-only in the shadow
     (relative paths), when they exist there and the shadow lacks them."""
 
+    env: tuple[str, ...] = ()
+    """Environment variables passed to commands besides the built-in allowlist
+    (``tidegate.exec.environment``). Secret-shaped names are refused."""
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from tidegate.exec.environment import never_passed
+
+        for name in value:
+            if never_passed(name):
+                raise ValueError(f"{name!r} looks like a secret; commands never get it")
+        return value
+
     @field_validator("share")
     @classmethod
     def _relative(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -106,12 +124,23 @@ class ContainmentConfig(BaseModel):
         return value
 
 
+class ToolsConfig(BaseModel):
+    """The model's tools (see docs/tools.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    readable_secrets: tuple[str, ...] = ()
+    """Secret-shaped files (``tidegate.workspace.secret_files``) the model's workspace
+    tools may read anyway: globs over root-relative paths, or bare names."""
+
+
 class TidegateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     containment: ContainmentConfig = Field(default_factory=ContainmentConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     model: dict[str, Any] = Field(default_factory=dict)
     """``--model`` settings (base URL, key variable, limits, retry, price); validated by
     ``tidegate.models.settings`` when a model is used."""

@@ -15,6 +15,9 @@ A fault may name what happens instead of SIGKILL, after ``=``:
 ``TIDEGATE_FAULT=apply_back.before_write:2=ENOSPC`` makes the second write of an
 apply-back fail as if the disk were full. Several faults may be armed at once, separated
 by commas.
+
+``maybe_fail`` is the non-kill kind: at its point it raises ``OSError(EIO)`` instead
+(``TIDEGATE_FAULT=overlay.mount``: the overlay cannot be mounted for a command).
 """
 
 from __future__ import annotations
@@ -48,3 +51,9 @@ def _trigger(point: str, kind: str) -> None:
         if not isinstance(code, int):
             raise ValueError(f"{ENV}: unknown fault kind {kind!r}")
         raise OSError(code, os.strerror(code), f"fault point {point}")
+
+
+def maybe_fail(point: str) -> None:
+    """Raise ``OSError(EIO)`` when ``TIDEGATE_FAULT`` names ``point`` (no count, no kind)."""
+    if point in (spec.strip() for spec in os.environ.get(ENV, "").split(",")):
+        raise OSError(errno.EIO, f"injected fault at {point}")

@@ -22,6 +22,8 @@ def test_an_interrupted_tool_run_is_not_resumable(committed_repo: Repo) -> None:
          "--args", json.dumps(args), "--approval", "trusted-workspace"],
         cwd=repo.root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True,
+        # the write must reach the tree while the command runs: no overlay capture
+        env={**os.environ, "TIDEGATE_EFFECT_CAPTURE": "inventory"},
     )  # fmt: skip
     deadline = time.monotonic() + 20
     while not (repo.root / "started.txt").exists():

@@ -62,6 +62,10 @@ class HeldRun:
                 verify,
                 "--verify-timeout",
                 str(DEADLINE_S),
+                # uncontained: a contained command cannot see the test's FIFO outside the
+                # shadow (that is the point of containment); the lock is what is tested
+                "--containment",
+                "none",
                 "--json",
             ],
             stdout=subprocess.PIPE,

@@ -71,10 +71,14 @@ def agent_env(contract: AgentContract, home: Path, values: dict[str, str]) -> di
     }
     env.update({k: expand(v, values) for k, v in contract.env.items()})
     env[contract.model.base_url_env] = values["base_url"]
-    key = os.environ.get(contract.model.key_env)
-    if key:
-        env[contract.model.key_env] = key
+    env.update(agent_credentials(contract))
     return env
+
+
+def agent_credentials(contract: AgentContract) -> dict[str, str]:
+    """Exactly one credential: the model key variable the contract names, if set."""
+    key = os.environ.get(contract.model.key_env)
+    return {contract.model.key_env: key} if key else {}
 
 
 def run_batch(
@@ -118,10 +122,19 @@ def run_batch(
             required=containment == "required",
             network=True,
             writable=(ws.workdir, ws.agent_git, home),
+            # its own installation (a uv tool venv in HOME, say) is visible, read-only
+            executables=(os.path.realpath(program),),
         )
     started = time.monotonic()
     result = run_command(
-        argv, ws.workdir, timeout_s, spill_dir, env=env, label="agent", containment=policy
+        argv,
+        ws.workdir,
+        timeout_s,
+        spill_dir,
+        env=env,
+        label="agent",
+        containment=policy,
+        credentials=agent_credentials(contract),
     )
     return AgentRun(
         exit_code=result.exit_code,

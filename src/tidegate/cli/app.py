@@ -9,7 +9,6 @@ interrupted before its first checkpoint.
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
@@ -21,11 +20,13 @@ from tidegate.cli.gym import gym_app
 from tidegate.cli.ledger import ledger_app
 from tidegate.cli.mcp import mcp_app
 from tidegate.cli.operator import OPERATOR_REVIEW, operator_apps, route_review
+from tidegate.cli.output import dump_json
 from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.flow.modes import Mode
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
 from tidegate.pathtext import is_utf8
+from tidegate.sanitize import sanitize
 
 if TYPE_CHECKING:
     from tidegate.flow.report import FlowReport
@@ -163,11 +164,9 @@ def _store(repo: Path, state_root: str | None) -> RunStore:
 
 
 def _print(report: FlowReport) -> None:
-    from rich.console import Console
+    from tidegate.cli.render import console, print_report
 
-    from tidegate.cli.render import print_report
-
-    print_report(Console(highlight=False, soft_wrap=True), report)
+    print_report(console(), report)
 
 
 def _run(
@@ -179,9 +178,7 @@ def _run(
     **fields: Any,
 ) -> None:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render, exit."""
-    from rich.console import Console
-
-    from tidegate.cli.render import ProgressPrinter
+    from tidegate.cli.render import ProgressPrinter, console
     from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
@@ -192,7 +189,7 @@ def _run(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
     store = _store(request.repo, state_root)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = console(stderr=True)
     observer = None if as_json else ProgressPrinter(err)
     recorder = StoreRecorder(store)
     planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
@@ -203,7 +200,7 @@ def _run(
     finally:
         getattr(planner, "close", lambda: None)()
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
     else:
         _print(report)
     raise typer.Exit(report.exit_code)
@@ -348,15 +345,14 @@ def recover(
     as_json: JsonOpt = False,
 ) -> None:
     """Finish (or --rollback) apply-backs a crash interrupted; remove stale shadows."""
-    from rich.console import Console
-
+    from tidegate.cli.render import console
     from tidegate.recovery import recover_repository
 
     summary = recover_repository(repo, rollback=rollback)
     if as_json:
-        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
+        sys.stdout.write(dump_json(summary.as_dict()) + "\n")
     else:
-        out = Console(highlight=False)
+        out = console()
         if not (
             summary.journals or summary.removed_shadows or summary.removed_scratch or summary.errors
         ):
@@ -387,7 +383,7 @@ def recover(
         for path in summary.removed_scratch:
             out.print(f"removed stale scratch directory {path}", markup=False)
     for line in summary.errors:
-        sys.stderr.write(f"tidegate: error: {line}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {line}") + "\n")
     raise typer.Exit(0 if summary.clean else 1)
 
 
@@ -441,19 +437,17 @@ def resume(
     """Continue a paused or interrupted run from its last checkpoint. Refused (exit 2) when
     the workspace, the request, the planner's inputs or the configuration changed, or when
     a checkpoint fails verification."""
-    from rich.console import Console
-
-    from tidegate.cli.render import ProgressPrinter
+    from tidegate.cli.render import ProgressPrinter, console
     from tidegate.flow.resume import resume_run
     from tidegate.store import StoreRecorder, resume_ticket
 
     store = _store(repo, state_root)
     ticket = resume_ticket(store, run_id)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = console(stderr=True)
     observer = None if as_json else ProgressPrinter(err)
     report = resume_run(ticket, StoreRecorder(store, task_id=ticket.task_id), observer)
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
     else:
         _print(report)
     raise typer.Exit(report.exit_code)
@@ -485,23 +479,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 130
     except typer.TyperException as exc:  # the CLI parser's usage errors
-        sys.stderr.write(f"tidegate: error: {exc.format_message()}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {exc.format_message()}") + "\n")
         return EXIT_USAGE
     except UsageError as exc:
-        sys.stderr.write(f"tidegate: error: {exc}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return EXIT_USAGE
     except PersistenceError as exc:
-        sys.stderr.write(f"tidegate: error: PERSISTENCE_ERROR: {exc}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: PERSISTENCE_ERROR: {exc}") + "\n")
         return 1
     except TidegateError as exc:
-        sys.stderr.write(f"tidegate: error: {exc}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return int(getattr(exc, "exit_code", 1))
     except Exception as exc:
         if not _is_validation_error(exc):
             raise
         first = exc.errors()[0]  # type: ignore[attr-defined]
         where = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(f"tidegate: error: {where}: {first['msg']}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {where}: {first['msg']}") + "\n")
         return EXIT_USAGE
     return result if isinstance(result, int) else 0
 

@@ -8,15 +8,16 @@ at a blocker); 2 usage error, malformed file (``file:line: ...``) or illegal tra
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tidegate.cli.output import dump_json
 from tidegate.errors import UsageError
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
+from tidegate.sanitize import sanitize
 
 if TYPE_CHECKING:
     from enum import Enum
@@ -80,9 +81,9 @@ def _failure(value: str | None) -> FailureType | None:
 
 
 def _out() -> Console:
-    from rich.console import Console  # rich is loaded by the commands that print with it
+    from tidegate.cli.render import console  # rich loads with the commands that print
 
-    return Console(highlight=False, soft_wrap=True, markup=False)
+    return console(markup=False)
 
 
 def _finish(outcome: Outcome) -> None:
@@ -115,7 +116,7 @@ def status(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
 
     state, action = ops.load(task_dir)
     if as_json:
-        sys.stdout.write(json.dumps(status_view(state, action), indent=2) + "\n")
+        sys.stdout.write(dump_json(status_view(state, action)) + "\n")
         return
     _print_status(state, action)
 
@@ -128,7 +129,7 @@ def next_(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
     _, action = ops.load(task_dir)
     if as_json:
         payload = {"kind": action.kind, "item": action.item, "text": action.text}
-        sys.stdout.write(json.dumps(payload) + "\n")
+        sys.stdout.write(dump_json(payload, indent=None) + "\n")
     else:
         _out().print(action.text)
     raise typer.Exit(1 if action.kind in ("blocked", "decide", "promote") else 0)
@@ -299,11 +300,9 @@ def run_(
         agent=agent,
         agent_model=agent_model,
     )
-    from rich.console import Console
+    from tidegate.cli.render import ProgressPrinter, console
 
-    from tidegate.cli.render import ProgressPrinter
-
-    observer = None if as_json else ProgressPrinter(Console(stderr=True, highlight=False))
+    observer = None if as_json else ProgressPrinter(console(stderr=True))
     runs = run_items(task_dir, options, all_items, observer)
     _print_runs(runs, as_json)
     raise typer.Exit(runs[-1].outcome.exit_code)
@@ -320,16 +319,14 @@ def _print_runs(runs: list[ItemRun], as_json: bool) -> None:
             }
             for r in runs
         ]
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        sys.stdout.write(dump_json(payload) + "\n")
         return
-    from rich.console import Console
-
-    from tidegate.cli.render import print_report
+    from tidegate.cli.render import console, print_report
 
     out = _out()
     for r in runs:
         if r.report is not None:
-            print_report(Console(highlight=False, soft_wrap=True), r.report)
+            print_report(console(), r.report)
         for line in r.outcome.lines:
             out.print(line)
 
@@ -359,7 +356,7 @@ def _print_status(state: TaskState, action: Action) -> None:
     for column in ("ID", "status", "retries", "assignee", "gate", "blocker", "evidence", "title"):
         table.add_column(column)
     for item in state.items:
-        table.add_row(
+        cells = (
             item.id,
             item.status.value,
             f"{item.retries}/{budget['retries_per_item']}",
@@ -369,6 +366,7 @@ def _print_status(state: TaskState, action: Action) -> None:
             ", ".join(item.evidence) or "-",
             item.title,
         )
+        table.add_row(*(sanitize(c) for c in cells))
     out.print(table)
     for key, title in (
         ("re_execution_conditions", "re-execution conditions"),

@@ -7,11 +7,11 @@ rich unless a recorded report is shown to a person.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tidegate.cli.output import dump_json, safe_line
 from tidegate.errors import UsageError
 from tidegate.store.state_root import read_all_run_stores, read_run_store
 from tidegate.store.views import run_row, run_view
@@ -26,7 +26,7 @@ same, so these lines read the same as before they stopped going through rich."""
 
 
 def _line(text: str) -> None:
-    sys.stdout.write(text.translate(_RICH_STRIPPED) + "\n")
+    safe_line(text.translate(_RICH_STRIPPED))
 
 
 def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bool) -> None:
@@ -44,7 +44,7 @@ def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bo
         reverse=True,
     )[:limit]
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(dump_json(rows) + "\n")
         return
     if not rows:
         _line("no recorded runs")
@@ -77,7 +77,7 @@ def show_run(run_id: str, repo: Path, state_root: str | None, as_json: bool, det
     view = run_view(store, run_id)
     if as_json:
         shown = view if detail or view["report"] is None else view["report"]
-        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+        sys.stdout.write(dump_json(shown) + "\n")
         return
     _print_view(view)
 
@@ -120,12 +120,13 @@ def _print_view(view: dict[str, Any]) -> None:
         after = f"after {r['after']}" if r["after"] else "at the start"
         _line(f"  resumable {after} of attempt {r['attempt']}: {r['command']}")
     if report is not None:
-        from rich.console import Console  # a person reads the report: rich renders it
-
-        from tidegate.cli.render import print_report
+        from tidegate.cli.render import (
+            console,  # a person reads the report: rich renders it
+            print_report,
+        )
 
         sys.stdout.flush()
-        print_report(Console(highlight=False, soft_wrap=True), report)
+        print_report(console(), report)
 
 
 def _report(data: dict[str, Any] | None) -> FlowReport | None:

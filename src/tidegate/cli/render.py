@@ -1,9 +1,16 @@
-"""Rendering for people: phase progress on stderr and the final report on stdout."""
+"""Rendering for people: phase progress on stderr and the final report on stdout.
+
+Everything the CLI prints goes through ``console()`` or ``dump_json()``: text is
+sanitised (``tidegate.sanitize``: secrets redacted, terminal control characters made
+visible), so a file name, a command's output or a model's words can neither leak a key
+onto the screen nor drive the terminal (clear it, move the cursor, write the clipboard).
+"""
 
 from __future__ import annotations
 
 import base64
 import os
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,9 +18,27 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from tidegate.cli.output import dump_json
 from tidegate.flow.modes import Phase
 from tidegate.flow.report import FlowReport, PhaseEvent
 from tidegate.pathtext import quote_path, visible
+from tidegate.sanitize import sanitize
+
+__all__ = ["ProgressPrinter", "SafeConsole", "console", "dump_json", "print_report"]
+
+
+class SafeConsole(Console):
+    """A rich Console whose ``print`` sanitises every string it is given (renderables such
+    as tables are built from sanitised cells by their callers)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(sanitize(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+def console(*, stderr: bool = False, markup: bool = True) -> Console:
+    """The console every command prints through."""
+    return SafeConsole(stderr=stderr, highlight=False, soft_wrap=True, markup=markup)
+
 
 _MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]"}
 
@@ -73,7 +98,7 @@ def print_report(console: Console, report: FlowReport) -> None:
             # Text, not a str: a name like "[bold]x" is a name, not markup.
             table.add_row(
                 f.action,
-                Text(_shown(f.path, f.path_bytes)),
+                Text(sanitize(_shown(f.path, f.path_bytes))),
                 (f.before_sha256 or "-")[:16],
                 (f.after_sha256 or "-")[:16],
             )

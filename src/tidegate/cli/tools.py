@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
+from tidegate.cli.render import console, dump_json
 from tidegate.errors import PersistenceError, UsageError
+from tidegate.sanitize import sanitize
 
 if TYPE_CHECKING:
     from tidegate.tools.executor import ToolExecutor
@@ -107,7 +108,7 @@ def open_cli_run(
     try:
         return open_tool_run(executor, kind, state_root, settings)
     except NotRecorded as exc:
-        sys.stderr.write(f"tidegate: note: not recording this run ({exc})\n")
+        sys.stderr.write(sanitize(f"tidegate: note: not recording this run ({exc})") + "\n")
         return None
 
 
@@ -166,7 +167,7 @@ def list_tools(
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
-    out = Console(highlight=False, soft_wrap=True)
+    out = console()
     for row in rows:
         label = f"  [{row['label']}]" if row["label"] else ""
         out.print(
@@ -264,9 +265,9 @@ def call_tool(
                 run.finish(persistence_error=None if failure is None else str(failure))
             except PersistenceError as exc:
                 failure = failure or exc
-    sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    sys.stdout.write(dump_json(result.to_json()) + "\n")
     if failure is not None:
-        sys.stderr.write(f"tidegate: error: PERSISTENCE_ERROR: {failure}\n")
+        sys.stderr.write(sanitize(f"tidegate: error: PERSISTENCE_ERROR: {failure}") + "\n")
         raise typer.Exit(1)
     if result.status == "pending_approval" and result.approval_request is not None:
         sys.stderr.write(

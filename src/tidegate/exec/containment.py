@@ -5,8 +5,10 @@ working directory is inside the workspace can still write anywhere its user can,
 backend confines it. Two backends exist:
 
 ``bubblewrap``
-    The whole filesystem is bound read-only (``--ro-bind / /``); only the policy's writable
-    paths and a private TMPDIR and HOME made for the call are bound writable. A ``.git``
+    The command sees an allowlisted view of the host (``tidegate.exec.view``), read-only:
+    the system directories, a few files of ``/etc``, and the Python installations and
+    toolchains it runs with; never HOME, ``/tmp`` or the state root. Into that view go the
+    policy's writable paths and a private TMPDIR and HOME made for the call. A ``.git``
     inside a writable path is bound read-only again, and so is every read-only overlay (the
     main work tree when the command runs in a shadow). Shares make a directory visible
     read-only at another place (ignored dependencies of the main tree inside the shadow).
@@ -18,7 +20,7 @@ backend confines it. Two backends exist:
     Nothing is confined: the command can write wherever tidegate's user can and reach the
     network. It is never called sandboxed.
 
-``probe()`` runs bubblewrap once with the same flags and checks from inside that ``/`` is
+``probe()`` runs bubblewrap once with the same view and checks from inside that ``/`` is
 read-only, that bwrap is pid 1, that only the loopback interface exists and that no
 capability is effective. A policy with ``required=True`` raises CapabilityMismatch before
 anything is spawned when that probe did not pass.
@@ -39,9 +41,11 @@ from pathlib import Path
 from typing import Literal
 
 from tidegate.errors import CapabilityMismatch
+from tidegate.exec.view import Bind, system_binds, toolchain_dirs
 
 Backend = Literal["bubblewrap", "none"]
 ContainmentMode = Literal["auto", "required", "none"]
+STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"  # as tidegate.store.state_root, not imported here
 BWRAP_ENV = "TIDEGATE_BWRAP"
 """Names the bubblewrap executable (default: ``bwrap`` on PATH)."""
 PROBE_TIMEOUT_S = 15.0
@@ -84,6 +88,14 @@ class ContainmentPolicy:
     """(source, target) pairs: ``source`` is made visible read-only at ``target``."""
     bwrap: str | None = None
     """The bubblewrap executable; None: ``$TIDEGATE_BWRAP`` or ``bwrap`` on PATH."""
+    executables: tuple[str, ...] = ()
+    """Programs the user's own command names by absolute path: their installations (a
+    venv and its base Python) are made visible read-only. Never from a model's command."""
+    hidden: tuple[Path, ...] = ()
+    """Paths the command must not see, besides the state root (always hidden)."""
+    masked: tuple[Path, ...] = ()
+    """Files inside the writable paths that the command sees empty and read-only (the
+    secret-shaped files of a workspace, for a model's command)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,10 @@ class ContainmentReport:
     """Read-only shares, as ``source -> target``."""
     private_dirs: tuple[str, ...] = ()
     """Environment variables pointed at directories private to the call (TMPDIR, HOME)."""
+    visible: tuple[str, ...] = ()
+    """Toolchain directories outside the system ones that the command could read."""
+    masked: tuple[str, ...] = ()
+    """Files the command saw empty (withheld secret-shaped files)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -113,6 +129,8 @@ class ContainmentReport:
             "readonly": list(self.readonly),
             "shared": list(self.shared),
             "private_dirs": list(self.private_dirs),
+            "visible": list(self.visible),
+            "masked": list(self.masked),
             "reason": self.reason,
         }
 
@@ -163,7 +181,8 @@ def probe(bwrap: str | None = None) -> ContainmentReport:
 @lru_cache(maxsize=8)
 def _probe_executable(exe: str) -> ContainmentReport:
     comm = os.path.basename(exe)[:15]  # what /proc/1/comm shows for bwrap as pid 1
-    argv = [exe, *_base_flags(network=False), "/bin/sh", "-c", _PROBE_SCRIPT, "probe", comm]
+    view = _flags(system_binds(network=False))
+    argv = [exe, *_base_flags(network=False), *view, "/bin/sh", "-c", _PROBE_SCRIPT, "probe", comm]
     try:
         res = subprocess.run(
             argv,
@@ -185,8 +204,8 @@ def _probe_executable(exe: str) -> ContainmentReport:
         verified=True,
         network=False,
         writable=(),
-        reason=f"{exe} {_version(exe)}: read-only /, private pid and network namespaces, "
-        "no capabilities (probed)",
+        reason=f"{exe} {_version(exe)}: read-only allowlisted view of /, private pid and "
+        "network namespaces, no capabilities (probed)",
     )
 
 
@@ -202,7 +221,25 @@ def _base_flags(*, network: bool) -> list[str]:
     flags = ["--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
     if not network:
         flags.append("--unshare-net")
-    return [*flags, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    return [*flags, "--dev", "/dev", "--proc", "/proc"]
+
+
+def _flags(binds: list[Bind]) -> list[str]:
+    """Mount flags for ``binds``, then the root made read-only (after the last mount point
+    was created in it)."""
+    out: list[str] = []
+    for flag, src, dest in binds:
+        out += [flag, dest] if flag in ("--tmpfs", "--remount-ro") else [flag, src, dest]
+    return [*out, "--remount-ro", "/"]
+
+
+def hidden_paths(extra: tuple[Path, ...] = ()) -> list[str]:
+    """What no command may see: the state root (``$TIDEGATE_STATE_ROOT`` and the default
+    location), where the run records and the key that signs them live, and ``extra``."""
+    import platformdirs
+
+    found = [os.environ.get(STATE_ROOT_ENV), platformdirs.user_state_dir("tidegate")]
+    return [os.path.realpath(p) for p in (*found, *extra) if p]
 
 
 @dataclass
@@ -215,8 +252,11 @@ class Launch:
 
 
 @contextmanager
-def launch(policy: ContainmentPolicy | None, cwd: Path) -> Iterator[Launch]:
+def launch(
+    policy: ContainmentPolicy | None, cwd: Path, *, path: str | None = None
+) -> Iterator[Launch]:
     """Prepare containment for one command in ``cwd``; clean its private dirs afterwards.
+    ``path``: the command's PATH, whose toolchains outside HOME it may read.
 
     Raises CapabilityMismatch (nothing spawned, nothing created) when the policy requires
     containment and bubblewrap is missing or failed its probe.
@@ -234,37 +274,46 @@ def launch(policy: ContainmentPolicy | None, cwd: Path) -> Iterator[Launch]:
     assert exe is not None  # the probe just found it
     private = Path(tempfile.mkdtemp(prefix="tidegate-sandbox-"))
     try:
-        yield _bubblewrap(exe, policy, cwd, private, found.reason)
+        yield _bubblewrap(exe, policy, cwd, private, found.reason, path)
     finally:
         _remove_tree(private)
 
 
 def _bubblewrap(
-    exe: str, policy: ContainmentPolicy, cwd: Path, private: Path, probed: str
+    exe: str, policy: ContainmentPolicy, cwd: Path, private: Path, probed: str, path: str | None
 ) -> Launch:
     tmp, home = private / "tmp", private / "home"
     tmp.mkdir()
     home.mkdir()
     writable = [_real(p) for p in policy.writable]
-    for path in writable:
-        if not os.path.isdir(path):
-            raise ValueError(f"writable path {path} is not a directory")
+    for place in writable:
+        if not os.path.isdir(place):
+            raise ValueError(f"writable path {place} is not a directory")
     readonly = [_real(p) for p in policy.readonly_overlays if os.path.lexists(p)]
     readonly += [
         os.path.join(w, ".git") for w in writable if os.path.lexists(os.path.join(w, ".git"))
     ]
-    binds: list[tuple[str, str, str]] = [("--bind", p, p) for p in writable]
+    hidden = hidden_paths(policy.hidden)
+    tools = toolchain_dirs(path, policy.executables, home=os.environ.get("HOME"), hidden=hidden)
+    binds = system_binds(network=policy.network)
+    binds += [("--ro-bind", p, p) for p in tools]
+    binds += [("--bind", p, p) for p in writable]
     binds.append(("--bind", str(private), str(private)))  # one mount for TMPDIR and HOME
     binds += [("--ro-bind", p, p) for p in dict.fromkeys(readonly)]
     shared = []
     for source, target in policy.shares:
         binds.append(("--ro-bind", _real(source), _real(target)))
         shared.append(f"{source} -> {target}")
+    binds += [("--ro-bind", "/dev/null", _real(p)) for p in policy.masked if os.path.isfile(p)]
+    # A hidden path inside something bound (the state root in a writable tree) is covered
+    # by an empty read-only tmpfs.
+    sources = [src for flag, src, _ in binds if flag != "--symlink"]
+    for secret in hidden:
+        if any(_within(secret, src) for src in sources) and os.path.isdir(secret):
+            binds += [("--tmpfs", "", secret), ("--remount-ro", "", secret)]
     # Deeper mount points go later so that they win over the trees that contain them.
     binds.sort(key=lambda b: len(Path(b[2]).parts))
-    argv = [exe, *_base_flags(network=policy.network)]
-    for flag, src, dest in binds:
-        argv += [flag, src, dest]
+    argv = [exe, *_base_flags(network=policy.network), *_flags(binds)]
     argv += ["--chdir", _real(cwd), "--"]
     env = {"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp), "HOME": str(home)}
     report = ContainmentReport(
@@ -274,10 +323,16 @@ def _bubblewrap(
         writable=tuple(writable),
         readonly=tuple(dict.fromkeys(readonly)),
         shared=tuple(shared),
+        masked=tuple(_real(p) for p in policy.masked if os.path.isfile(p)),
         private_dirs=("TMPDIR", "HOME"),
+        visible=tuple(tools),
         reason=probed,
     )
     return Launch(argv, env, report)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _real(path: Path | str) -> str:

@@ -35,10 +35,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, Protocol
 
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
+from tidegate.exec.environment import command_environment, without_secrets
 from tidegate.exec.interpreter import host_interpreter
 
 SHELL = ("/bin/sh", "-c")
@@ -103,6 +104,14 @@ class CommandResult:
     @property
     def combined_tail(self) -> str:
         return "\n".join(t for t in (self.stdout_tail, self.stderr_tail) if t)
+
+
+class SpawnHook(Protocol):
+    """What goes in front of the command's argv (and of bubblewrap's) to capture its
+    effects (``tools/capture.py``: ``nsenter`` into the namespace of the command's
+    overlay); an empty list runs the command as is."""
+
+    def launcher(self, cwd: Path) -> list[str]: ...
 
 
 def shell_argv(command: str) -> list[str]:
@@ -172,13 +181,22 @@ def run_command(
     stderr_limit: int = TAIL_BYTES,
     spill_limit: int = SPILL_BYTES,
     workspace: Path | None = None,
+    spawn_hook: SpawnHook | None = None,
+    passthrough: tuple[str, ...] = (),
+    credentials: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
+
+    The command's environment: ``env`` as the caller built it, or by default the
+    allowlisted part of tidegate's own plus the ``passthrough`` names; never a
+    secret-shaped variable (``tidegate.exec.environment``). Contained, its HOME and
+    TMPDIR are private.
 
     ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
     None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
     raises CapabilityMismatch before spawning when the policy requires containment and it
-    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``.
+    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``. ``spawn_hook``:
+    see ``SpawnHook``.
     """
     argv = list(argv)
     if workspace is not None:
@@ -188,7 +206,9 @@ def run_command(
     reason: StopReason = "timeout"
     if deadline is not None and deadline < end:
         end, reason = deadline, "deadline"
-    with launch(containment, cwd) as sandbox:
+    hooked = spawn_hook.launcher(cwd) if spawn_hook is not None else []
+    base = command_environment(None, passthrough) if env is None else without_secrets(env)
+    with launch(containment, cwd, path=base.get("PATH")) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
         err_path = spill_dir / f"{label}.stderr"
@@ -203,19 +223,10 @@ def run_command(
             elif time.monotonic() >= end:
                 stop = reason
             else:
-                child_env = None  # inherit, without copying os.environ
-                if env is not None or sandbox.env:
-                    child_env = {**(env if env is not None else os.environ), **sandbox.env}
-                proc = subprocess.Popen(
-                    [*sandbox.prefix, *argv],
-                    cwd=cwd,
-                    env=child_env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    bufsize=0,
-                )
+                # ``credentials``: the one key a caller hands to this command on purpose
+                # (an agent CLI's model key), past the secret filter and never recorded.
+                child_env = {**base, **sandbox.env, **(credentials or {})}
+                proc = _spawn([*hooked, *sandbox.prefix, *argv], cwd, child_env)
                 stop, stray = _supervise(proc, (out, err), end, reason, cancel)
                 exit_code = None if stop else proc.returncode
     duration = time.monotonic() - start
@@ -239,7 +250,20 @@ def run_command(
         stderr_bytes=err.total,
         spill_limit=spill_limit,
         stray_output=stray,
-        launcher=tuple(sandbox.prefix),
+        launcher=(*hooked, *sandbox.prefix),
+    )
+
+
+def _spawn(argv: list[str], cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        bufsize=0,
     )
 
 

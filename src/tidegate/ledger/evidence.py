@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 from tidegate.ledger.claims import quotes_agent
 from tidegate.ledger.errors import EvidenceRejected
 from tidegate.ledger.model import EvidenceKind, Verdict
+from tidegate.sanitize import sanitize
 
 _COMMAND = re.compile(r"^(?P<cmd>.+?)\s*\(exit(?: code)?\s+(?P<code>-?\d+)\)\s*$")
 _PREFIX = re.compile(r"^(?P<kind>[a-z]+):\s*(?P<rest>.*)$", re.DOTALL)
@@ -154,21 +155,22 @@ def _command(rest: str) -> Draft:
 def attested_command(command: str, exit_code: int | None, output: bytes, tail: str) -> Draft:
     """Evidence for a command tidegate ran itself. The fingerprint covers the exit code and
     the output with durations, timestamps and addresses blanked, so a blind rerun is the
-    same evidence while a changed result is new."""
+    same evidence while a changed result is new. What is written (command, output tail) is
+    sanitised: secrets redacted, terminal controls made visible."""
     normalised = _DURATION.sub("#", output.decode("utf-8", "replace"))
     digest = hashlib.sha256(output).hexdigest()
     shown = "timeout" if exit_code is None else str(exit_code)
     lines = [
         "- run by tidegate (host-attested)",
-        f"- command: `{command}`",
+        f"- command: `{sanitize(command)}`",
         f"- exit: {shown}",
         f"- output sha256: {digest}",
-        *_fenced(tail),
+        *_fenced(sanitize(tail)),
     ]
     return Draft(
         EvidenceKind.COMMAND,
         exit_code == 0,
-        f"command: {command} (exit {shown}) [attested, output sha256 {digest[:12]}]",
+        f"command: {sanitize(command)} (exit {shown}) [attested, output sha256 {digest[:12]}]",
         fingerprint("command", command, shown, normalised),
         tuple(lines),
     )

@@ -136,9 +136,14 @@ def _drive(
     from tidegate.exec.terminal import Terminal, TerminalLimits
 
     flow = contract.interactive
-    policy = ContainmentPolicy(required=False, network=True, writable=(home,))
+    policy = ContainmentPolicy(
+        required=False,
+        network=True,
+        writable=(home,),
+        executables=(os.path.realpath(argv[0]),),
+    )
     limits = TerminalLimits(deadline_s=startup_timeout_s + completion_timeout_s + 30)
-    with launch(policy, cwd) as sandbox:
+    with launch(policy, cwd, path=env.get("PATH")) as sandbox:
         audit.containment = sandbox.report.backend
         full_env = {**env, **sandbox.env, "HOME": str(home)}
         try:

@@ -80,10 +80,10 @@ def planner_for(
         if request.model or request.planner != "structured":
             raise UsageError("give one of --agent, --model and --planner")
         return agent_planner(request, recorder)
-    settings = None
-    if request.model:
-        settings = (config or load_config(discover(request.repo).root)).model
-    return make_planner(
+    if request.model and config is None:
+        config = load_config(discover(request.repo).root)
+    settings = config.model if (config is not None and request.model) else None
+    planner = make_planner(
         request.planner,
         request.objective,
         request.objective_base,
@@ -97,6 +97,9 @@ def planner_for(
         env=env,
         model_settings=settings,
     )
+    if config is not None and hasattr(planner, "readable_secrets"):
+        planner.readable_secrets = config.tools.readable_secrets
+    return planner
 
 
 def agent_planner(request: RunRequest, recorder: Any = None) -> Planner:

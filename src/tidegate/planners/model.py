@@ -61,7 +61,7 @@ from tidegate.tools.effects import PROFILE_SHA256
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, TaskMode
 from tidegate.validate.edit_blocks import EditBlockError, apply_edit_blocks, parse_edit_blocks
-from tidegate.workspace.port import WorkspacePort
+from tidegate.workspace.port import SecretFiles, WorkspacePort
 
 MAX_GOAL_CHARS = 20_000
 MAX_FEEDBACK_CHARS = 8_000
@@ -99,11 +99,14 @@ line: `- error|warning|info PATH:LINE: message` (leave out PATH:LINE when there 
 location). Report only what you observed."""
 
 
-def read_only_executor(root: Path, *, validation_command: str | None = None) -> ToolExecutor:
+def read_only_executor(
+    root: Path, *, validation_command: str | None = None, readable_secrets: tuple[str, ...] = ()
+) -> ToolExecutor:
     """An executor over ``root`` that holds only the read-only tool set: read-only task
-    mode, writes denied, no network, plan notes under ``.tidegate/plans/``."""
+    mode, writes denied, no network, plan notes under ``.tidegate/plans/``; secret-shaped
+    files withheld except ``readable_secrets``."""
     context = ToolContext(
-        workspace=WorkspacePort(root),
+        workspace=WorkspacePort(root, secrets=SecretFiles(readable_secrets)),
         mode=TaskMode.REVIEW,
         approval_profile=ApprovalProfile.BALANCED,
         network="denied",
@@ -146,6 +149,8 @@ class ModelPlanner:
     history: list[PhaseRecord] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
     """Told, as they happen, about the tool calls the model makes (for live output)."""
+    readable_secrets: tuple[str, ...] = ()
+    """Secret-shaped files the user lets the model read (``[tool.tidegate.tools]``)."""
 
     def __post_init__(self) -> None:
         self.name = f"model:{self.model.identity.label}"
@@ -162,7 +167,8 @@ class ModelPlanner:
 
     def patch(self, request: PlanRequest, plan: Plan, tree: TreeView) -> Proposal:
         brief = PATCH_BRIEF + f"\n\nThe plan:\n{plan.summary.strip()}\n" + _context(request)
-        outcome, _ = self._run("PATCH", request, tree, brief, _change_set_check(tree))
+        check = _change_set_check(tree, SecretFiles(self.readable_secrets))
+        outcome, _ = self._run("PATCH", request, tree, brief, check)
         proposal = parse_change_set(outcome.text)
         if proposal is None:
             # Retryable: the next attempt is told why. The transaction stops anyway if the
@@ -197,7 +203,11 @@ class ModelPlanner:
                 "the model planner needs a tree view of a real directory (the shadow worktree)",
                 retryable=False,
             )
-        with read_only_executor(root, validation_command=self.validation_command) as executor:
+        with read_only_executor(
+            root,
+            validation_command=self.validation_command,
+            readable_secrets=self.readable_secrets,
+        ) as executor:
             session = AgentSession.start(
                 model=self.model,
                 executor=executor,
@@ -296,8 +306,10 @@ def parse_change_set(text: str) -> Proposal | None:
     return Proposal(diff=body if body.endswith("\n") else body + "\n")
 
 
-def _change_set_check(tree: TreeView) -> Callable[[str], str | None]:
-    """A repair request for an answer VALIDATE would refuse outright, else None."""
+def _change_set_check(tree: TreeView, secrets: SecretFiles) -> Callable[[str], str | None]:
+    """A repair request for an answer VALIDATE would refuse outright, else None. Blocks on
+    a withheld (secret-shaped) file are refused before they are matched: a failed match
+    quotes the file's nearest lines, which would hand the model its content."""
 
     def check(text: str) -> str | None:
         proposal = parse_change_set(text)
@@ -309,7 +321,13 @@ def _change_set_check(tree: TreeView) -> Callable[[str], str | None]:
         if proposal.search_replace is None:
             return None
         try:
-            apply_edit_blocks(parse_edit_blocks(proposal.search_replace), tree.read_bytes)
+            blocks = parse_edit_blocks(proposal.search_replace)
+            if withheld := sorted({b.path for b in blocks if secrets.withheld(b.path)}):
+                return (
+                    f"{', '.join(withheld)}: secret-shaped file(s), withheld from you; "
+                    "leave them out of the change."
+                )
+            apply_edit_blocks(blocks, tree.read_bytes)
         except EditBlockError as exc:
             return (
                 "Your SEARCH/REPLACE blocks do not apply to the files as they are now:\n"

@@ -188,12 +188,17 @@ class EntryStateModel(_Frozen):
 
     kind: Literal["missing", "file", "dir", "symlink", "special"]
     sha256: str | None
+    mode: str | None = Field(default=None, pattern=r"^0[0-7]{3,4}$")
+    """Permission bits in octal (``"0644"``) of a file or directory, when the observation
+    records them (command effects do); absent otherwise."""
 
     @model_validator(mode="after")
     def _hash_matches_kind(self) -> EntryStateModel:
         hashed = self.kind in ("file", "symlink", "special")
         if hashed != (self.sha256 is not None):
             raise ValueError(f"a {self.kind} state {'needs' if hashed else 'has no'} hash")
+        if self.mode is not None and self.kind not in ("file", "dir"):
+            raise ValueError(f"a {self.kind} state has no permission bits")
         return self
 
 

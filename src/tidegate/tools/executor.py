@@ -95,6 +95,7 @@ class _Observation:
     paths: dict[str, Any] = dataclasses.field(default_factory=dict)
     """EntryState of the target and of each of its parent directories."""
     inventory: Any = None  # fingerprint.Inventory
+    capture: Any = None  # capture.CommandCapture (command.run: overlay or exact inventory)
 
     @property
     def target_state(self) -> Any:
@@ -141,6 +142,9 @@ class ToolExecutor:
         self._calls = 0
         self._baseline: Any = None  # inventory kept while command sessions run
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.last_capture: Any = None
+        """How the last command.run's effects were captured (``capture.CaptureResult``:
+        method, reason, changes), for reports and tests."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -464,7 +468,12 @@ class ToolExecutor:
                 )
         self._record_start(call, spec, args)
         dispatch = Dispatch(
-            call.call_id, self.context, self.registry, self.sessions, self.scratch_dir
+            call.call_id,
+            self.context,
+            self.registry,
+            self.sessions,
+            self.scratch_dir,
+            spawn_hook=before.capture,
         )
         outcome: AdapterResult | ToolFailure | None = None
         thrown: Exception | None = None
@@ -481,6 +490,9 @@ class ToolExecutor:
                 raise _Unknown(
                     f"the workspace could not be observed after dispatch: {exc}"
                 ) from exc
+            finally:
+                if before.capture is not None:
+                    before.capture.close()
             observed = Effects(write=tuple(writes), derived=tuple(derived))
             if config_before is not None and (
                 changed := config_change(config_before, config_snapshot(self.context.root))
@@ -520,6 +532,7 @@ class ToolExecutor:
                 raise ToolFailure("path_refused", str(exc), details={"reason": exc.reason}) from exc
             return _Observation(target=str(rel), paths=states)
         if spec.capture == "inventory":
+            from tidegate.tools.capture import CaptureUnavailable, CommandCapture
             from tidegate.workspace.fingerprint import take_inventory
 
             if self._baseline is not None:
@@ -527,8 +540,15 @@ class ToolExecutor:
                 # what it wrote in between is not lost
                 return _Observation(inventory=self._baseline)
             try:
+                if self._overlay_capturable(spec) and not self.sessions.any_running:
+                    try:
+                        return _Observation(capture=CommandCapture.start(self.context.root))
+                    except CaptureUnavailable as exc:  # required and unusable: nothing ran
+                        raise ToolFailure("capture_unavailable", str(exc), retryable=False) from exc
                 return _Observation(
-                    inventory=take_inventory(self.context.root, view=self.context.git_view)
+                    inventory=take_inventory(
+                        self.context.root, exact=True, view=self.context.git_view
+                    )
                 )
             except OSError as exc:
                 raise ToolFailure(
@@ -537,6 +557,15 @@ class ToolExecutor:
                     retryable=False,
                 ) from exc
         return _Observation()
+
+    def _overlay_capturable(self, spec: ToolSpec) -> bool:
+        """Only the host's own command.run adapter writes nothing but through the command
+        it spawns (with the capture's hook); any other adapter could write the workspace
+        itself, past an overlay, so its effects come from inventories."""
+        from tidegate.tools.adapters.command import CommandRun
+
+        adapter = self.registry.adapters[spec.tool_id]
+        return type(adapter) is CommandRun and adapter.label is None
 
     def _after(self, before: _Observation) -> tuple[list[WriteEffect], list[DerivedMutation]]:
         if before.target is not None:
@@ -548,15 +577,23 @@ class ToolExecutor:
                     self._patch_baseline(path, after)
                     writes.append(_write(path, before.paths[path], after))
             return writes, []
+        if before.capture is not None:
+            captured = self.last_capture = before.capture.finish()
+            writes = [_write(c.path, c.before, c.after, c.before_mode, c.after_mode)
+                      for c in captured.changes]  # fmt: skip
+            derived = [DerivedMutation(path=d.path, before=d.before, after=d.after)
+                       for d in captured.derived]  # fmt: skip
+            return writes, derived
         if before.inventory is not None:
             from tidegate.workspace.fingerprint import diff_inventory, take_inventory
 
             after_inv = take_inventory(
-                self.context.root, previous=before.inventory, view=self.context.git_view
+                self.context.root, previous=before.inventory, exact=True, view=self.context.git_view
             )
             changes, derived_dirs = diff_inventory(before.inventory, after_inv)
             self._baseline = after_inv if self.sessions.any_running else None
-            writes = [_write(c.path, c.before, c.after) for c in changes]
+            writes = [_write(c.path, c.before, c.after, c.before_mode, c.after_mode)
+                      for c in changes]  # fmt: skip
             derived = [
                 DerivedMutation(
                     path=d,
@@ -573,11 +610,18 @@ class ToolExecutor:
         if self._baseline is None:
             return
         entries = dict(self._baseline.entries)
+        modes = dict(self._baseline.modes)
         if state.kind == "missing":
             entries.pop(path, None)
         else:
             entries[path] = state
-        self._baseline = dataclasses.replace(self._baseline, entries=entries)
+        modes.pop(path, None)
+        if state.kind in ("file", "dir"):  # exact inventories record their permission bits
+            import os
+            import stat
+
+            modes[path] = stat.S_IMODE(os.lstat(self.context.root / path).st_mode)
+        self._baseline = dataclasses.replace(self._baseline, entries=entries, modes=modes)
 
     def _success(
         self,
@@ -750,12 +794,22 @@ def _canonical(root: Path, rel: PurePosixPath) -> PurePosixPath:
         return where.rel
 
 
-def _write(path: str, before: Any, after: Any) -> WriteEffect:
+def _write(
+    path: str,
+    before: Any,
+    after: Any,
+    before_mode: int | None = None,
+    after_mode: int | None = None,
+) -> WriteEffect:
     return WriteEffect(
         path=path,
-        before=EntryStateModel(kind=before.kind, sha256=before.sha256),
-        after=EntryStateModel(kind=after.kind, sha256=after.sha256),
+        before=EntryStateModel(kind=before.kind, sha256=before.sha256, mode=_octal(before_mode)),
+        after=EntryStateModel(kind=after.kind, sha256=after.sha256, mode=_octal(after_mode)),
     )
+
+
+def _octal(mode: int | None) -> str | None:
+    return None if mode is None else f"{mode:04o}"
 
 
 def _ask_within(

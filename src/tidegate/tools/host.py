@@ -50,7 +50,7 @@ def open_executor(
     """An executor with every available tool active, for an operator-driven session."""
     from tidegate.config import load_policy
     from tidegate.store.state_root import resolve_state_root
-    from tidegate.workspace.port import WorkspacePort
+    from tidegate.workspace.port import SecretFiles, WorkspacePort
 
     profile = ApprovalProfile(_choice(approval, PROFILES, "--approval"))
     task_mode = TaskMode(_choice(mode, MODES, "--mode"))
@@ -61,12 +61,14 @@ def open_executor(
     root = workspace.resolve()
     # The user's protected paths, read once as the session starts; nothing a call writes
     # changes them for this session (and tidegate's configuration is not writable by calls).
-    protected = load_policy(root).config.validate_.protected
+    policy = load_policy(root).config
+    protected = policy.validate_.protected
     state = resolve_state_root(state_root, root)
     identity = hashlib.sha256(str(root).encode()).hexdigest()[:12]
     tool_state = state / "tools" / f"{root.name}-{identity}"
+    readable = policy.tools.readable_secrets
     context = ToolContext(
-        workspace=WorkspacePort(root),
+        workspace=WorkspacePort(root, secrets=SecretFiles(readable)),
         mode=task_mode,
         approval_profile=profile,
         network=net,

@@ -19,6 +19,13 @@ fingerprint -- never a content hash, because such a directory is not evidence a 
 can verify byte by byte. File hashes are reused across inventories while a file's
 ``lstat`` signature is unchanged (the same racy-timestamp rule as git's: a file touched
 within the last two seconds is hashed again).
+
+``take_inventory(root, exact=True)`` is the inventory command effects are attested from
+when no overlay captured them (``tools/capture.py``): it ignores no path -- ignored files
+and nested repositories' ``.git`` directories included, only the root's own ``.git`` (git's
+database, read-only under containment) and derived directories (summarised) are left
+out -- and records the permission bits of files and directories, so a ``.gitignore``
+written by the command hides nothing and a ``chmod`` is a change.
 """
 
 from __future__ import annotations
@@ -156,6 +163,8 @@ class Inventory:
     ignored: tuple[str, ...] = ()
     not_descended: tuple[str, ...] = ()
     root: str = field(default="", compare=False)
+    modes: Mapping[str, int] = field(default_factory=dict)
+    """Permission bits of files and directories (exact inventories only)."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +172,9 @@ class InventoryChange:
     path: str
     before: EntryState
     after: EntryState
+    before_mode: int | None = None
+    """Permission bits before (files and directories, when the observation records them)."""
+    after_mode: int | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "before": self.before.to_json(), "after": self.after.to_json()}
@@ -175,17 +187,21 @@ def take_inventory(
     previous: Inventory | None = None,
     derived_max_entries: int = DERIVED_MAX_ENTRIES,
     view: ViewChoice = Discover.NOW,
+    exact: bool = False,
 ) -> Inventory:
     """Observe the workspace at ``root`` now.
 
     With ``previous``, paths it held that are now ignored are still observed directly, so
     a command that adds a file it changed to ``.gitignore`` cannot hide the change.
     ``view``: the git work tree pinned when the workspace was first seen (None: none).
+    ``exact``: ignore rules do not apply, nested ``.git`` directories are walked and
+    permission bits recorded (see the module doc).
     """
     view = chosen_view(root, view)
-    ignores = load_ignores(root, view)
-    scan = _Scan(ignores, frozenset(derived_dirs))
+    ignores = IgnoreRules(git=False) if exact else load_ignores(root, view)
+    scan = _Scan(ignores, frozenset(derived_dirs), exact)
     entries: dict[str, EntryState] = {}
+    modes: dict[str, int] = {}
     derived: dict[str, str] = {}
     not_descended: list[str] = []
     started = time.time_ns()
@@ -197,6 +213,8 @@ def take_inventory(
             with closing(walk):
                 for item in walk:
                     mode = item.st.st_mode
+                    if exact and (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                        modes[item.rel] = stat.S_IMODE(mode)
                     if stat.S_ISDIR(mode):
                         entries[item.rel] = DIRECTORY
                         if not item.descended:
@@ -213,14 +231,18 @@ def take_inventory(
         tracked = holding_tracked(view, scan.candidates) if view is not None else set()
 
         def plain(rel: str, is_dir: bool) -> bool:
+            if exact:
+                return rel == ALWAYS_EXCLUDED
             return rel.rpartition("/")[2] == ALWAYS_EXCLUDED or ignores.ignored(rel, is_dir)
 
         for rel in scan.candidates:
             if rel in tracked:
                 entries[rel] = DIRECTORY
+                if exact:
+                    modes[rel] = stat.S_IMODE(handle_mode(handle, rel))
                 observe(PurePosixPath(rel), plain)
             else:
-                derived[rel] = _derived_fingerprint(handle, rel, derived_max_entries)
+                derived[rel] = derived_fingerprint(handle, rel, derived_max_entries)
         if previous is not None:
             for rel in previous.entries:
                 if rel not in entries and not _under_any(rel, derived):
@@ -233,17 +255,24 @@ def take_inventory(
         ignored=tuple(ignores.described()),
         not_descended=tuple(not_descended),
         root=str(root),
+        modes=dict(sorted(modes.items())),
     )
+
+
+def handle_mode(handle: RootHandle, rel: str) -> int:
+    """``st_mode`` of the directory ``rel`` below the handle's root (not followed)."""
+    return os.lstat(handle.real_root / rel).st_mode
 
 
 def diff_inventory(before: Inventory, after: Inventory) -> tuple[list[InventoryChange], list[str]]:
     """Typed changes in sorted path order, and the derived dirs whose fingerprint changed
     (appeared, disappeared or differs)."""
-    changes = [
-        InventoryChange(path, b, a)
-        for path in sorted(set(before.entries) | set(after.entries))
-        if (b := before.entries.get(path, MISSING)) != (a := after.entries.get(path, MISSING))
-    ]
+    changes = []
+    for path in sorted(set(before.entries) | set(after.entries)):
+        b, a = before.entries.get(path, MISSING), after.entries.get(path, MISSING)
+        bm, am = before.modes.get(path), after.modes.get(path)
+        if b != a or bm != am:
+            changes.append(InventoryChange(path, b, a, bm, am))
     derived = sorted(
         rel
         for rel in set(before.derived) | set(after.derived)
@@ -260,11 +289,12 @@ class _Scan:
 
     ignores: IgnoreRules
     derived_names: frozenset[str]
+    exact: bool = False
     candidates: list[str] = field(default_factory=list)
 
     def skip(self, rel: str, is_dir: bool) -> bool:
         name = rel.rpartition("/")[2]
-        if name == ALWAYS_EXCLUDED:
+        if rel == ALWAYS_EXCLUDED or (name == ALWAYS_EXCLUDED and not self.exact):
             return True
         if is_dir and name in self.derived_names:
             self.candidates.append(rel)
@@ -317,7 +347,7 @@ def _file_state(
     return state
 
 
-def _derived_fingerprint(handle: RootHandle, rel: str, max_entries: int) -> str:
+def derived_fingerprint(handle: RootHandle, rel: str, max_entries: int) -> str:
     """Metadata of a derived directory's entries (path, type, size, mtime, inode, link
     target), bounded by ``max_entries``; never file contents."""
     digest = hashlib.sha256(b"tidegate-derived/1\0")

@@ -15,6 +15,9 @@ Every workspace tool goes through a ``WorkspacePort``. What it guarantees:
   and renamed into place; a file is never rewritten in place. A hard-linked file therefore
   gets a new inode at this path while its other names keep the old content -- nothing
   outside the root is ever written through a hard link.
+* **Secrets withheld.** Secret-shaped files (``secret_files``: ``.env``, private keys,
+  ``.npmrc``...) are not read, edited or searched, and listings name them only under
+  ``excluded``, unless the user allows them (``SecretFiles.allowed``).
 * **Bounds.** Reads, listings, globs and greps stop at configured limits, say so
   (``truncated``) and return an opaque cursor to continue. Traversals skip ``.git`` and,
   unless asked, what git ignores; what they skipped is disclosed in ``excluded``.
@@ -36,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from tidegate.workspace.confine import PathRefused, Resolved, RootHandle
+from tidegate.workspace.confine import PathRefused, Resolved, RootHandle, check_relative
 from tidegate.workspace.ignores import GitView, git_view
 from tidegate.workspace.port_commit import Committer, RootLock
 from tidegate.workspace.port_errors import (
@@ -46,6 +49,7 @@ from tidegate.workspace.port_errors import (
     NotAFile,
     NotUtf8,
     PathNotFound,
+    SecretWithheld,
     StalePrecondition,
     TooLarge,
     WorkspaceError,
@@ -64,6 +68,7 @@ from tidegate.workspace.port_results import (
     WorkspaceLimits,
 )
 from tidegate.workspace.port_search import Search
+from tidegate.workspace.secret_files import SecretFiles
 from tidegate.workspace.states import EntryState
 
 __all__ = [
@@ -82,6 +87,8 @@ __all__ = [
     "PathRefused",
     "Precondition",
     "ReadResult",
+    "SecretFiles",
+    "SecretWithheld",
     "StalePrecondition",
     "TooLarge",
     "WorkspaceError",
@@ -93,10 +100,16 @@ __all__ = [
 class WorkspacePort:
     """Confined, bounded, preconditioned operations on the workspace at ``root``."""
 
-    def __init__(self, root: Path, limits: WorkspaceLimits | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        limits: WorkspaceLimits | None = None,
+        secrets: SecretFiles | None = None,
+    ) -> None:
         self._handle = RootHandle(root)
         self.root = self._handle.root
         self.limits = limits or WorkspaceLimits()
+        self.secrets = secrets or SecretFiles()
         self._lock = RootLock.of(str(self._handle.real_root))
         self._finalizer = weakref.finalize(self, RootHandle.close, self._handle)
         self._git_checked = False
@@ -126,7 +139,7 @@ class WorkspacePort:
         return self._handle.state(path)
 
     def read(self, path: str, *, start_line: int = 1, max_lines: int | None = None) -> ReadResult:
-        return read_file(self._handle, self.limits, path, start_line, max_lines)
+        return read_file(self._handle, self.limits, path, start_line, max_lines, self.secrets)
 
     def list(
         self,
@@ -217,7 +230,9 @@ class WorkspacePort:
     ) -> Mutation:
         """Replace ``old`` with ``new`` in the UTF-8 text file at ``path``, whose content
         hash must still be ``expect``. ``old`` must occur exactly once unless
-        ``replace_all``. A file in CRLF form also matches ``old`` written with LF."""
+        ``replace_all``. A file in CRLF form also matches ``old`` written with LF.
+        A withheld (secret-shaped) file is refused: edits would reveal its content."""
+        self._refuse_secret(path)
         return self._committer().edit(
             path, old=old, new=new, expect=expect, replace_all=replace_all
         )
@@ -235,11 +250,24 @@ class WorkspacePort:
         """The commit step of a replace, without the lock (tests race it directly)."""
         return self._committer().replace(where, path, expect, transform)
 
+    def _refuse_secret(self, path: str) -> None:
+        """SecretWithheld when ``path`` resolves to a withheld file (a missing one is left
+        for the operation to report)."""
+        try:
+            where = self._handle.resolve(check_relative(path), follow_final=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        try:
+            if self.secrets.withheld(where.rel):
+                raise SecretWithheld(path)
+        finally:
+            where.close()
+
     def _committer(self) -> Committer:
         return Committer(self._handle, self.limits, self._lock)
 
     def _search(self) -> Search:
-        return Search(self._handle, self.limits, self.git_view)
+        return Search(self._handle, self.limits, self.git_view, self.secrets)
 
     def git_view(self) -> GitView | None:
         """The git work tree of this root as first seen (None: not in one), pinned: later

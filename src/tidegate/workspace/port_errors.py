@@ -12,6 +12,7 @@ Every ``WorkspaceError`` means nothing was changed; ``BadQuery`` is a caller mis
     |   +-- NotUtf8             a text operation met bytes that are not UTF-8
     |   +-- EditNotApplicable   not found, ambiguous, or no change
     |   +-- TooLarge
+    |   +-- SecretWithheld      a secret-shaped file (``secret_files``) the user did not allow
     UsageError
     +-- BadQuery                a malformed precondition, pattern, regex or cursor
 
@@ -32,6 +33,7 @@ __all__ = [
     "NotAFile",
     "NotUtf8",
     "PathNotFound",
+    "SecretWithheld",
     "StalePrecondition",
     "TooLarge",
     "WorkspaceError",
@@ -44,6 +46,19 @@ class WorkspaceError(TidegateError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+class SecretWithheld(WorkspaceError):
+    """The file is secret-shaped (``.env``, a private key...): its content is withheld."""
+
+    reason = "secret"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            path,
+            "withheld: a secret-shaped file is not readable by the model's tools "
+            "(the user may allow it with [tool.tidegate.tools] readable_secrets)",
+        )
 
 
 class PathNotFound(WorkspaceError):

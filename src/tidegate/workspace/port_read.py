@@ -12,18 +12,31 @@ import stat
 
 from tidegate.workspace.confine import FILE_READ_FLAGS, PathRefused, Resolved, RootHandle
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
-from tidegate.workspace.port_errors import BadQuery, NotAFile, NotUtf8, PathNotFound
+from tidegate.workspace.port_errors import (
+    BadQuery,
+    NotAFile,
+    NotUtf8,
+    PathNotFound,
+    SecretWithheld,
+)
 from tidegate.workspace.port_paths import MAX_ATTEMPTS, relative, resolve_existing
 from tidegate.workspace.port_results import ReadResult, WorkspaceLimits
+from tidegate.workspace.secret_files import SecretFiles
 
 _LINE_PIECE = 1 << 20
 
 
 def read_file(
-    handle: RootHandle, limits: WorkspaceLimits, path: str, start_line: int, max_lines: int | None
+    handle: RootHandle,
+    limits: WorkspaceLimits,
+    path: str,
+    start_line: int,
+    max_lines: int | None,
+    secrets: SecretFiles | None = None,
 ) -> ReadResult:
     """Lines from ``start_line`` of the regular file at ``path`` (a final symlink is
-    followed while it stays inside), within ``limits``."""
+    followed while it stays inside), within ``limits``. SecretWithheld when the resolved
+    file is one ``secrets`` withholds."""
     if start_line < 1:
         raise BadQuery(f"start_line must be 1 or more, not {start_line}")
     if max_lines is not None and max_lines < 1:
@@ -35,6 +48,8 @@ def read_file(
         try:
             if ALWAYS_EXCLUDED in where.rel.parts:
                 raise PathRefused(path, "git_dir")
+            if secrets is not None and secrets.withheld(where.rel):
+                raise SecretWithheld(path)
             fd = _open_file(where, path)
             if fd is None:
                 continue  # swapped for a symlink between resolve and open: again

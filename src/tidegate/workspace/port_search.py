@@ -25,7 +25,7 @@ from tidegate.workspace.confine import (
 )
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED, GitView, IgnoreRules, load_ignores
 from tidegate.workspace.port_cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
-from tidegate.workspace.port_errors import BadQuery, NotADirectory, PathNotFound
+from tidegate.workspace.port_errors import BadQuery, NotADirectory, PathNotFound, SecretWithheld
 from tidegate.workspace.port_glob import compile_glob, file_filter
 from tidegate.workspace.port_paths import relative, resolve_existing
 from tidegate.workspace.port_results import (
@@ -35,6 +35,7 @@ from tidegate.workspace.port_results import (
     Listing,
     WorkspaceLimits,
 )
+from tidegate.workspace.secret_files import WITHHELD, SecretFiles
 from tidegate.workspace.states import Kind
 
 
@@ -46,6 +47,8 @@ class Search:
     handle: RootHandle
     limits: WorkspaceLimits
     git_view: Callable[[], GitView | None]
+    secrets: SecretFiles = field(default_factory=SecretFiles)
+    """Secret-shaped files: never listed or searched, named in ``excluded`` as withheld."""
 
     def list_dir(
         self,
@@ -157,6 +160,8 @@ class Search:
             raise PathNotFound(path) from None
         finally:
             target.close()
+        if not is_dir and self.secrets.withheld(target.rel):
+            raise SecretWithheld(path)
         if not is_dir:
             done = scan.scan_file(str(target.rel), start_after=resume[1] if resume else 0)
             return scan.result(None if done else encode_cursor(query, *scan.position))
@@ -231,6 +236,9 @@ class Search:
                 return True
             if is_dir and name in names:
                 excluded.add(entry + "/ (excluded by name)")
+                return True
+            if not is_dir and self.secrets.withheld(entry):
+                excluded.add(f"{entry} ({WITHHELD})")
                 return True
             if ignores.ignored(entry, is_dir):
                 excluded.add(entry + "/ (ignored)" if is_dir else entry + " (ignored)")

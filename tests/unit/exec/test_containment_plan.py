@@ -55,7 +55,10 @@ def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
     assert prefix[prefix.index("--cap-drop") + 1] == "ALL"
     assert prefix[-3:] == ["--chdir", str(work), "--"]
     binds = _binds(prefix)
-    assert binds[0] == ("--ro-bind", "/", "/")
+    # An allowlisted view, never the whole host: no bind of / (nor of HOME), / read-only.
+    assert ("--ro-bind", "/", "/") not in binds and ("--ro-bind", "/usr", "/usr") in binds
+    assert not any(src == os.path.realpath(os.path.expanduser("~")) for _, src, _ in binds)
+    assert prefix[prefix.index("--remount-ro") + 1] == "/"
     order = [target for _, _, target in binds]
     # The work tree is writable, its .git read-only on top, the share read-only inside it.
     assert ("--bind", str(work), str(work)) in binds

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from tidegate.errors import CapabilityMismatch, ErrorClass, PhaseError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, policy_for, probe
+from tidegate.exec.environment import command_environment
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
+from tidegate.exec.view import command_executables
 from tidegate.flow.modes import Mode
 from tidegate.flow.report import ContainmentOut, SharedDir
 from tidegate.flow.state import RunState
@@ -84,9 +86,11 @@ def _missing_in_shadow(state: RunState, command: str) -> str | None:
 def run_verify(state: RunState, command: str, label: str) -> CommandResult:
     """Run a shell command through the published interpreter in the shadow.
 
-    Contained by default where bubblewrap works: the shadow and private TMPDIR/HOME are
-    writable, the main work tree is read-only, the network is off unless the request
-    allows it. Ignored dependency directories of the main tree are shared read-only.
+    Contained by default where bubblewrap works: the command sees the system, its
+    toolchains, the shadow and private TMPDIR/HOME (writable) and the main work tree
+    (read-only); the network is off unless the request allows it. Ignored dependency
+    directories of the main tree are shared read-only. Its environment is an allowlist
+    plus ``[containment] env``: no provider key or other secret-shaped variable.
     """
     env = scrubbed_env({"TIDEGATE_RUN_ID": state.run_id, "TIDEGATE_SHADOW": str(state.shadow.path)})
     for key in ("GIT_OPTIONAL_LOCKS", "GIT_PAGER", "PAGER", "LC_ALL"):
@@ -95,7 +99,11 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             env[key] = os.environ[key]
         else:
             env.pop(key, None)
+    passthrough = state.config.containment.env
+    env = command_environment(env, passthrough)  # the fidelity probe gets no secret either
     policy = _policy(state)
+    if policy is not None:
+        policy = replace(policy, executables=tuple(command_executables(shell_argv(command))))
     contained = policy is not None and probe(policy.bwrap).verified
     if policy is not None and policy.required and not contained:
         reason = probe(policy.bwrap).reason
@@ -129,6 +137,7 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             label=label,
             containment=policy,
             workspace=state.shadow.path,
+            passthrough=passthrough,
         )
     except CapabilityMismatch as exc:  # refused by the runner itself, before spawning
         raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
@@ -197,8 +206,9 @@ def _record(state: RunState, report: ContainmentReport, shared: list[SharedDir])
     )
     if report.backend == "bubblewrap":
         note = (
-            "VERIFY ran under bubblewrap: writable only the shadow and a private TMPDIR/HOME, "
-            f"the main work tree read-only, network {'on' if report.network else 'off'}"
+            "VERIFY ran under bubblewrap: it saw only the system, its toolchains and the "
+            "shadow; writable only the shadow and a private TMPDIR/HOME, the main work tree "
+            f"read-only, network {'on' if report.network else 'off'}"
         )
     else:
         note = (

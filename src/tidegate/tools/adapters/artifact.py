@@ -1,8 +1,10 @@
 """The artifact store and its three tools: notes and reports kept outside the workspace.
 
 Artifacts live in ``ToolContext.artifact_dir`` (under the state root, never in the
-workspace), one ``<id>.json`` record per artifact, written atomically. The id is derived
-from the name and content, so creating the same artifact twice returns the same id.
+workspace), one ``<id>.json`` record per artifact, written atomically. Name and content
+are redacted (``tidegate.sanitize``) before anything is hashed or written: the store, the
+id and the hash only ever know the redacted text. The id is derived from the name and
+content, so creating the same artifact twice returns the same id.
 Creating one advances host state (``state_version``); it is never a workspace write.
 """
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tidegate.sanitize import redact
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.effects import sha256_json
 from tidegate.tools.schemas import artifact as art
@@ -26,6 +29,7 @@ class ArtifactStore:
         self.directory = directory
 
     def create(self, name: str, content: str, media_type: str) -> art.ArtifactInfo:
+        name, content = redact(name), redact(content)
         data = content.encode("utf-8")
         artifact_id = "art_" + sha256_json([name, media_type, content])[7:23]
         info = art.ArtifactInfo(

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from tidegate.tools.effects import Effects
 
 if TYPE_CHECKING:
+    from tidegate.exec.runner import SpawnHook
     from tidegate.tools.adapters.sessions import SessionSupervisor
     from tidegate.tools.catalog import ToolRegistry
     from tidegate.tools.context import ToolContext
@@ -67,6 +68,9 @@ class Dispatch:
     sessions: SessionSupervisor
     scratch_dir: Path
     """A directory outside the workspace for spilled command output."""
+    spawn_hook: SpawnHook | None = None
+    """How the executor captures a command's effects in the child (``tools/capture.py``);
+    a command adapter hands it to the runner."""
 
 
 class ToolAdapter(Protocol):

@@ -11,7 +11,7 @@ error. Neither adapter claims writes: the executor inventories the workspace its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tidegate.errors import CapabilityMismatch
@@ -26,10 +26,14 @@ from tidegate.tools.schemas import command as cmd
 
 def containment_policy(ctx: ToolContext) -> ContainmentPolicy | None:
     """The containment a command of this context runs under: the workspace is writable
-    (its ``.git`` stays read-only), the network only when the run allows it."""
-    return policy_for(
+    (its ``.git`` stays read-only), the network only when the run allows it, and the
+    workspace's secret-shaped files, withheld from the workspace tools, read as empty."""
+    policy = policy_for(
         ctx.containment, network=ctx.network == "allowed", writable=(ctx.root.resolve(),)
     )
+    if policy is None:
+        return None
+    return replace(policy, masked=tuple(ctx.workspace.secrets.find_in(ctx.root.resolve())))
 
 
 def checked_cwd(ctx: ToolContext, cwd: str) -> Path:
@@ -73,6 +77,7 @@ def run_contained(
             stdout_limit=ctx.limits.output_bytes,
             stderr_limit=ctx.limits.output_bytes,
             workspace=ctx.root,
+            spawn_hook=call.spawn_hook,
         )
     except CapabilityMismatch as exc:  # raised before anything was spawned
         raise ToolFailure("containment_unavailable", str(exc), retryable=False) from exc

@@ -16,6 +16,11 @@
 Output is bounded; a ``diff`` whose whole patch fits is complete, and only then is a
 ``diff_review`` claimed, with the digest of the exact bytes and the paths named by the
 patch's own headers.
+
+Secret-shaped files stay withheld here too (``workspace.secret_files``): an argument that
+names one (``.env``, ``HEAD:.env``) is refused, and the sections of a diff, show or log
+and the lines of a grep that belong to one are cut from the output. (An object read by
+its id, ``cat-file -p <blob>``, is not traced back to its path.)
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import DiffReviewEffect, Effects, InspectEffect
 from tidegate.tools.git_allowlist import Refused, canonical
 from tidegate.tools.schemas.git import GitInput, GitOutput
+from tidegate.workspace.secret_files import SecretFiles
 from tidegate.workspace.states import sha256_bytes
 
 # The options a diff may carry and still be the whole patch, as ``git diff`` would show it
@@ -46,6 +52,32 @@ _NEUTRAL = frozenset({"--no-ext-diff", "--no-textconv", "--ignore-submodules=dir
                       "--end-of-options", "-u"})  # fmt: skip
 _NEUTRAL_VALUED = ("--unified=", "--find-renames", "--diff-algorithm=", "--abbrev")
 _HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
+_DIFF_LIKE = frozenset({"diff", "show", "log"})
+
+
+_SECTION = re.compile(rb"(?=^diff --git )", re.MULTILINE)
+
+
+def _without_secrets(sub: str, data: bytes, secrets: SecretFiles) -> bytes:
+    """``data`` without the diff sections or grep lines of withheld files."""
+    if sub in _DIFF_LIKE:
+        kept = []
+        for part in _SECTION.split(data):
+            header = _HEADER.match(part)
+            names = [header.group(1), header.group(2)] if header else []
+            if not any(secrets.withheld(n.decode("utf-8", "surrogateescape")) for n in names):
+                kept.append(part)
+        return b"".join(kept)
+    if sub == "grep":
+        lines = data.splitlines(keepends=True)
+        return b"".join(
+            line
+            for line in lines
+            if not any(
+                secrets.withheld(f.decode("utf-8", "surrogateescape")) for f in line.split(b":")[:2]
+            )
+        )
+    return data
 
 
 def _is_full_diff(argv: list[str]) -> bool:
@@ -67,10 +99,19 @@ class GitExec:
         if isinstance(verdict, Refused):
             raise ToolFailure("git_refused", verdict.reason)
         argv = list(verdict.argv)
+        secrets = call.context.workspace.secrets
+        for arg in argv[1:]:
+            if not arg.startswith("-") and any(
+                secrets.withheld(p) for p in (arg, arg.partition(":")[2]) if p
+            ):
+                raise ToolFailure(
+                    "secret_withheld",
+                    f"{arg}: names a secret-shaped file, withheld from the model's tools",
+                )
         git, contained = _git_for(call.context)
         with tempfile.TemporaryDirectory(prefix="tidegate-git-exec-") as scratch:
             res = git.run(*argv, env=_index_copy(git, Path(scratch)), check=False)
-        data = res.stdout
+        data = _without_secrets(argv[0], res.stdout, secrets)
         truncated = len(data) > args.max_bytes
         shown = data[: args.max_bytes]
         complete = _is_full_diff(argv) and not truncated and res.returncode in (0, 1)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
+from tidegate.exec.environment import command_environment, without_secrets
 
 BUFFER_BYTES = 1 << 20
 SETTLE_S = 0.05
@@ -116,11 +117,13 @@ class SessionSupervisor:
             raise SessionError("too_many_sessions", f"{len(alive)} sessions already running")
         stack = ExitStack()
         try:
-            sandbox = stack.enter_context(launch(policy, cwd))
+            # no secret-shaped variable reaches it; by default only the allowlist
+            base = command_environment() if env is None else without_secrets(env)
+            sandbox = stack.enter_context(launch(policy, cwd, path=base.get("PATH")))
             proc = subprocess.Popen(
                 [*sandbox.prefix, *argv],
                 cwd=cwd,
-                env={**(env if env is not None else os.environ), **sandbox.env},
+                env={**base, **sandbox.env},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -2,7 +2,8 @@
 
 Each checkpoint replaces the previous one at ``ToolContext.task_state_path`` (atomic
 rename after fsync) and carries a sequence number one above the last. The plan effect
-names the digest of exactly what was stored.
+names the digest of exactly what was stored, which is redacted (``tidegate.sanitize``):
+a secret a model put into its plan never reaches the disk.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tidegate.sanitize import redact_value
 from tidegate.tools.adapters.artifact import _atomic_write
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.effects import Effects, PlanEffect, sha256_json
@@ -34,12 +36,15 @@ class TaskCheckpoint:
                 raise ToolFailure(
                     "task_state_corrupt", f"{path}: unreadable task state", retryable=False
                 ) from exc
-        record: dict[str, Any] = {
-            "sequence": previous + 1,
-            "summary": args.summary,
-            "items": [item.model_dump(mode="json") for item in args.items],
-            "next_step": args.next_step,
-        }
+        plan = redact_value(
+            {
+                "summary": args.summary,
+                "items": [item.model_dump(mode="json") for item in args.items],
+                "next_step": args.next_step,
+            }
+        )
+        assert isinstance(plan, dict)
+        record: dict[str, Any] = {"sequence": previous + 1, **plan}
         digest = sha256_json(record)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _atomic_write(path, json.dumps({**record, "sha256": digest}, indent=1).encode())

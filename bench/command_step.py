@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Benchmark: one agent step that runs one command, tidegate beside its peers, one run.
+
+    .venv/bin/python bench/command_step.py [--repo DIR] [--files 50000 --ignored 20000]
+                                           [--steps 40] [--rounds 3] [--msa-venv DIR]
+                                           [--fallback-steps 3] [--json]
+
+A step is one model response with one ``cat FILE`` command, executed and answered; the
+model is scripted and answers instantly, so what is measured is the agent and its host.
+The same workload, on the same synthetic repository, in the same run:
+
+* ``bare sh``: ``subprocess.run(["/bin/sh", "-c", "cat FILE"])`` -- the floor;
+* ``bare bwrap``: the same under the bubblewrap command line tidegate builds, set up per
+  command as tidegate does (``containment.launch``: its private TMPDIR and HOME); the
+  containment's own start cost is this minus ``bare sh``;
+* ``mini-swe-agent``: ``DefaultAgent.step()`` with its ``DeterministicModel`` and
+  ``LocalEnvironment`` (no effect capture), in its own venv (``--msa-venv``; created with
+  ``python -m venv`` and ``pip install mini-swe-agent`` when missing; the column is skipped,
+  with the reason, when that fails);
+* ``tidegate``: the agent loop with the scripted model calling ``command_run``, from the
+  end of one response to the start of the next request (guards, approval, the command,
+  host-attested effect capture, result rendering) -- uncontained (``containment=none``,
+  approved by grants) and contained (bubblewrap, verified by its probe);
+* ``tidegate fallback``: uncontained with ``TIDEGATE_EFFECT_CAPTURE=inventory`` (the exact
+  full inventory), only ``--fallback-steps`` steps since each walks the repository twice.
+
+Columns are measured in ``--rounds`` interleaved rounds (the machine may be shared);
+medians are over all steps of all rounds. Ratios are against mini-swe-agent's median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from agent_overhead import TimedModel, ensure_repo, module_paths
+
+from tidegate.agent import (
+    AgentSession,
+    GuardLimits,
+    LoopSettings,
+    SessionOptions,
+    default_prompt_configuration,
+    run_loop,
+)
+from tidegate.exec.containment import launch, policy_for, probe
+from tidegate.models.scripted import Script, ScriptedModel
+from tidegate.prompt import RunTask
+from tidegate.tools.context import ToolContext
+from tidegate.tools.effects import sha256_json
+from tidegate.tools.executor import ToolExecutor
+from tidegate.tools.schemas.command import RunInput
+from tidegate.workspace.port import WorkspacePort
+
+MSA_DRIVER = r"""
+import json, sys, time
+from minisweagent.agents.default import DefaultAgent
+from minisweagent.environments.local import LocalEnvironment
+from minisweagent.models.test_models import DeterministicModel, make_output
+repo, files = sys.argv[1], json.loads(sys.argv[2])
+outputs = [make_output("step", [{"command": f"cat {f}"}], cost=0.0) for f in files]
+agent = DefaultAgent(
+    DeterministicModel(outputs=outputs, cost_per_call=0.0),
+    LocalEnvironment(cwd=repo),
+    system_template="You are a benchmark.", instance_template="{{task}}",
+    step_limit=0, cost_limit=0,
+)
+agent.extra_template_vars |= {"task": "read files"}
+agent.add_messages(
+    agent.model.format_message(role="system", content=agent._render_template(agent.config.system_template)),
+    agent.model.format_message(role="user", content=agent._render_template(agent.config.instance_template)),
+)
+times = []
+for _ in files:
+    start = time.perf_counter()
+    agent.step()
+    times.append((time.perf_counter() - start) * 1000)
+assert all("<returncode>0</returncode>" in m["content"] for m in agent.messages[3::2]), "a cat failed"
+import minisweagent
+print(json.dumps({"version": minisweagent.__version__, "times": times}))
+"""
+
+
+def command_files(repo: Path, steps: int) -> list[str]:
+    return module_paths(repo, steps * 11)[::11][:steps]
+
+
+def bare(repo: Path, files: list[str], prefix: list[str], env: dict[str, str]) -> list[float]:
+    times = []
+    child_env = {**os.environ, **env} if env else None
+    for path in files:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*prefix, "/bin/sh", "-c", f"cat {path}"],
+            cwd=repo,
+            env=child_env,
+            capture_output=True,
+            check=False,
+            start_new_session=True,
+        )
+        times.append((time.perf_counter() - start) * 1000)
+        assert done.returncode == 0, done.stderr
+    return times
+
+
+def bare_bwrap(repo: Path, files: list[str]) -> list[float] | str:
+    found = probe()
+    if not found.verified:
+        return f"skipped: {found.reason}"
+    policy = policy_for("required", network=False, writable=(repo.resolve(),))
+    times = []
+    for path in files:  # per command, as tidegate does: its private TMPDIR/HOME included
+        start = time.perf_counter()
+        with launch(policy, repo) as sandbox:
+            bare(repo, [path], sandbox.prefix, sandbox.env)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def msa_python(venv: Path) -> tuple[Path | None, str]:
+    """The venv's python with mini-swe-agent importable, installing it when missing."""
+    python = venv / "bin" / "python"
+
+    def importable() -> bool:
+        if not python.exists():
+            return False
+        check = [str(python), "-c", "import minisweagent"]
+        return subprocess.run(check, capture_output=True, check=False).returncode == 0
+
+    if importable():
+        return python, ""
+    steps = [
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "pip"), "install", "-q", "mini-swe-agent"],
+    ]
+    for argv in steps:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
+            return None, f"{' '.join(argv[:3])} failed: {tail[0]}"
+    return (python, "") if importable() else (None, "mini-swe-agent not importable after install")
+
+
+def msa(python: Path, repo: Path, files: list[str]) -> tuple[list[float], str]:
+    done = subprocess.run(
+        [str(python), "-c", MSA_DRIVER, str(repo), json.dumps(files)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "MSWEA_SILENT_STARTUP": "1", "MSWEA_CONFIGURED": "true"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"mini-swe-agent driver failed: {done.stderr.strip()[-400:]}")
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return list(data["times"])[1:], str(data["version"])  # the first step warms imports
+
+
+def tidegate(repo: Path, files: list[str], containment: str) -> list[float]:
+    commands = [f"cat {f}" for f in files]
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"id": f"s{n}", "name": "command_run", "arguments": {"command": c}}]}
+        for n, c in enumerate(commands)
+    ]
+    turns.append({"text": "done"})
+    script = Script.model_validate(
+        {"model": "bench", "context_window": 1_000_000, "max_output_tokens": 4096, "turns": turns}
+    )
+    root = str(WorkspacePort(repo).root)
+    grants = frozenset(
+        "apr_"
+        + sha256_json(
+            {
+                "tool": "command.run",
+                "arguments": RunInput(command=c).model_dump(mode="json"),
+                "workspace": root,
+            }
+        )[7:31]
+        for c in commands
+    )
+    context = ToolContext(
+        workspace=WorkspacePort(repo),
+        containment=containment,  # type: ignore[arg-type]
+        grants=grants,
+    )
+    model = TimedModel(ScriptedModel(script))
+    with ToolExecutor(context) as executor:
+        session = AgentSession.start(
+            model=model,
+            executor=executor,
+            config=default_prompt_configuration(write=True, commands=True),
+            task=RunTask(task_id="bench", workspace_root=str(repo), goal="Read files."),
+            options=SessionOptions(
+                guard_limits=GuardLimits(turns_without_progress=10**6),
+                settings=LoopSettings(),
+                checkpoints=False,
+            ),
+        )
+        outcome = run_loop(session)
+        failed = [r for r in session.transcript.tools if not r.ok]
+        if outcome.status != "completed" or failed:
+            raise RuntimeError(f"tidegate loop: {outcome.status}, failed calls: {failed[:1]}")
+        if containment != "none" and executor.policy_context.containment_verified is not True:
+            raise RuntimeError("contained column without verified containment")
+    gaps = [(b - a) * 1000 for a, b in zip(model.ends, model.starts[1:], strict=False)]
+    return gaps[1:]  # the first step warms the probe and imports
+
+
+def med(values: list[float]) -> float:
+    return round(statistics.median(values), 2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path)
+    parser.add_argument("--files", type=int, default=50_000)
+    parser.add_argument("--ignored", type=int, default=20_000)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--msa-venv", type=Path, default=Path("/tmp/msa"))
+    parser.add_argument("--fallback-steps", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    columns: dict[str, list[float]] = {}
+    skipped: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="tidegate-bench-step-") as tmp:
+        repo = ensure_repo(args.repo, args.files, args.ignored, Path(tmp)).resolve()
+        files = command_files(repo, args.steps)
+        python, why = msa_python(args.msa_venv)
+        if python is None:
+            skipped["mini-swe-agent"] = why
+        version = ""
+        for _ in range(args.rounds):
+            columns.setdefault("bare sh", []).extend(bare(repo, files, [], {}))
+            got = bare_bwrap(repo, files)
+            if isinstance(got, str):
+                skipped["bare bwrap"] = got
+            else:
+                columns.setdefault("bare bwrap", []).extend(got)
+            if python is not None:
+                times, version = msa(python, repo, files)
+                columns.setdefault("mini-swe-agent", []).extend(times)
+            columns.setdefault("tidegate uncontained", []).extend(tidegate(repo, files, "none"))
+            if "bare bwrap" not in skipped:
+                columns.setdefault("tidegate contained", []).extend(tidegate(repo, files, "auto"))
+        if args.fallback_steps:
+            os.environ["TIDEGATE_EFFECT_CAPTURE"] = "inventory"
+            try:
+                picked = files[: args.fallback_steps + 1]
+                columns["tidegate fallback (inventory)"] = tidegate(repo, picked, "none")
+            finally:
+                del os.environ["TIDEGATE_EFFECT_CAPTURE"]
+    medians = {name: med(values) for name, values in columns.items()}
+    report = summary(medians, skipped, version)
+    report["repo"] = {"path": str(repo), "files": args.files, "ignored": args.ignored}
+    report["steps"] = {name: len(values) for name, values in columns.items()}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"one command step (cat FILE), {args.rounds} rounds x {args.steps} steps, on {repo}")
+    for name, value in medians.items():
+        ratio = report["ratio_to_msa"].get(name)
+        shown = f"  {ratio:6.2f}x mini-swe-agent" if ratio is not None else ""
+        print(f"  {name:<30} median {value:9.2f} ms{shown}")
+    for name, why in skipped.items():
+        print(f"  {name:<30} SKIPPED: {why}")
+    for line in report["targets"]:
+        print("  " + line)
+    return 0
+
+
+def summary(medians: dict[str, float], skipped: dict[str, str], version: str) -> dict[str, Any]:
+    peer = medians.get("mini-swe-agent")
+    ratios = {n: round(v / peer, 2) for n, v in medians.items()} if peer else {}
+    targets: list[str] = []
+    start_cost = None
+    if "bare bwrap" in medians:
+        start_cost = round(medians["bare bwrap"] - medians["bare sh"], 2)
+        targets.append(f"containment start cost (bare bwrap - bare sh): {start_cost:.2f} ms")
+    if peer:
+        unc = medians["tidegate uncontained"]
+        targets.append(
+            f"uncontained: {unc:.2f} ms vs target 2 x {peer:.2f} = {2 * peer:.2f} ms: "
+            + ("met" if unc <= 2 * peer else "NOT met")
+        )
+        if start_cost is not None and "tidegate contained" in medians:
+            con = medians["tidegate contained"]
+            bound = 2 * peer + start_cost
+            targets.append(
+                f"contained: {con:.2f} ms vs target 2 x {peer:.2f} + {start_cost:.2f} = "
+                f"{bound:.2f} ms: " + ("met" if con <= bound else "NOT met")
+            )
+    return {
+        "medians_ms": medians,
+        "ratio_to_msa": ratios,
+        "skipped": skipped,
+        "msa_version": version,
+        "containment_start_ms": start_cost,
+        "targets": targets,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

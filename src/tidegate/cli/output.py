@@ -1,0 +1,22 @@
+"""Output that never needs rich: JSON for machines and plain lines for people, both through
+the one sanitiser (``tidegate.sanitize``), so the fast path (``cli/fast.py``) and the typer
+commands print the same, safe bytes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from tidegate.sanitize import redact_value, sanitize
+
+
+def dump_json(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as JSON for stdout: secrets redacted, every control character and every
+    non-ASCII character written as an escape (``\\u001b``), never raw."""
+    return json.dumps(redact_value(value), indent=indent, ensure_ascii=True)
+
+
+def safe_line(text: str, *, stream: Any = None) -> None:
+    """One line for a person: secrets redacted, control characters made visible."""
+    (stream or sys.stdout).write(sanitize(text) + "\n")

@@ -1,0 +1,166 @@
+"""What a contained command sees of the host's filesystem: an allowlist, not ``/``.
+
+The command's root is bubblewrap's own (read-only) tmpfs with these bound into it,
+read-only:
+
+* the system: ``/usr`` and its merged-usr links (``/bin``, ``/lib``...), ``/opt``, and
+  the few files of ``/etc`` that programs need to start (the loader cache, users and
+  groups, certificates, locale and time zone, ``alternatives``);
+* the interpreters and toolchains the command uses: tidegate's own Python (its venv and
+  that venv's base installation), every venv the command's PATH or command line names
+  together with its base Python, and the PATH entries outside HOME.
+
+The writable workspace, its read-only overlays and the call's private HOME and TMPDIR
+are added by ``containment``. Never bound: HOME itself (``~/.ssh``, other checkouts,
+dotfiles), ``/root``, ``/home``, ``/tmp`` (other runs' shadows), and any path that
+contains or lies in the state root, whose ``checkpoint.key`` signs the run records.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+ETC_ENTRIES = (
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "ca-certificates",
+    "ca-certificates.conf", "pki", "passwd", "group", "nsswitch.conf", "hosts", "host.conf",
+    "gai.conf", "localtime", "timezone", "locale.alias", "locale.conf", "mime.types",
+    "os-release", "protocols", "services", "gitconfig", "inputrc", "terminfo", "magic",
+    "python3*", "perl", "java*", "fonts", "debian_version", "lsb-release",
+)  # fmt: skip
+"""What of ``/etc`` a command sees (globs): enough to start programs, no host secrets."""
+NETWORK_ETC = ("resolv.conf",)
+"""Added when the command has the network."""
+
+Bind = tuple[str, str, str]
+"""(bubblewrap flag, source, target)."""
+
+
+def system_binds(*, network: bool) -> list[Bind]:
+    """The system part of the view: real directories bound read-only, merged-usr links
+    recreated as links, the allowlisted entries of ``/etc``."""
+    binds: list[Bind] = []
+    for top in SYSTEM_DIRS:
+        if os.path.islink(top):
+            binds.append(("--symlink", os.readlink(top), top))
+        elif os.path.isdir(top):
+            binds.append(("--ro-bind", top, top))
+    wanted = ETC_ENTRIES + (NETWORK_ETC if network else ())
+    try:
+        names = sorted(os.listdir("/etc"))
+    except OSError:
+        names = []
+    for name in names:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in wanted):
+            path = f"/etc/{name}"
+            if os.path.exists(path):  # a dangling link cannot be bound
+                binds.append(("--ro-bind", path, path))
+    return binds
+
+
+def toolchain_dirs(
+    path: str | None,
+    executables: Iterable[str] = (),
+    *,
+    home: str | None,
+    hidden: Iterable[str],
+) -> list[str]:
+    """The directories, outside the system ones, that a command needs to run: tidegate's
+    own Python, the installations of the PATH entries and of ``executables`` (absolute
+    paths the user's command names), and the base Python of every venv among them.
+
+    Inside HOME only venvs and the Python installations they (or tidegate) run on are
+    taken. ``hidden`` (the state root), HOME and its ancestors, and anything containing
+    or inside a hidden path are never returned."""
+    home_real = os.path.realpath(home) if home else None
+    hidden_real = [os.path.realpath(h) for h in hidden]
+    trusted = {
+        os.path.realpath(p)
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, _prefix_of(sys.executable))
+    }
+    found: set[str] = set()
+    for entry in (path or "").split(os.pathsep):
+        if os.path.isabs(entry) and os.path.isdir(entry):
+            found.add(_prefix_of(os.path.join(entry, "x")))
+    for exe in executables:
+        if os.path.isabs(exe) and os.path.isfile(exe) and os.access(exe, os.X_OK):
+            found.add(_prefix_of(exe))
+    for venv in [c for c in found | trusted if _is_venv(c)]:
+        trusted.update(_venv_bases(venv))
+    chosen = [
+        c
+        for c in found | trusted
+        if _allowed(c, home_real, hidden_real)
+        and not _is_system(c)
+        and (c in trusted or _is_venv(c) or not _inside(c, home_real))
+    ]
+    # Drop what another chosen directory already contains.
+    return sorted(c for c in chosen if not any(o != c and _inside(c, o) for o in chosen))
+
+
+def command_executables(argv: Sequence[str]) -> list[str]:
+    """Absolute paths of programs named by a command the user wrote: the words of a
+    ``sh -c`` string (or the argv) that are executable files in a ``bin`` directory."""
+    words = list(argv)
+    if len(argv) >= 3 and argv[1] == "-c":
+        try:
+            words += shlex.split(argv[2])
+        except ValueError:
+            words += argv[2].split()
+    return [w for w in words if w.startswith("/") and os.path.basename(os.path.dirname(w)) == "bin"]
+
+
+def _prefix_of(executable: str) -> str:
+    """The installation an executable belongs to: the parent of its ``bin`` directory
+    when that is a Python installation (a venv, or ``lib/python3*``), else its directory."""
+    directory = os.path.dirname(os.path.abspath(executable))
+    parent = os.path.dirname(directory)
+    if os.path.basename(directory) == "bin" and (_is_venv(parent) or _has_python_lib(parent)):
+        return os.path.realpath(parent)
+    return os.path.realpath(directory)
+
+
+def _is_venv(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
+def _has_python_lib(path: str) -> bool:
+    try:
+        return any(n.startswith("python3") for n in os.listdir(os.path.join(path, "lib")))
+    except OSError:
+        return False
+
+
+def _venv_bases(venv: str) -> list[str]:
+    """The base installation named by a venv's ``pyvenv.cfg`` (``home = .../bin``)."""
+    try:
+        text = Path(venv, "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            out.append(_prefix_of(os.path.join(value.strip(), "python")))
+    return out
+
+
+def _inside(path: str, root: str | None) -> bool:
+    return root is not None and (path == root or path.startswith(root.rstrip("/") + "/"))
+
+
+def _is_system(path: str) -> bool:
+    return any(_inside(path, os.path.realpath(top)) for top in SYSTEM_DIRS)
+
+
+def _allowed(path: str, home: str | None, hidden: list[str]) -> bool:
+    if path == "/" or not os.path.isdir(path):
+        return False
+    if home is not None and _inside(home, path):  # HOME or an ancestor of it
+        return False
+    return not any(_inside(h, path) or _inside(path, h) for h in hidden)

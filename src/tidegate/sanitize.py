@@ -1,0 +1,217 @@
+"""The one sanitiser for everything tidegate persists or prints.
+
+``redact(text)`` replaces secret-shaped values (provider API keys, tokens, private-key
+blocks, passwords in URLs and in ``NAME=value`` assignments) with ``[REDACTED]``;
+``escape_controls(text)`` makes terminal control characters visible (``\\x1b``,
+``\\u009b``...) so that text which came from file names, command output or a model can
+never move the cursor, clear the screen, set the clipboard or retitle the terminal;
+``sanitize(text)`` does both. ``redact_value`` walks JSON-shaped data.
+
+This module is on the ground floor: it imports nothing of tidegate, so every layer (the
+store, the ledger, the renderers, the tools) can use it. Each pattern is a shape a real
+secret has on its own: none of them needs a ``TOKEN=`` in front to be found. A cheap
+trigger search rejects the common case (text with no secret-like substring) first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+REDACTED = "[REDACTED]"
+OMITTED_REASONING = "[omitted: model reasoning is not stored]"
+
+_KEY_CHARS = r"[A-Za-z0-9_-]"
+# Shapes that stand on their own. A (?<!...) guard stops a match from starting inside a
+# longer identifier where that would cut a word; prefixes distinctive enough to be glued
+# to a word (``keysk-...``) have none.
+SHAPES: dict[str, re.Pattern[str]] = {
+    "pem_private_key": re.compile(
+        r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+        r"(?:.*?-----END \1-----|.*\Z)",
+        re.DOTALL,
+    ),
+    "stripe": re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    "stripe_webhook": re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"),
+    "github_pat": re.compile(r"github_pat_[A-Za-z0-9_]{22,}"),
+    "github": re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),
+    "gitlab": re.compile(r"glpat-[A-Za-z0-9_-]{20,}"),
+    "slack": re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    "slack_app": re.compile(r"xapp-\d-[A-Za-z0-9-]{10,}"),
+    "aws_access_key_id": re.compile(
+        r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}(?![A-Z0-9])"
+    ),
+    "google_api_key": re.compile(r"AIza[0-9A-Za-z_-]{35}"),
+    "jwt": re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    "bearer": re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*"),
+    "basic_auth": re.compile(r"(?i)(?<=authorization: )basic\s+[A-Za-z0-9+/]{12,}=*"),
+    "url_password": re.compile(r"(?<=://)([^/\s:@]*):[^/\s@]+(?=@)"),
+}
+# ``sk-`` keys (OpenAI's ``sk-``, ``sk-proj-``, Anthropic's ``sk-ant-``...): at a word
+# start, 16+ key characters; glued to a word (``mykeysk-...``) only when the value looks
+# random (letters of both cases and digits), so ``task-management-...`` is left alone.
+_SK = re.compile(
+    rf"(?<![A-Za-z0-9_-])(sk-{_KEY_CHARS}{{16,}})|(?<=[A-Za-z0-9_-])(sk-{_KEY_CHARS}{{20,}})"
+)
+
+# A name that says its value is a secret: one of these words as a segment of the name
+# (``DB_PASS``, ``client-secret``, ``apiKey``), or at the end of a run-together name
+# (``DBPASSWORD``, ``githubtoken``). Plurals such as ``max_tokens`` are counts, not secrets.
+_SECRET_SEGMENTS = frozenset(
+    {
+        "passwd",
+        "password",
+        "passphrase",
+        "secret",
+        "token",
+        "credential",
+        "credentials",
+        "apikey",
+        "privatekey",
+    }
+)
+# Words that say "secret" only as part of a longer name: ``DB_PASS=`` is a password, a
+# test runner's ``PASS: test_x`` and the shell's ``PWD=/src`` are not.
+_SECRET_TAILS = frozenset({"pass", "pwd", "pw"})
+_SECRET_PAIRS = frozenset(
+    {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"), ("auth", "key")}
+)
+_SECRET_SUFFIXES = ("password", "passwd", "secret", "token", "apikey", "accesskey")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SPLIT = re.compile(r"[_.\-\s]+")
+
+
+def secret_name(name: str) -> bool:
+    """Whether ``name`` (a variable, key or flag name) says that its value is a secret."""
+    words = [w.lower() for w in _SPLIT.split(_CAMEL.sub("_", name.strip("-\"' "))) if w]
+    if not words:
+        return False
+    if any(w in _SECRET_SEGMENTS for w in words):
+        return True
+    if len(words) > 1 and any(w in _SECRET_TAILS for w in words):
+        return True
+    if any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words)):
+        return True
+    return words[-1].endswith(_SECRET_SUFFIXES)
+
+
+_VALUE = (
+    r"(\\\"(?:[^\"\\\n]|\\[^\"])*\\\""  # \"value\" inside an escaped JSON string
+    r"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s'\",;&)}\]\\]{3,})"
+)
+# NAME=value, NAME: value, "NAME": "value", NAME := value, and --name value / --name=value.
+_ASSIGNMENT = re.compile(
+    rf"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_.-]*)(\\?[\"']?[ \t]*(?::=|=|:)[ \t]*){_VALUE}"
+)
+_FLAG = re.compile(rf"(?<![A-Za-z0-9_-])(--[A-Za-z][A-Za-z0-9_-]*)([ \t]+){_VALUE}")
+_HARMLESS_VALUE = re.compile(r"(?i)[\"']?(?:null|none|true|false|\[redacted\]|\*+|<[^>]*>)[\"']?")
+
+# Every pattern above needs one of these; most text has none, and one search is cheap.
+TRIGGER = re.compile(
+    r"(?i:bearer|authorization|sk-|[sr]k_|whsec_|gh[pousr]_|github_pat_|glpat-|xox|xapp-"
+    r"|-----begin|://|pass|pwd|secret|token|key|credential|auth|session|cookie)"
+    r"|AKIA|ASIA|AGPA|AIDA|AROA|AIza|eyJ"
+)
+
+# Keys under which a model's private reasoning would travel: never persisted.
+_REASONING_KEYS = frozenset(
+    {"reasoning", "reasoning_content", "thinking", "chain_of_thought", "thoughts"}
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret-shaped value replaced by ``[REDACTED]``."""
+    if not TRIGGER.search(text):
+        return text
+    for name, shape in SHAPES.items():
+        text = shape.sub(_url_user if name == "url_password" else REDACTED, text)
+    text = _SK.sub(_sk, text)
+    text = _ASSIGNMENT.sub(_named, text)
+    return _FLAG.sub(_named, text)
+
+
+def _url_user(match: re.Match[str]) -> str:
+    return f"{match.group(1)}:{REDACTED}"
+
+
+def _sk(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return REDACTED
+    value = match.group(2)[3:]
+    looks_random = (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+    return REDACTED if looks_random else match.group(0)
+
+
+def _named(match: re.Match[str]) -> str:
+    name, sep, value = match.group(1), match.group(2), match.group(3)
+    if not secret_name(name) or _HARMLESS_VALUE.fullmatch(value) or REDACTED[:-1] in value:
+        return match.group(0)
+    for quote in ('\\"', '"', "'"):
+        if value.startswith(quote) and value.endswith(quote) and len(value) >= 2 * len(quote):
+            return f"{name}{sep}{quote}{REDACTED}{quote}"
+    return f"{name}{sep}{REDACTED}"
+
+
+# C0 controls except tab and newline, DEL, C1 controls, and the Unicode format characters
+# that reorder or hide text (bidi overrides and isolates, zero-width joiners are kept).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every terminal control character written out visibly: ESC as
+    ``\\x1b`` (so no CSI, OSC or DCS sequence survives), a bare carriage return as
+    ``\\x0d``, C1 controls as ``\\u009b``. Newlines and tabs are kept; CRLF becomes LF."""
+    if text.isprintable():
+        return text
+    return _CONTROLS.sub(_visible, text.replace("\r\n", "\n"))
+
+
+def sanitize(text: str) -> str:
+    """``text`` redacted and with its control characters made visible."""
+    return escape_controls(redact(text))
+
+
+def redact_value(value: object) -> object:
+    """A redacted copy of JSON-shaped ``value``: every string is redacted, a string under a
+    secret-named key (``api_key``, ``password``...) is replaced whole, and reasoning keys
+    are emptied. Numbers under secret-looking names (``max_tokens``) are kept."""
+    return _walk(value, redact, redact_keys=True)
+
+
+def escape_value(value: object) -> object:
+    """A copy of JSON-shaped ``value`` with the controls of every string made visible."""
+    return _walk(value, escape_controls, redact_keys=False)
+
+
+def sanitize_value(value: object) -> object:
+    """``redact_value`` then ``escape_value``: what a renderer shows of stored data."""
+    return escape_value(redact_value(value))
+
+
+def _walk(value: object, fix: Callable[[str], str], *, redact_keys: bool) -> object:
+    if isinstance(value, str):
+        return fix(value)
+    if isinstance(value, Mapping):
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            name = str(key) if redact_keys else fix(str(key))
+            if redact_keys and name.lower() in _REASONING_KEYS:
+                out[name] = OMITTED_REASONING
+            elif redact_keys and isinstance(item, str) and item and secret_name(name):
+                out[name] = REDACTED
+            else:
+                out[name] = _walk(item, fix, redact_keys=redact_keys)
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return [_walk(item, fix, redact_keys=redact_keys) for item in value]
+    return value

@@ -42,6 +42,10 @@ from mcp_types import CallToolResult, TextContent
 from mcp_types import Tool as MCPTool
 
 from tidegate.errors import PersistenceError
+from tidegate.mcp_change import DESCRIPTION as CHANGE_DESCRIPTION
+from tidegate.mcp_change import NAME as CHANGE_NAME
+from tidegate.mcp_change import SCHEMA as CHANGE_SCHEMA
+from tidegate.mcp_change import ChangeTool
 from tidegate.tools.calls import ToolCall, ToolError, ToolOutcomeUnknown, ToolResult
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.recording import ToolRun
@@ -72,6 +76,7 @@ class ToolServer(MCPServer[Any]):
         executor: ToolExecutor,
         run: ToolRun | None = None,
         thread: CallThread | None = None,
+        change: ChangeTool | None = None,
     ) -> None:
         super().__init__(
             name=SERVER_NAME,
@@ -86,6 +91,8 @@ class ToolServer(MCPServer[Any]):
         """The first record that could not be stored; later calls are refused."""
         self._lock = anyio.Lock()
         self._ids = itertools.count(1)
+        self.change = change
+        """``change_propose`` (tidegate.mcp_change), when the workspace is a repository."""
 
     async def list_tools(self) -> list[MCPTool]:
         return [
@@ -96,11 +103,19 @@ class ToolServer(MCPServer[Any]):
                 _meta={"tidegate/canonical_id": d.canonical_id, "tidegate/label": d.label},
             )
             for d in self.executor.definitions()
-        ]
+        ] + ([] if self.change is None else [_change_definition()])
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult:
+        if self.change is not None and name == CHANGE_NAME:
+            async with self._lock:
+                data = await anyio.to_thread.run_sync(self.thread.run, self.change.call, arguments)
+            return CallToolResult(
+                content=[TextContent(text=json.dumps(data, sort_keys=True))],
+                structured_content=data,
+                is_error=not data["ok"],
+            )
         call = ToolCall(call_id=f"mcp-{next(self._ids)}", name=name, arguments=arguments)
         async with self._lock:
             result, unrecorded = await anyio.to_thread.run_sync(
@@ -161,7 +176,20 @@ class ToolServer(MCPServer[Any]):
             raise failure
 
 
-def serve(executor: ToolExecutor, open_run: Callable[[], ToolRun | None] | None = None) -> None:
+def _change_definition() -> MCPTool:
+    return MCPTool(
+        name=CHANGE_NAME,
+        description=CHANGE_DESCRIPTION,
+        input_schema=CHANGE_SCHEMA,
+        _meta={"tidegate/canonical_id": "change.propose", "tidegate/label": "guarded change"},
+    )
+
+
+def serve(
+    executor: ToolExecutor,
+    open_run: Callable[[], ToolRun | None] | None = None,
+    change: ChangeTool | None = None,
+) -> None:
     """Serve ``executor``'s tools on stdin/stdout until the client closes stdin or a
     SIGTERM/SIGINT arrives. ``open_run`` begins the session's recorded run (on the call
     thread, before serving: a store that cannot record refuses the session)."""
@@ -170,7 +198,7 @@ def serve(executor: ToolExecutor, open_run: Callable[[], ToolRun | None] | None 
     try:
         with executor:
             run = thread.run(open_run) if open_run is not None else None
-            server = ToolServer(executor, run, thread)
+            server = ToolServer(executor, run, thread, change)
             ended_by = _serve_until_stopped(server)
             thread.run(executor.close)  # command sessions die before the run is closed
             thread.run(server.finish, ended_by)

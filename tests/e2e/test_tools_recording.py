@@ -177,21 +177,22 @@ def test_outside_a_repository_the_call_runs_and_records_nothing(tmp_path: Path) 
 # -- the MCP server ------------------------------------------------------------------------
 
 
-def _server(repo: Repo, env: dict[str, str]) -> StdioServerParameters:
+def _server(repo: Repo, env: dict[str, str], extra: tuple[str, ...] = ()) -> StdioServerParameters:
     keep = ("TIDEGATE_STATE_ROOT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "PYTHONPATH")
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tidegate", "mcp", "serve", "--workspace", str(repo.root)],
+        args=["-m", "tidegate", "mcp", "serve", "--workspace", str(repo.root), *extra],
         env={**{k: os.environ[k] for k in keep if k in os.environ}, **env},
     )
 
 
-def _session(repo: Repo, script: Any, **env: str) -> tuple[Any, str]:
-    """Run ``script`` against a served session: its value, and the server's stderr."""
+def _session(repo: Repo, script: Any, extra: tuple[str, ...] = (), **env: str) -> tuple[Any, str]:
+    """Run ``script`` against a served session (``extra``: more ``mcp serve`` options): its
+    value, and the server's stderr."""
 
     async def main() -> Any:
         async with (
-            stdio_client(_server(repo, env), errlog=errlog) as streams,
+            stdio_client(_server(repo, env, extra), errlog=errlog) as streams,
             ClientSession(*streams) as session,
         ):
             await session.initialize()

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from tidegate.cli.gym import gym_app
 from tidegate.cli.ledger import ledger_app
 from tidegate.cli.mcp import mcp_app
+from tidegate.cli.operator import OPERATOR_REVIEW, operator_apps, route_review
 from tidegate.cli.output import dump_json
 from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
@@ -47,6 +49,9 @@ app = typer.Typer(
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(tools_app, name="tools")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(gym_app, name="gym")
+for _operator_app in operator_apps():
+    app.add_typer(_operator_app, hidden=_operator_app.info.name == OPERATOR_REVIEW)
 
 RepoOpt = Annotated[
     Path, typer.Option("--repo", help="The repository (default: current directory).")
@@ -98,6 +103,17 @@ ModelOpt = Annotated[
         "--model",
         help="Let a model plan and patch: openai:MODEL, anthropic:MODEL or scripted:PATH.",
     ),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="An agent CLI proposes each attempt's change, contained, on a copy of T0: "
+        "codex or aider.",
+    ),
+]
+AgentModelOpt = Annotated[
+    str | None, typer.Option("--agent-model", help="The model the agent uses (its default).")
 ]
 MaxCostOpt = Annotated[
     float | None,
@@ -176,7 +192,7 @@ def _run(
     err = console(stderr=True)
     observer = None if as_json else ProgressPrinter(err)
     recorder = StoreRecorder(store)
-    planner = planner_for(request, recorder=recorder) if request.model else None
+    planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
     if observer is not None and hasattr(planner, "progress"):
         planner.progress = observer.activity  # type: ignore[union-attr]
     try:
@@ -205,6 +221,8 @@ def run(
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
     model: ModelOpt = None,
+    agent: AgentOpt = None,
+    agent_model: AgentModelOpt = None,
     max_cost: MaxCostOpt = None,
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
@@ -227,6 +245,8 @@ def run(
         network=network,
         containment=containment,
         model=model,
+        agent=agent,
+        agent_model=agent_model,
         max_cost_usd=max_cost,
         max_steps=max_steps,
     )
@@ -284,6 +304,8 @@ def debug(
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
     model: ModelOpt = None,
+    agent: AgentOpt = None,
+    agent_model: AgentModelOpt = None,
     max_cost: MaxCostOpt = None,
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
@@ -306,6 +328,8 @@ def debug(
         network=network,
         containment=containment,
         model=model,
+        agent=agent,
+        agent_model=agent_model,
         max_cost_usd=max_cost,
         max_steps=max_steps,
     )
@@ -443,7 +467,7 @@ def _is_validation_error(exc: Exception) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: turns every usage error into one line on stderr and exit code 2."""
-    args = sys.argv[1:] if argv is None else argv
+    args = route_review(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
         result = app(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)

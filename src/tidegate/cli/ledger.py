@@ -254,6 +254,12 @@ def run_(
             "--model", help="A model plans and patches: openai:M, anthropic:M or scripted:PATH."
         ),
     ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="An agent CLI works the item: codex or aider.")
+    ] = None,
+    agent_model: Annotated[
+        str | None, typer.Option("--agent-model", help="The model the agent uses.")
+    ] = None,
     max_cost: Annotated[
         float | None, typer.Option("--max-cost", min=0, help="Hard cap in USD per item run.")
     ] = None,
@@ -291,6 +297,8 @@ def run_(
         max_cost_usd=max_cost,
         max_steps=max_steps,
         state_root=state_root,
+        agent=agent,
+        agent_model=agent_model,
     )
     from tidegate.cli.render import ProgressPrinter, console
 

@@ -26,6 +26,7 @@ from tidegate.cli.tools import (
 )
 
 if TYPE_CHECKING:
+    from tidegate.mcp_change import ChangeTool
     from tidegate.tools.recording import ToolRun
 
 mcp_app = typer.Typer(
@@ -61,4 +62,19 @@ def serve(
     def open_run() -> ToolRun | None:
         return open_cli_run(executor, "mcp", state_root)
 
-    serve_stdio(executor, open_run)
+    serve_stdio(executor, open_run, _change_tool(workspace, state_root, mode, approval))
+
+
+def _change_tool(
+    workspace: Path, state_root: str | None, mode: str, approval: str
+) -> ChangeTool | None:
+    """``change_propose`` when the workspace is a git repository (the engine needs one)."""
+    from tidegate.errors import UsageError
+    from tidegate.mcp_change import ChangeTool
+    from tidegate.workspace.repo import discover
+
+    try:
+        root = discover(workspace).root
+    except UsageError:
+        return None
+    return ChangeTool(root, state_root, mode, approval)

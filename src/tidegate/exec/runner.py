@@ -183,6 +183,7 @@ def run_command(
     workspace: Path | None = None,
     spawn_hook: SpawnHook | None = None,
     passthrough: tuple[str, ...] = (),
+    credentials: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
 
@@ -222,7 +223,9 @@ def run_command(
             elif time.monotonic() >= end:
                 stop = reason
             else:
-                child_env = {**base, **sandbox.env}
+                # ``credentials``: the one key a caller hands to this command on purpose
+                # (an agent CLI's model key), past the secret filter and never recorded.
+                child_env = {**base, **sandbox.env, **(credentials or {})}
                 proc = _spawn([*hooked, *sandbox.prefix, *argv], cwd, child_env)
                 stop, stray = _supervise(proc, (out, err), end, reason, cancel)
                 exit_code = None if stop else proc.returncode

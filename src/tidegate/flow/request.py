@@ -38,5 +38,10 @@ class RunRequest(BaseModel):
     (``tidegate.planners.model``) instead of ``planner``."""
     max_cost_usd: float | None = Field(default=None, ge=0)
     """Hard cap on the model's spending for the run: no request is sent that could cross it."""
+    agent: str | None = None
+    """An agent contract name (``codex``, ``aider``): that CLI proposes each attempt's change
+    on an isolated copy of T0 (``tidegate.planners.agent``) instead of ``planner``."""
+    agent_model: str | None = None
+    """The model the agent is told to use (default: its contract's)."""
     max_steps: int | None = Field(default=None, ge=1)
     """Most model requests the run may make (all phases and attempts together)."""

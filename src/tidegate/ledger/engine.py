@@ -49,6 +49,9 @@ class RunOptions:
     title and its plan section as prose."""
     max_cost_usd: float | None = None
     max_steps: int | None = None
+    agent: str | None = None
+    """An agent CLI works the item (``--agent``); its objective is prose, as for a model."""
+    agent_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def _prepare(task: Task, item: Item, options: RunOptions) -> tuple[str, str, str
             f"route {state.route} runs a micro-gate before done: give --verify or a "
             f"'Verify:' line in the plan section of {item.id}"
         )
-    if options.model is not None:
+    if options.model is not None or options.agent is not None:
         return model_objective(task, item, section), source, verify
     text = objective_text(item, section)
     if options.planner == "structured":
@@ -147,6 +150,8 @@ def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None
             max_attempts=options.max_attempts,
             verify_timeout_s=options.verify_timeout_s,
             model=options.model,
+            agent=options.agent,
+            agent_model=options.agent_model,
             max_cost_usd=options.max_cost_usd,
             max_steps=options.max_steps,
         )

@@ -76,6 +76,10 @@ def planner_for(
     from tidegate.flow.modes import Mode
     from tidegate.workspace.repo import discover
 
+    if request.agent is not None:
+        if request.model or request.planner != "structured":
+            raise UsageError("give one of --agent, --model and --planner")
+        return agent_planner(request, recorder)
     if request.model and config is None:
         config = load_config(discover(request.repo).root)
     settings = config.model if (config is not None and request.model) else None
@@ -96,6 +100,28 @@ def planner_for(
     if config is not None and hasattr(planner, "readable_secrets"):
         planner.readable_secrets = config.tools.readable_secrets
     return planner
+
+
+def agent_planner(request: RunRequest, recorder: Any = None) -> Planner:
+    """The ``--agent`` planner, its contract loaded and validated, its program found."""
+    from tidegate.agents.contracts import load_contract
+    from tidegate.agents.launch import AgentEndpoint
+    from tidegate.planners.agent import AgentPlanner
+
+    assert request.agent is not None
+    contract = load_contract(request.agent)
+    if contract.find_program() is None:
+        raise UsageError(
+            f"agent {contract.name!r}: `{contract.program}` is not installed; install it with: "
+            f"{contract.install}"
+        )
+    return AgentPlanner(
+        contract,
+        AgentEndpoint.of(contract, request.agent_model),
+        # An agent runs arbitrary commands: contained unless the user explicitly says none.
+        containment=request.containment or "required",
+        recorder=recorder,
+    )
 
 
 def _model_planner(

@@ -1,0 +1,56 @@
+"""Contestants: who proposes the change in a scenario run, on the same guard.
+
+``local-harness`` (the structured planner: the scenario's own edit blocks),
+``scripted:NAME`` (a shipped or given scripted planner: a labelled contract double),
+``openai:MODEL`` / ``anthropic:MODEL`` (a model through the agent loop), and
+``agent:NAME`` (an agent CLI by its contract).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidegate.errors import UsageError
+from tidegate.gym.scenarios import script_text
+
+
+@dataclass(frozen=True)
+class Contestant:
+    spec: str
+    planner: str = "structured"
+    model: str | None = None
+    agent: str | None = None
+    agent_model: str | None = None
+
+    @property
+    def base_type(self) -> str:
+        if self.model:
+            return self.model.split(":", 1)[0]
+        if self.agent:
+            return f"agent:{self.agent}"
+        return "local-harness"
+
+
+def contestant(spec: str, scratch: Path) -> Contestant:
+    """Parse ``spec``; a shipped script is written into ``scratch`` for the planner."""
+    if spec == "local-harness":
+        return Contestant(spec)
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise UsageError(
+            f"contestant {spec!r}: use local-harness, scripted:NAME|PATH, openai:MODEL, "
+            "anthropic:MODEL or agent:NAME[:MODEL]"
+        )
+    if kind == "scripted":
+        path = Path(rest).expanduser()
+        if not path.is_absolute() and "/" not in rest:
+            path = scratch / rest
+            path.write_text(script_text(rest), encoding="utf-8")
+        return Contestant(spec, planner=f"scripted:{path}")
+    if kind in ("openai", "anthropic"):
+        return Contestant(spec, model=spec)
+    if kind == "agent":
+        name, _, model = rest.partition(":")
+        return Contestant(spec, agent=name, agent_model=model or None)
+    raise UsageError(f"contestant {spec!r}: unknown kind {kind!r}")

@@ -1,0 +1,333 @@
+"""One scenario run, isolated: its own seed repository, state directory and temp dir, so
+the result is the same whichever executor (or machine) ran it. Artifacts go under the
+gym directory of the state root, never into a workspace:
+``<gym>/runs/<scenario>/<started_ms>-<id>/{report.json,report.txt,review.json}``."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tidegate.gym.checks import expand, run_check
+from tidegate.gym.contestants import Contestant, contestant
+from tidegate.gym.scenarios import Scenario, load_scenario
+from tidegate.gym.scorecard import UNMEASURED, assessment, observed_counts
+from tidegate.gym.seed import build
+
+REPORT_SCHEMA = "tidegate.gym-report/1"
+
+
+def user_bytes(repo: Path) -> dict[str, bytes]:
+    """Every file of the work tree (not .git) and the index: the user's work."""
+    state: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = [d for d in dirnames if not (dirpath == str(repo) and d == ".git")]
+        for name in filenames:
+            full = Path(dirpath) / name
+            state[str(full.relative_to(repo))] = (
+                os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
+            )
+    index = repo / ".git" / "index"
+    state["<index>"] = index.read_bytes() if index.exists() else b""
+    return state
+
+
+def damage(
+    before: dict[str, bytes], after: dict[str, bytes], allowed: set[str]
+) -> tuple[int, list[str]]:
+    """Bytes of user work changed outside ``allowed``, and which paths."""
+    total, paths = 0, []
+    for path in sorted(set(before) | set(after)):
+        if path in allowed or path.startswith(".tidegate/"):
+            continue
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        paths.append(path)
+        if old is None or new is None:
+            total += len(old or new or b"")
+        else:
+            total += sum(a != b for a, b in zip(old, new, strict=False)) + abs(len(old) - len(new))
+    return total, paths
+
+
+class _ConcurrentEdit:
+    """A phase observer that makes the scenario's user edit when its phase starts."""
+
+    def __init__(self, repo: Path, scenario: Scenario) -> None:
+        self.repo, self.edit, self.done = repo, scenario.concurrent_edit, False
+
+    def phase_started(self, attempt: int, phase: Any) -> None:
+        if self.edit and not self.done and str(getattr(phase, "value", phase)) == self.edit.phase:
+            (self.repo / self.edit.path).write_text(self.edit.content, encoding="utf-8")
+            self.done = True
+
+    def phase_finished(self, event: Any) -> None:
+        pass
+
+
+def run_scenario(
+    name: str, contestant_spec: str | None, gym_root: Path, *, keep: bool = False
+) -> dict[str, Any]:
+    scenario = load_scenario(name)
+    started_ms = time.time_ns() // 1_000_000
+    run_dir = gym_root / "runs" / scenario.id / f"{started_ms}-{secrets.token_hex(3)}"
+    run_dir.mkdir(parents=True, mode=0o700)
+    scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-gym-{scenario.id}-"))
+    try:
+        who = contestant(contestant_spec or scenario.contestant, scratch)
+        repo = scratch / "repo"
+        build(scenario.seed, repo)
+        before = user_bytes(repo)
+        if scenario.concurrent_edit is not None:
+            before[scenario.concurrent_edit.path] = scenario.concurrent_edit.content.encode()
+        started = time.monotonic()
+        state: Path | None = None
+        if scenario.mode == "composite-review":
+            report, state, tool_calls, usage = _composite(scenario, repo, run_dir, who)
+        else:
+            report, tool_calls, usage = _engine(scenario, repo, run_dir, who)
+        wall = time.monotonic() - started
+        checks = [run_check(c, repo, report, state) for c in scenario.checks]
+        damaged, damaged_paths = damage(before, user_bytes(repo), set(scenario.changes))
+        document = _document(
+            scenario,
+            who,
+            report,
+            checks,
+            tool_calls,
+            usage,
+            wall,
+            damaged,
+            damaged_paths,
+            started_ms,
+        )
+    finally:
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    _write_artifacts(run_dir, document)
+    document["artifacts"] = str(run_dir)
+    return document
+
+
+def _engine(scenario: Scenario, repo: Path, run_dir: Path, who: Contestant) -> tuple[Any, Any, Any]:
+    from tidegate.flow.modes import Mode
+    from tidegate.flow.request import RunRequest
+    from tidegate.flow.transaction import execute
+    from tidegate.planners import planner_for
+    from tidegate.store import StoreRecorder, open_run_store
+
+    request = RunRequest(
+        repo=repo,
+        mode=Mode(scenario.mode),
+        objective=scenario.objective,
+        objective_base=repo,
+        verify=expand(scenario.verify) if scenario.verify else None,
+        planner=who.planner,
+        model=who.model,
+        agent=who.agent,
+        agent_model=who.agent_model,
+        max_attempts=1 if scenario.mode == "review" else scenario.max_attempts,
+    )
+    store = open_run_store(repo, str(run_dir / "state"))
+    recorder = StoreRecorder(store)
+    planner = planner_for(request, recorder=recorder) if (who.model or who.agent) else None
+    try:
+        report = execute(
+            request, observer=_ConcurrentEdit(repo, scenario), planner=planner, recorder=recorder
+        )
+        tool_calls = recorder.tool_calls() if who.model else None
+        usage = getattr(planner, "usage", None)
+    finally:
+        getattr(planner, "close", lambda: None)()
+        store.close()
+    return report, tool_calls, usage
+
+
+def _composite(
+    scenario: Scenario, repo: Path, run_dir: Path, who: Contestant
+) -> tuple[Any, Path, Any, Any]:
+    """A review, then improvement curation of its first proposal, on one operator root."""
+    from tidegate.operator.guarded import Backend
+    from tidegate.operator.identities import select
+    from tidegate.operator.runs import improvement_run, review_run
+
+    state = run_dir / "operator"
+    base = "local-harness" if who.base_type.startswith("agent") else who.base_type
+    review = review_run(
+        select("composite-engineer", base, "single-process", "review"),
+        Backend(model=who.model, planner=who.planner),
+        repo,
+        scenario.objective,
+        str(state),
+        verify=expand(scenario.verify) if scenario.verify else None,
+    )
+    if review["proposals"]:
+        decision = f"approve: {review['proposals'][0]['id']} | priority=1"
+        improvement_run(
+            select("improvement-curator", base, "single-process", "improvement-curation"),
+            decision,
+            str(state),
+        )
+    return _ReviewReport(review), state, None, None
+
+
+class _ReviewReport:
+    """The composite session seen as a report (status, findings, attempts)."""
+
+    def __init__(self, review: dict[str, Any]) -> None:
+        from tidegate.planners.base import Finding
+
+        self.status = review["run"]["status"]
+        self.run_id = review["run"]["run_id"]
+        self.findings = [
+            Finding(
+                f["message"],
+                f.get("path"),
+                f.get("line"),
+                f.get("severity", "error"),
+                f.get("source", "planner"),
+            )
+            for f in review["findings"]
+        ]
+        self.attempt_events: list[Any] = []
+        self.phases: list[Any] = []
+        self.verify = None
+        self.error_class = None
+        self.message = f"review {self.status}; {len(review['proposals'])} proposal(s)"
+
+
+def _phase_seconds(report: Any, phases: set[str]) -> float:
+    return float(sum(p.duration_ms for p in report.phases if str(p.phase) in phases)) / 1000
+
+
+def _document(
+    scenario: Scenario, who: Contestant, report: Any, checks: list[dict[str, Any]],
+    tool_calls: Any, usage: Any, wall: float, damaged: int, damaged_paths: list[str], started_ms: int,
+) -> dict[str, Any]:  # fmt: skip
+    unnecessary, retries = observed_counts(report, tool_calls)
+    source = f"{who.base_type}::{who.spec}"
+    evidence = [
+        {"kind": "check", "detail": f"{c['name']}: {'passed' if c['passed'] else 'failed'} ({c['detail']})",
+         "source": "runtime::gym-runner"}
+        for c in checks
+    ] + [
+        {"kind": "attempt", "detail": f"attempt {e.attempt}: {e.status}"
+         + (f" {e.error_class} in {e.failure_phase}" if e.error_class else "")
+         + (f", proposal {e.proposal_sha256[:12]}" if e.proposal_sha256 else ""), "source": source}
+        for e in report.attempt_events
+    ] + [
+        {"kind": "finding", "detail": f"{f.path}:{f.line} {f.message}", "source": source}
+        for f in report.findings[:10]
+    ]  # fmt: skip
+    now = time.time_ns() // 1_000_000
+    memory = [{"kind": "scenario-run", "created_at_unix_ms": now, "status": report.status}]
+    notes = []
+    tokens: Any = 0 if not (who.model or who.agent) else UNMEASURED
+    cost: Any = 0 if not (who.model or who.agent) else UNMEASURED
+    if who.model and usage is not None:
+        tokens = int(getattr(usage, "input_tokens", 0)) + int(getattr(usage, "output_tokens", 0))
+        cost = str(getattr(usage, "cost_usd", UNMEASURED))
+    if who.agent:
+        notes.append(
+            "an agent CLI reports no token usage to tidegate: tokens and cost are unmeasured"
+        )
+    if not (who.model or who.agent):
+        notes.append("no model ran: tokens and cost are observed zero")
+    if tool_calls is None and who.model is None:
+        notes.append(
+            "unnecessary_action_count counts refused attempts (no model tool calls to observe)"
+        )
+    if isinstance(unnecessary, str):
+        notes.append(
+            "no attempt events were observed: unnecessary_action_count and retry_count are unmeasured"
+        )
+    overhead: Any = UNMEASURED
+    if report.phases:
+        overhead = round(
+            max(0.0, wall - _phase_seconds(report, {"VERIFY", "PLAN", "PATCH", "REVIEW"})), 3
+        )
+    review_notes = [f"check {c['name']!r} failed: {c['detail']}" for c in checks if not c["passed"]]
+    if damaged:
+        review_notes.append(
+            f"user work changed outside the scenario's paths: {', '.join(damaged_paths[:10])}"
+        )
+    scorecard = {
+        "correctness_checks_passed": sum(1 for c in checks if c["passed"]),
+        "correctness_checks_total": len(checks),
+        "evidence_quality": "sufficient" if len(evidence) >= 4 else "thin",
+        "evidence_quality_assessment": assessment(
+            checks, evidence, memory, who.base_type, unnecessary, retries
+        ),
+        "unnecessary_action_count": unnecessary,
+        "retry_count": retries,
+        "human_review_notes": review_notes,
+        "measurement_notes": notes,
+        "wall_time_s": round(wall, 3),
+        "tidegate_overhead_s": overhead,
+        "model_tokens": tokens,
+        "model_cost_usd": cost,
+        "workspace_damage": damaged,
+    }
+    return {
+        "schema": REPORT_SCHEMA,
+        "scenario": scenario.id,
+        "covers": scenario.covers,
+        "contestant": who.spec,
+        "identity": scenario.identity,
+        "base_type": who.base_type,
+        "mode": scenario.mode,
+        "started_at_unix_ms": started_ms,
+        "completed_at_unix_ms": now,
+        "status": report.status,
+        "run_id": report.run_id,
+        "message": report.message,
+        "checks": checks,
+        "scorecard": scorecard,
+        "evidence": evidence,
+        "memory": memory,
+    }
+
+
+def render_text(document: dict[str, Any]) -> str:
+    card = document["scorecard"]
+    lines = [
+        f"scenario {document['scenario']} ({document['covers']})",
+        f"contestant {document['contestant']}  status {document['status']}  run {document['run_id']}",
+        f"checks {card['correctness_checks_passed']}/{card['correctness_checks_total']}",
+    ]
+    lines += [
+        f"  {'ok  ' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}"
+        for c in document["checks"]
+    ]
+    ev = card["evidence_quality_assessment"]
+    lines += [
+        f"evidence {card['evidence_quality']}, assessment {ev['overall']} ({ev['category']})",
+        f"unnecessary actions {card['unnecessary_action_count']}, retries {card['retry_count']}",
+        f"workspace damage {card['workspace_damage']} bytes",
+        f"wall {card['wall_time_s']} s, tidegate overhead {card['tidegate_overhead_s']} s, "
+        f"model tokens {card['model_tokens']}, cost {card['model_cost_usd']}",
+    ]
+    lines += [f"review: {n}" for n in card["human_review_notes"]]
+    lines += [f"note: {n}" for n in card["measurement_notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _write_artifacts(run_dir: Path, document: dict[str, Any]) -> None:
+    from tidegate.operator.records import write_json
+
+    write_json(run_dir / "report.json", document)
+    (run_dir / "report.txt").write_text(render_text(document), encoding="utf-8")
+    review = {
+        "schema": "tidegate.gym-review/1",
+        "scenario": document["scenario"],
+        "run_id": document["run_id"],
+        "findings": [c for c in document["checks"] if not c["passed"]],
+        "human_review_notes": document["scorecard"]["human_review_notes"],
+    }
+    write_json(run_dir / "review.json", review)

@@ -1,0 +1,316 @@
+"""``engineer agent-submit``: drive an agent CLI's interactive flow on a real PTY, exactly
+as its checked-in contract says, submit the one fixed payload, and classify what happened.
+
+The flow: launch the contract's argv (contained read-only when bubblewrap works: the agent
+may look at the repository but cannot change it); wait for the ordered startup
+checkpoints; type the payload, then Enter; wait for the ordered completion checkpoints;
+send the exit gesture; kill whatever is left. Every checkpoint is matched on the visible
+terminal (the emulated screen or the escape-free stream), never on raw bytes.
+
+Outcomes:
+
+``success``
+    every startup and completion checkpoint was seen, in order;
+``unsupported`` (exactly one reason code)
+    the agent launched but its visible flow is not one the contract supports:
+    ``process-exited-early``, ``trust-confirmation-required``, ``submit-hotkey-required``,
+    ``agent-wrapper-error``, ``workflow-wrapper-noise``, ``missing-startup-banner``,
+    ``missing-guidance-checkpoint``, ``unexpected-startup-text``;
+``runtime-failure``
+    tidegate's side failed (the program is missing, the launch failed) or the agent showed
+    nothing at all before the startup timeout (zero evidence).
+
+Tracked files the agent rewrote are put back to their pre-launch bytes before returning,
+and the audit says which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tidegate.agents.contracts import AgentContract, expand
+from tidegate.agents.launch import AgentEndpoint, agent_env, prepare_home
+
+REASONS = (
+    "process-exited-early",
+    "unexpected-startup-text",
+    "missing-startup-banner",
+    "missing-guidance-checkpoint",
+    "trust-confirmation-required",
+    "submit-hotkey-required",
+    "agent-wrapper-error",
+    "workflow-wrapper-noise",
+)
+
+
+@dataclass
+class SubmitAudit:
+    contract: str
+    contract_sha256: str
+    payload_id: str
+    steps: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    outcome: str = "runtime-failure"
+    reason: str | None = None
+    detail: str = ""
+    last_output_line: str = ""
+    transcript_preview: str = ""
+    restored: list[str] = field(default_factory=list)
+    containment: str = "none"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _Stop(Exception):
+    def __init__(self, outcome: str, reason: str | None, detail: str) -> None:
+        super().__init__(detail)
+        self.outcome, self.reason, self.detail = outcome, reason, detail
+
+
+def contract_digest(contract: AgentContract) -> str:
+    raw = contract.model_dump_json(by_alias=True).encode()
+    return hashlib.sha256(raw).hexdigest()
+
+
+def submit(
+    contract: AgentContract,
+    repo_root: Path,
+    *,
+    model: str | None = None,
+    startup_timeout_s: float = 60.0,
+    completion_timeout_s: float = 180.0,
+) -> SubmitAudit:
+    """Run the interactive flow once in ``repo_root``; never raises for the agent's
+    behaviour (that is the outcome), only for tidegate-side bugs."""
+    flow = contract.interactive
+    audit = SubmitAudit(contract.name, contract_digest(contract), flow.payload.id)
+    program = contract.find_program()
+    if program is None:
+        audit.detail = (
+            f"`{contract.program}` is not installed (install it with: {contract.install})"
+        )
+        return audit
+    guard = _TrackedFiles(repo_root)
+    with tempfile.TemporaryDirectory(prefix=f"tidegate-{contract.name}-home-") as home_dir:
+        home = Path(home_dir)
+        endpoint = AgentEndpoint.of(contract, model)
+        values = {
+            "program": program,
+            "home": str(home),
+            "workdir": str(repo_root),
+            "model": endpoint.model,
+            "base_url": endpoint.base_url,
+            "key_env": contract.model.key_env,
+            "task": "",
+        }
+        prepare_home(contract, home, values)
+        env = agent_env(contract, home, values) | {"TERM": "xterm-256color"}
+        env.pop("NO_COLOR", None)
+        argv = [expand(a, values) for a in flow.argv]
+        try:
+            _drive(
+                contract, argv, env, repo_root, home, audit, startup_timeout_s, completion_timeout_s
+            )
+        finally:
+            audit.restored = guard.restore()
+    return audit
+
+
+def _drive(
+    contract: AgentContract,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    home: Path,
+    audit: SubmitAudit,
+    startup_timeout_s: float,
+    completion_timeout_s: float,
+) -> None:
+    from tidegate.exec.containment import ContainmentPolicy, launch
+    from tidegate.exec.terminal import Terminal, TerminalLimits
+
+    flow = contract.interactive
+    policy = ContainmentPolicy(
+        required=False,
+        network=True,
+        writable=(home,),
+        executables=(os.path.realpath(argv[0]),),
+    )
+    limits = TerminalLimits(deadline_s=startup_timeout_s + completion_timeout_s + 30)
+    with launch(policy, cwd, path=env.get("PATH")) as sandbox:
+        audit.containment = sandbox.report.backend
+        full_env = {**env, **sandbox.env, "HOME": str(home)}
+        try:
+            term = Terminal([*sandbox.prefix, *argv], cwd=cwd, env=full_env, limits=limits)
+        except (OSError, ValueError) as exc:
+            audit.detail = f"launch failed: {exc}"
+            return
+        try:
+            audit.steps.append("launched")
+            _startup(term, flow, audit, startup_timeout_s)
+            term.send(flow.payload.text)
+            term.settle(0.3, 3.0)
+            term.send("\r")
+            audit.steps.append(f"submitted payload {flow.payload.id}")
+            _completion(term, flow, audit, completion_timeout_s)
+            audit.outcome = "success"
+        except _Stop as stop:
+            audit.outcome, audit.reason, audit.detail = stop.outcome, stop.reason, stop.detail
+        finally:
+            screen = term.screen_lines()  # an agent's TUI is read from its screen
+            audit.last_output_line = _last_meaningful(screen, flow)
+            audit.transcript_preview = "\n".join(screen)[-2000:]
+            for key in flow.exit:
+                term.send_key(key)
+                term.settle(0.2, 1.0)
+            audit.steps.append("exit gesture sent")
+            term.wait_exit(5.0)
+            term.close()
+
+
+def _last_meaningful(screen: list[str], flow: Any) -> str:
+    """The last screen line that is not the agent's own prompt or hint chrome."""
+    chrome = {*flow.startup, *flow.completion}
+    for line in reversed(screen):
+        text = line.strip()
+        if text and not any(c in text for c in chrome) and "shortcuts" not in text:
+            return text
+    return screen[-1].strip() if screen else ""
+
+
+def _blocked(term: Any, flow: Any) -> _Stop | None:
+    """A visible sign that the flow cannot go on as the contract says."""
+    for texts, reason in (
+        (flow.trust, "trust-confirmation-required"),
+        (flow.submit_hotkey, "submit-hotkey-required"),
+        (flow.wrapper_errors, "agent-wrapper-error"),
+        (flow.noise, "workflow-wrapper-noise"),
+    ):
+        for text in texts:
+            if term.seen(text):
+                return _Stop("unsupported", reason, f"the agent showed {text!r}")
+    return None
+
+
+def _startup(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> None:
+    from tidegate.exec.terminal import TerminalTimeout
+
+    for index, checkpoint in enumerate(flow.startup):
+        try:
+            _wait(term, flow, checkpoint, timeout_s)
+        except TerminalTimeout as exc:
+            raise _classify_startup(term, flow, index, exc) from exc
+        audit.checkpoints.append(checkpoint)
+        audit.steps.append(f"startup checkpoint {index + 1}/{len(flow.startup)}")
+
+
+def _wait(term: Any, flow: Any, text: str, timeout_s: float) -> None:
+    """Wait for ``text`` in slices, checking for blocking signs between them."""
+    from tidegate.exec.terminal import TerminalTimeout
+
+    waited = 0.0
+    while True:
+        if (blocked := _blocked(term, flow)) is not None:
+            raise blocked
+        try:
+            term.wait_for(text, min(0.5, timeout_s - waited))
+            return
+        except TerminalTimeout as exc:
+            waited += 0.5
+            if exc.exited or exc.which == "deadline" or waited >= timeout_s:
+                if (blocked := _blocked(term, flow)) is not None:
+                    raise blocked from exc
+                raise
+
+
+def _classify_startup(term: Any, flow: Any, index: int, exc: Any) -> _Stop:
+    if exc.exited:
+        return _Stop("unsupported", "process-exited-early", "the agent exited during startup")
+    if term.bytes_read == 0 or (not term.preview().strip() and not term.screen_text().strip()):
+        return _Stop("runtime-failure", None, "the agent showed nothing before the startup timeout")
+    later = [c for c in flow.startup[index + 1 :] if term.seen(c)]
+    if later:
+        return _Stop(
+            "unsupported", "unexpected-startup-text",
+            f"{later[0]!r} appeared before {flow.startup[index]!r}: the flow drifted",
+        )  # fmt: skip
+    if index == 0:
+        return _Stop("unsupported", "missing-startup-banner", f"no {flow.startup[0]!r}")
+    return _Stop("unsupported", "missing-guidance-checkpoint", f"no {flow.startup[index]!r}")
+
+
+def _completion(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> None:
+    from tidegate.exec.terminal import TerminalTimeout
+
+    for index, checkpoint in enumerate(flow.completion):
+        try:
+            _wait(term, flow, checkpoint, timeout_s)
+        except TerminalTimeout as exc:
+            if exc.exited:
+                raise _Stop(
+                    "unsupported", "process-exited-early", "the agent exited mid-turn"
+                ) from exc
+            raise _Stop(
+                "unsupported", "missing-guidance-checkpoint",
+                f"after the submit, {checkpoint!r} never appeared",
+            ) from exc  # fmt: skip
+        audit.checkpoints.append(checkpoint)
+        audit.steps.append(f"completion checkpoint {index + 1}/{len(flow.completion)}")
+
+
+class _TrackedFiles:
+    """The repository's tracked files before the launch, to put back what the agent
+    rewrote: a dirty file's bytes are kept; a clean one is restored from the index."""
+
+    def __init__(self, root: Path) -> None:
+        from tidegate.git import Git
+
+        self.root = root
+        self.git = Git(root)
+        listed = self.git.run("ls-files", "-z", "--cached").stdout.split(b"\0")
+        self.paths = [p.decode("utf-8", "surrogateescape") for p in listed if p]
+        self.stats = {p: _stat(root / p) for p in self.paths}
+        dirty = self.git.run("diff", "--name-only", "-z").stdout.split(b"\0")
+        self.saved = {}
+        for raw in dirty:
+            if raw:
+                path = raw.decode("utf-8", "surrogateescape")
+                try:
+                    self.saved[path] = (root / path).read_bytes()
+                except OSError:
+                    continue
+
+    def restore(self) -> list[str]:
+        restored = []
+        for path in self.paths:
+            if _stat(self.root / path) == self.stats[path]:
+                continue
+            target = self.root / path
+            before = self.stats[path]
+            if before is None:  # absent before the launch: absent again
+                target.unlink(missing_ok=True)
+                restored.append(path)
+                continue
+            data = self.saved.get(path)
+            if data is None:
+                data = self.git.run("cat-file", "blob", f":{path}").stdout
+            temp = target.with_name(f".{target.name}.tidegate-restore")
+            temp.write_bytes(data)
+            os.chmod(temp, before[3])
+            os.replace(temp, target)
+            restored.append(path)
+        return restored
+
+
+def _stat(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode & 0o7777)

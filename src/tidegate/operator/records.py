@@ -1,0 +1,211 @@
+"""Durable operator documents under the state root: versioned JSON, written atomically,
+read fail-closed.
+
+Every document is ``{"schema": "tidegate.operator.<kind>/<version>", ...}``. A reader
+accepts its kind's current version, migrates the older versions it knows (version 0 is
+the bare JSON list of records that earlier writers left), and refuses anything else by
+name. Reads refuse symlinks and non-regular files (opened with ``O_NOFOLLOW``, checked with
+``fstat``), files over :data:`MAX_BYTES`, invalid UTF-8, invalid JSON and non-finite
+numbers. Writes go to a temporary file in the same directory, are fsynced, renamed over the
+old file and the directory is fsynced: a reader sees the old document or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tidegate.operator.errors import RecordError
+
+MAX_BYTES = 16 * 1024 * 1024
+CURRENT = 1
+
+MEMORY_FILE = "memory_records.json"
+EVIDENCE_FILE = "evidence_records.json"
+GOALS_FILE = "goal_register.json"
+REVIEWS_DIR = "review_artifacts"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def schema_name(kind: str, version: int = CURRENT) -> str:
+    return f"tidegate.operator.{kind}/{version}"
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value in ``path``: a regular file, not a symlink, at most MAX_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise RecordError(f"{path}: missing") from exc
+    except OSError as exc:
+        why = "is a symlink" if path.is_symlink() else exc.strerror
+        raise RecordError(f"{path}: cannot be read: {why}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RecordError(f"{path}: not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise RecordError(f"{path}: larger than {MAX_BYTES} bytes")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{path}: not UTF-8") from exc
+    except ValueError as exc:
+        raise RecordError(f"{path}: malformed JSON ({exc})") from exc
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Replace ``path`` atomically with ``value`` (never through a symlink), with every
+    secret-shaped string redacted: nothing persisted carries a key."""
+    from tidegate.sanitize import redact_value
+
+    value = redact_value(value)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise RecordError(f"{path}: refusing to replace a symlink or non-regular file")
+    data = (json.dumps(value, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise RecordError(f"{path}: cannot be written: {exc.strerror}") from exc
+
+
+Migration = Callable[[Any], dict[str, Any]]
+
+
+def _records_v0(value: Any) -> dict[str, Any]:
+    if not isinstance(value, list):
+        raise ValueError("expected a list of records")
+    return {"records": value}
+
+
+MIGRATIONS: dict[str, dict[int, Migration]] = {
+    "memory": {0: _records_v0},
+    "evidence": {0: _records_v0},
+}
+
+
+def load_document(path: Path, kind: str) -> dict[str, Any]:
+    """``path`` as a current-version document of ``kind`` (migrated when older)."""
+    value = read_json(path)
+    body: Any
+    if isinstance(value, list):
+        version, body = 0, value
+    elif isinstance(value, dict) and isinstance(value.get("schema"), str):
+        name, _, raw = value["schema"].rpartition("/")
+        if name != f"tidegate.operator.{kind}" or not raw.isdigit():
+            raise RecordError(f"{path}: schema {value['schema']!r} is not a {kind} document")
+        version, body = int(raw), value
+    else:
+        raise RecordError(f"{path}: not a {kind} document (no schema field)")
+    if version == CURRENT:
+        return dict(body)
+    migrate = MIGRATIONS.get(kind, {}).get(version)
+    if migrate is None:
+        raise RecordError(
+            f"{path}: schema {schema_name(kind, version)} is not supported "
+            f"(this tidegate reads {schema_name(kind)})"
+        )
+    try:
+        migrated = migrate(body)
+    except ValueError as exc:
+        raise RecordError(f"{path}: cannot migrate {schema_name(kind, version)}: {exc}") from exc
+    migrated["schema"] = schema_name(kind)
+    return migrated
+
+
+def records_of(doc: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    records = doc.get("records")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise RecordError(f"{path}: 'records' must be a list of objects")
+    return records
+
+
+def load_records(root: Path, name: str, kind: str, *, missing_ok: bool) -> list[dict[str, Any]]:
+    path = root / name
+    if missing_ok and not path.exists() and not path.is_symlink():
+        return []
+    return records_of(load_document(path, kind), path)
+
+
+def append_records(root: Path, name: str, kind: str, new: list[dict[str, Any]]) -> None:
+    records = load_records(root, name, kind, missing_ok=True)
+    write_json(root / name, {"schema": schema_name(kind), "records": [*records, *new]})
+
+
+def memory_record(mode: str, kind: str, key: str, value: Any, source: str) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "kind": kind,
+        "key": key,
+        "value": value,
+        "source": source,
+        "created_at_unix_ms": now_ms(),
+    }
+
+
+def evidence_record(mode: str, kind: str, detail: str, source: str) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "kind": kind,
+        "detail": detail,
+        "source": source,
+        "created_at_unix_ms": now_ms(),
+    }
+
+
+def read_text_file(path: Path) -> str:
+    """An operator-given text file: a regular file (not a symlink), UTF-8. Usage errors
+    (exit 2) name the file."""
+    from tidegate.operator.errors import OperatorError
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        why = "is a symlink" if path.is_symlink() else exc.strerror
+        raise OperatorError(f"{path}: cannot be read: {why}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OperatorError(f"{path}: not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise OperatorError(f"{path}: larger than {MAX_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OperatorError(f"{path}: not UTF-8 text") from exc

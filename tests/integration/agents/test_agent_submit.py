@@ -1,0 +1,143 @@
+"""agent-submit: every outcome and reason code, reached by a scripted terminal program
+built for it, and the real Codex CLI and aider reaching success against scripted model
+servers on loopback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Repo
+from tests.integration.agents.conftest import require_agent
+from tests.integration.agents.servers import (
+    ScriptedServer,
+    chat_completion,
+    responses_turn,
+)
+from tidegate.agents.contracts import load_contract, parse_contract
+from tidegate.operator.agent_submit import REASONS, submit
+
+FAKE = Path(__file__).with_name("fake_agent.py")
+
+
+def fake_contract(tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "fakeagent"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("TIDEGATE_AGENT_PATH", str(bin_dir))
+    raw = json.loads(load_contract("codex").model_dump_json(by_alias=True))
+    raw.update(name="fakeagent", program="fakeagent", files=[], env={})
+    raw["interactive"].update(
+        argv=["{program}", mode],
+        startup=["FakeAgent v", "Type a task>"],
+        trust=["Do you trust the files"],
+        submit_hotkey=["ctrl+s to run"],
+        wrapper_errors=["fakeagent: error:"],
+        noise=["[workflow] syncing"],
+        completion=["Finished in", "Type a task>"],
+        exit=["ctrl-d"],
+    )
+    return parse_contract(raw)
+
+
+@pytest.mark.parametrize(
+    ("mode", "outcome", "reason"),
+    [
+        ("ok", "success", None),
+        ("exit-early", "unsupported", "process-exited-early"),
+        ("trust", "unsupported", "trust-confirmation-required"),
+        ("hotkey", "unsupported", "submit-hotkey-required"),
+        ("wrapper-error", "unsupported", "agent-wrapper-error"),
+        ("noise", "unsupported", "workflow-wrapper-noise"),
+        ("no-banner", "unsupported", "missing-startup-banner"),
+        ("no-guidance", "unsupported", "missing-guidance-checkpoint"),
+        ("drift", "unsupported", "unexpected-startup-text"),
+        ("stall", "unsupported", "missing-guidance-checkpoint"),
+        ("silent", "runtime-failure", None),
+    ],
+)
+def test_each_outcome_is_reached_by_a_program_built_for_it(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    mode: str, outcome: str, reason: str | None,
+) -> None:  # fmt: skip
+    contract = fake_contract(tmp_path, mode, monkeypatch)
+    audit = submit(contract, committed_repo.root, startup_timeout_s=2.0, completion_timeout_s=2.0)
+    assert (audit.outcome, audit.reason) == (outcome, reason), audit.detail
+    assert audit.reason is None or audit.reason in REASONS
+    if outcome == "success":
+        assert audit.checkpoints == ["FakeAgent v", "Type a task>", "Finished in", "Type a task>"]
+        assert "submitted payload tidegate-readme-summary-v1" in audit.steps
+
+
+def test_covered_reason_codes_are_all_of_them() -> None:
+    covered = {
+        "process-exited-early", "trust-confirmation-required", "submit-hotkey-required",
+        "agent-wrapper-error", "workflow-wrapper-noise", "missing-startup-banner",
+        "missing-guidance-checkpoint", "unexpected-startup-text",
+    }  # fmt: skip
+    assert covered == set(REASONS)
+
+
+def test_a_missing_program_is_a_runtime_failure(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contract = fake_contract(tmp_path, "ok", monkeypatch)
+    monkeypatch.setenv("TIDEGATE_AGENT_PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    audit = submit(contract, committed_repo.root)
+    assert audit.outcome == "runtime-failure" and "not installed" in audit.detail
+
+
+def test_tracked_files_the_agent_rewrites_are_restored(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    committed_repo.write("notes.txt", "untracked\n")
+    committed_repo.write("README.md", "# calc\nmy unstaged line\n")
+    monkeypatch.setenv("TIDEGATE_BWRAP", "/nonexistent/bwrap")  # uncontained: it can write
+    before = committed_repo.tree_state()
+    contract = fake_contract(tmp_path, "rewrite", monkeypatch)
+    audit = submit(contract, committed_repo.root, startup_timeout_s=5.0, completion_timeout_s=5.0)
+    assert audit.outcome == "success", audit.detail
+    assert sorted(audit.restored) == ["README.md", "calc.py"]
+    assert committed_repo.tree_state() == before  # the user's unstaged bytes came back
+
+
+def codex_server() -> ScriptedServer:
+    return ScriptedServer(lambda i, body: responses_turn(text="README.md describes calc."))
+
+
+def test_real_codex_submits_the_payload(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_agent("codex")
+    tree = committed_repo.tree_state()
+    with codex_server() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        audit = submit(load_contract("codex"), committed_repo.root, model="test-model")
+        assert any("Summarize README.md" in t for t in server.texts())
+    assert audit.outcome == "success", (audit.reason, audit.detail, audit.transcript_preview)
+    assert "Worked for" in audit.checkpoints
+    assert committed_repo.tree_state() == tree
+
+
+def test_real_aider_submits_the_payload(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_agent("aider")
+    tree = committed_repo.tree_state()
+    with ScriptedServer(lambda i, body: chat_completion("README.md describes calc.")) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        audit = submit(
+            load_contract("aider"), committed_repo.root, model="test-model", startup_timeout_s=120
+        )
+        assert any("Summarize README.md" in t for t in server.texts())
+    assert audit.outcome == "success", (audit.reason, audit.detail, audit.transcript_preview)
+    assert committed_repo.tree_state() == tree

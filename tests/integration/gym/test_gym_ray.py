@@ -1,0 +1,21 @@
+"""The same suite on the local process pool and on a real local Ray instance gives the same
+scorecards (timing aside)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tidegate.gym.suite import comparable, run_suite
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>=2.40')")
+
+
+@pytest.mark.slow
+def test_local_and_ray_executors_give_identical_scorecards(tmp_path: Path) -> None:
+    local = run_suite("smoke", tmp_path / "a", contestant=None, workers=2, executor="local")
+    on_ray = run_suite("smoke", tmp_path / "b", contestant=None, workers=2, executor="ray")
+    assert [comparable(r) for r in local["runs"]] == [comparable(r) for r in on_ray["runs"]]
+    assert all("error" not in r for r in on_ray["runs"])
+    assert on_ray["executor_startup_s"] > 0

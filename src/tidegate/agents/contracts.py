@@ -121,14 +121,17 @@ class AgentContract(_Strict):
             raise ValueError("interactive.argv takes no task: the payload is fixed")
 
     def find_program(self, search: str | None = None) -> str | None:
+        """The program's real path (links resolved: a launcher link in HOME, where a
+        contained command sees nothing, must not be what runs)."""
         import os
 
         extra = search if search is not None else os.environ.get(AGENT_PATH_ENV, "")
         for directory in [d for d in extra.split(":") if d]:
             candidate = Path(directory) / self.program
             if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
-        return shutil.which(self.program)
+                return os.path.realpath(candidate)
+        found = shutil.which(self.program)
+        return os.path.realpath(found) if found else None
 
 
 def _folder() -> Any:

@@ -122,6 +122,7 @@ def run_batch(
             required=containment == "required",
             network=True,
             writable=(ws.workdir, ws.agent_git, home),
+            readonly_overlays=(ws.objects,),  # its git reads T0's objects from there
             # its own installation (a uv tool venv in HOME, say) is visible, read-only
             executables=(os.path.realpath(program),),
         )

@@ -42,6 +42,8 @@ class AgentWorkspace:
     capture_git: Path
     t0_commit: str
     t0_tree: str
+    objects: Path
+    """The user's object store, read through ``alternates`` (visible read-only to the agent)."""
 
 
 def prepare(shadow_root: Path, scratch: Path) -> AgentWorkspace:
@@ -65,7 +67,7 @@ def prepare(shadow_root: Path, scratch: Path) -> AgentWorkspace:
     agent.run(*_CAPTURE_CONFIG, "read-tree", "-u", "--reset", "HEAD")
     host.run("init", "-q", "--bare", str(capture_git))
     (capture_git / "objects" / "info" / "alternates").write_text(f"{objects}\n")
-    return AgentWorkspace(scratch, workdir, agent_git, capture_git, t0_commit, t0_tree)
+    return AgentWorkspace(scratch, workdir, agent_git, capture_git, t0_commit, t0_tree, objects)
 
 
 def capture(ws: AgentWorkspace) -> str:

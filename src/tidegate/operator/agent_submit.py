@@ -140,6 +140,7 @@ def _drive(
         required=False,
         network=True,
         writable=(home,),
+        readonly_overlays=(cwd,),  # the repository: readable, never writable
         executables=(os.path.realpath(argv[0]),),
     )
     limits = TerminalLimits(deadline_s=startup_timeout_s + completion_timeout_s + 30)

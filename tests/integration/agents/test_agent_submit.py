@@ -28,7 +28,9 @@ def fake_contract(tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) ->
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "fakeagent"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
+    script = bin_dir / "fake_agent.py"  # beside the wrapper: the contained view shows its dir
+    script.write_text(FAKE.read_text())
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("TIDEGATE_AGENT_PATH", str(bin_dir))
     raw = json.loads(load_contract("codex").model_dump_json(by_alias=True))
@@ -68,7 +70,10 @@ def test_each_outcome_is_reached_by_a_program_built_for_it(
 ) -> None:  # fmt: skip
     contract = fake_contract(tmp_path, mode, monkeypatch)
     audit = submit(contract, committed_repo.root, startup_timeout_s=2.0, completion_timeout_s=2.0)
-    assert (audit.outcome, audit.reason) == (outcome, reason), audit.detail
+    assert (audit.outcome, audit.reason) == (outcome, reason), (
+        audit.detail,
+        audit.transcript_preview,
+    )
     assert audit.reason is None or audit.reason in REASONS
     if outcome == "success":
         assert audit.checkpoints == ["FakeAgent v", "Type a task>", "Finished in", "Type a task>"]

@@ -28,13 +28,21 @@ def sh(ws: Path, command: str, **kwargs: Any) -> CommandResult:
     return run_command(shell_argv(command), ws, spill_dir=ws.parent / "spill", **kwargs)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
-    return status != "Z"
+def _alive(pid: int, grace_s: float = 3.0) -> bool:
+    """Whether ``pid`` still runs once a SIGKILL had time to land (delivery is asynchronous:
+    on a loaded machine the victim can still be scheduled for a moment)."""
+    end = time.monotonic() + grace_s
+    while True:
+        try:
+            os.kill(pid, 0)
+            status = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return False
+        if status == "Z":
+            return False
+        if time.monotonic() >= end:
+            return True
+        time.sleep(0.02)
 
 
 def test_non_zero_exit_is_a_result_with_both_streams(ws: Path) -> None:

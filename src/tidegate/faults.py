@@ -45,7 +45,8 @@ def _trigger(point: str, kind: str) -> None:
     elif kind == "term":
         os.kill(os.getpid(), signal.SIGTERM)
     elif kind == "run":
-        subprocess.run(os.environ.get(RUN_ENV, "true"), shell=True, check=False)
+        # through the one published interpreter, never an implicit shell
+        subprocess.run(["/bin/sh", "-c", os.environ.get(RUN_ENV, "true")], check=False)
     else:
         code = getattr(errno, kind, None)
         if not isinstance(code, int):

@@ -77,6 +77,15 @@ class ScriptedServer:
 # -- the Responses API (Codex) -----------------------------------------------------------
 
 
+_USAGE = {
+    "input_tokens": 10,
+    "output_tokens": 5,
+    "total_tokens": 15,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens_details": {"reasoning_tokens": 0},
+}
+
+
 def _event(kind: str, **data: Any) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
 
@@ -110,17 +119,36 @@ def responses_turn(*, commands: list[str] = (), text: str = "") -> bytes:  # typ
             ),
             _event("response.output_item.done", output_index=0, item=done),
         ]
-    usage = {
-        "input_tokens": 10,
-        "output_tokens": 5,
-        "total_tokens": 15,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens_details": {"reasoning_tokens": 0},
-    }
     events.append(
-        _event("response.completed", response={"id": "resp", "status": "completed", "usage": usage})
+        _event(
+            "response.completed", response={"id": "resp", "status": "completed", "usage": _USAGE}
+        )
     )
     return b"".join(events)
+
+
+def responses_mcp_call(namespace: str, tool: str, arguments: dict[str, Any], n: int = 0) -> bytes:
+    """One streamed response calling an MCP tool as Codex offers it: a function in the
+    ``namespace`` tool (``mcp__<server>``), named by the tool's own name."""
+    item = {
+        "type": "function_call",
+        "id": f"fc_{n}",
+        "call_id": f"call_{n}",
+        "namespace": namespace,
+        "name": tool,
+        "arguments": json.dumps(arguments),
+    }
+    return b"".join(
+        [
+            _event("response.created", response={"id": "resp", "status": "in_progress"}),
+            _event("response.output_item.added", output_index=0, item=item),
+            _event("response.output_item.done", output_index=0, item=item),
+            _event(
+                "response.completed",
+                response={"id": "resp", "status": "completed", "usage": _USAGE},
+            ),
+        ]
+    )
 
 
 def codex_script(turns: list[bytes]) -> Callable[[int, dict[str, Any]], bytes | None]:

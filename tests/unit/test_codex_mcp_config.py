@@ -1,0 +1,46 @@
+"""``codex_mcp_table``: the ``[mcp_servers.tidegate]`` table for Codex's config.toml reads
+back, through a TOML parser, as exactly the argv and keys tidegate meant, whatever the
+paths hold; a path TOML cannot hold is refused with one clear error."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tidegate.agents.mcp_registration import codex_mcp_table, tidegate_command
+from tidegate.errors import UsageError
+
+
+@pytest.mark.parametrize(
+    "name", ["plain", 'with "quotes" and \\ back', "tab\tnew\nline", "del\x7fesc\x1b", "ünï ✓"]
+)
+def test_the_table_reads_back_as_the_argv_it_names(tmp_path: Path, name: str) -> None:
+    workspace, state = tmp_path / name / "repo", tmp_path / name / "state"
+    command = [str(tmp_path / name / "bin" / "python3"), "-m", "tidegate"]
+    text = codex_mcp_table(workspace, command=command, state_root=state, approval="balanced")
+    server = tomllib.loads(text)["mcp_servers"]["tidegate"]
+    assert server["command"] == command[0]
+    assert server["args"] == [
+        "-m", "tidegate", "mcp", "serve", "--workspace", str(workspace),
+        "--state-root", str(state), "--approval", "balanced",
+    ]  # fmt: skip
+    assert server["required"] is True
+    assert server["enabled_tools"] == ["change_propose"]
+    assert server["tools"]["change_propose"] == {"approval_mode": "approve"}
+    assert server["startup_timeout_sec"] >= 30 and server["tool_timeout_sec"] >= 300
+
+
+def test_the_default_command_is_this_tidegate_by_absolute_path(tmp_path: Path) -> None:
+    command = tidegate_command()
+    assert os.path.isabs(command[0]) and Path(command[0]).exists()
+    args = tomllib.loads(codex_mcp_table(tmp_path))["mcp_servers"]["tidegate"]["args"]
+    assert args[-4:] == ["mcp", "serve", "--workspace", str(tmp_path)]
+
+
+def test_a_path_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        codex_mcp_table(odd)

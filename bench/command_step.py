@@ -21,6 +21,14 @@ The same workload, on the same synthetic repository, in the same run:
   end of one response to the start of the next request (guards, approval, the command,
   host-attested effect capture, result rendering) -- uncontained (``containment=none``,
   approved by grants) and contained (bubblewrap, verified by its probe);
+* ``tidegate over MCP``: the same ``command_run`` call sent by the MCP client SDK
+  (``mcp`` package) to a ``tidegate mcp serve`` subprocess on stdio, timed from the
+  client's ``call_tool`` to its answer (JSON-RPC both ways, the executor, the command, the
+  effect capture, the result) -- contained (``--containment auto``) and, when the server
+  runs it, uncontained (``--containment none``: under the ``balanced`` profile an
+  uncontained command comes back as a pending approval nobody can answer over stdio, and
+  the column is skipped with that reason). One server per round; its first call is a
+  warm-up;
 * ``tidegate fallback``: uncontained with ``TIDEGATE_EFFECT_CAPTURE=inventory`` (the exact
   full inventory), only ``--fallback-steps`` steps since each walks the repository twice.
 
@@ -87,6 +95,9 @@ assert all("<returncode>0</returncode>" in m["content"] for m in agent.messages[
 import minisweagent
 print(json.dumps({"version": minisweagent.__version__, "times": times}))
 """
+
+
+MCP_COLUMNS = {"tidegate over MCP, contained": "auto", "tidegate over MCP, uncontained": "none"}
 
 
 def command_files(repo: Path, steps: int) -> list[str]:
@@ -213,6 +224,41 @@ def tidegate(repo: Path, files: list[str], containment: str) -> list[float]:
     return gaps[1:]  # the first step warms the probe and imports
 
 
+def tidegate_mcp(repo: Path, files: list[str], containment: str, state: Path) -> list[float] | str:
+    """Per-call times of ``command_run`` through ``tidegate mcp serve``, or why the server
+    did not run the command (its first answer's status and message)."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tidegate", "mcp", "serve", "--workspace", str(repo),
+              "--containment", containment, "--state-root", str(state)],
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")},
+    )  # fmt: skip
+
+    async def calls() -> list[float] | str:
+        times = []
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(server, errlog=errlog) as streams,
+                ClientSession(*streams) as session,
+            ):
+                await session.initialize()
+                for path in [files[0], *files]:  # the first call warms the probe and imports
+                    start = time.perf_counter()
+                    result = await session.call_tool("command_run", {"command": f"cat {path}"})
+                    times.append((time.perf_counter() - start) * 1000)
+                    data = result.structured_content or {}
+                    if result.is_error or data.get("ok") is not True:
+                        why = (data.get("error") or {}).get("message") or data.get("status")
+                        return f"the server answered {data.get('status')!r}: {why}"
+        return times[1:]
+
+    return anyio.run(calls)
+
+
 def med(values: list[float]) -> float:
     return round(statistics.median(values), 2)
 
@@ -250,6 +296,14 @@ def main() -> int:
             columns.setdefault("tidegate uncontained", []).extend(tidegate(repo, files, "none"))
             if "bare bwrap" not in skipped:
                 columns.setdefault("tidegate contained", []).extend(tidegate(repo, files, "auto"))
+            for name, containment in MCP_COLUMNS.items():
+                if name in skipped or (containment == "auto" and "bare bwrap" in skipped):
+                    continue
+                got = tidegate_mcp(repo, files, containment, Path(tmp) / "state")
+                if isinstance(got, str):
+                    skipped[name] = got
+                else:
+                    columns.setdefault(name, []).extend(got)
         if args.fallback_steps:
             os.environ["TIDEGATE_EFFECT_CAPTURE"] = "inventory"
             try:
@@ -297,6 +351,12 @@ def summary(medians: dict[str, float], skipped: dict[str, str], version: str) ->
                 f"contained: {con:.2f} ms vs target 2 x {peer:.2f} + {start_cost:.2f} = "
                 f"{bound:.2f} ms: " + ("met" if con <= bound else "NOT met")
             )
+    mcp = medians.get("tidegate over MCP, contained")
+    if mcp is not None and "tidegate contained" in medians:
+        transport = round(mcp - medians["tidegate contained"], 2)
+        targets.append(
+            f"MCP's own cost (over MCP - in the loop, both contained): {transport:.2f} ms"
+        )
     return {
         "medians_ms": medians,
         "ratio_to_msa": ratios,

@@ -5,6 +5,8 @@ paths hold; a path TOML cannot hold is refused with one clear error."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -44,3 +46,35 @@ def test_a_path_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
     with pytest.raises(UsageError, match="not valid UTF-8"):
         codex_mcp_table(odd)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tidegate", "mcp", "codex-config", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_cli_prints_the_table_for_the_repository_root(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    done = _cli("--workspace", str(repo / "sub"), "--state-root", str(tmp_path / "s"))
+    assert done.returncode == 0, done.stderr
+    server = tomllib.loads(done.stdout)["mcp_servers"]["tidegate"]
+    args = server["args"]
+    assert args[args.index("--workspace") + 1] == str(repo.resolve())
+    assert args[args.index("--state-root") + 1] == str(tmp_path / "s")
+
+
+@pytest.mark.parametrize("bad", [["--approval", "yolo"], []])
+def test_the_cli_refuses_a_bad_profile_or_a_non_repository_in_one_line(
+    tmp_path: Path, bad: list[str]
+) -> None:
+    done = _cli("--workspace", str(tmp_path), *bad)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error: ")

@@ -78,3 +78,29 @@ def _change_tool(
     except UsageError:
         return None
     return ChangeTool(root, state_root, mode, approval)
+
+
+@mcp_app.command("codex-config")
+def codex_config(
+    workspace: Annotated[Path, typer.Option("--workspace", help="The workspace root.")],
+    approval: Annotated[
+        str | None, typer.Option("--approval", help="Passed on to `mcp serve --approval`.")
+    ] = None,
+    state_root: StateRootOpt = None,
+) -> None:
+    """Print the `[mcp_servers.tidegate]` table for Codex's config.toml (docs/agents.md)."""
+    from tidegate.agents.mcp_registration import codex_mcp_table
+    from tidegate.errors import UsageError
+    from tidegate.workspace.repo import discover
+
+    try:
+        if approval is not None and approval not in {"strict", "balanced", "trusted-workspace"}:
+            raise UsageError(f"unknown approval profile {approval!r}")
+        root = discover(workspace).root
+        table = codex_mcp_table(
+            root, state_root=Path(state_root) if state_root else None, approval=approval
+        )
+    except UsageError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(table, nl=False)

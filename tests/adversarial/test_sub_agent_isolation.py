@@ -15,19 +15,10 @@ from typing import Any
 
 import pytest
 
-from tests.conformance._agent import (
-    CHECK,
-    Recorded,
-    answer,
-    call,
-    configuration,
-    digest,
-    scripted,
-    task,
-    turn,
-)
+from tests.adversarial._dispatch import dirty, dispatch_turn, events, host, parent, snapshot
+from tests.conformance._agent import Recorded, answer, call, digest, scripted, turn
 from tests.conftest import CALC, Repo, requires_containment
-from tidegate.agent import AgentSession, Budget, GuardLimits, SessionOptions, run_loop
+from tidegate.agent import AgentSession, Budget, run_loop
 from tidegate.agent.dispatch import (
     FORCED_ISOLATED,
     TOOL_GUARD_FILTERED,
@@ -36,12 +27,11 @@ from tidegate.agent.dispatch import (
 )
 from tidegate.agents.contracts import load_contract, parse_contract
 from tidegate.agents.launch import AgentEndpoint
-from tidegate.models.scripted import ScriptedModel
 from tidegate.planners.agent import CliSubAgent
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor
-from tidegate.tools.policy import ApprovalProfile, TaskMode
+from tidegate.tools.policy import TaskMode
 from tidegate.workspace.port import WorkspacePort
 
 WRITERS = {
@@ -52,73 +42,6 @@ WRITERS = {
     "project.validate",
 }
 FAKE = Path(__file__).parents[1] / "integration" / "agents" / "fake_agent.py"
-
-
-def dirty(repo: Repo) -> Repo:
-    repo.write("README.md", "# calc\nstaged line\n")
-    repo.git("add", "README.md")
-    repo.write("README.md", "# calc\nstaged line\nunstaged line\n")
-    repo.write("notes.txt", "untracked notes\n")
-    return repo
-
-
-def snapshot(repo: Repo) -> tuple[Any, ...]:
-    return (
-        repo.tree_state(with_mtimes=True),
-        repo.index_bytes(),
-        repo.git("for-each-ref"),
-        repo.git("stash", "list"),
-        repo.git("rev-parse", "HEAD"),
-    )
-
-
-def host(root: Path, tmp: Path, *, network: str = "denied") -> ToolExecutor:
-    """A writable host (patch task mode, writes allowed): whatever keeps a sub-agent
-    read-only in a read-only phase is the dispatch, not this executor."""
-    context = ToolContext(
-        workspace=WorkspacePort(root),
-        mode=TaskMode.PATCH,
-        approval_profile=ApprovalProfile.BALANCED,
-        network=network,  # type: ignore[arg-type]
-        validation_command=CHECK,
-        task_state_path=tmp / "parent-plan.json",
-    )
-    return ToolExecutor(context)
-
-
-def parent(
-    model: ScriptedModel,
-    ex: ToolExecutor,
-    tool: SubAgentDispatch,
-    *,
-    phase: str,
-    recorder: Any = None,
-    budget: Budget | None = None,
-) -> AgentSession:
-    return AgentSession.start(
-        model=model,
-        executor=ex,
-        config=configuration(ex),
-        task=task(ex.context.root),
-        options=SessionOptions(
-            phase=phase,
-            guard_limits=GuardLimits(budget=budget or Budget()),
-            checkpoints=False,
-        ),
-        recorder=recorder,
-        session_tools=tool.tools(),
-    )
-
-
-def events(recorded: Recorded, kind: str | None = None) -> list[tuple[str, dict[str, Any], str]]:
-    rows = recorded.store.events(recorded.run_id)
-    found = [(e.kind, json.loads(e.payload), e.phase or "") for e in rows]
-    return [f for f in found if kind is None or f[0] == kind]
-
-
-def dispatch_turn(call_id: str = "d1", **arguments: Any) -> dict[str, Any]:
-    arguments.setdefault("task", "Fix add() in calc.py so that add(2, 3) == 5.")
-    return turn(call("agent_dispatch", call_id, **arguments))
 
 
 # -- a read-only phase: no write tool at all ---------------------------------------------

@@ -20,8 +20,10 @@ Each step, in this order:
    inactive tools, budget: refused before the first side effect). Then, call by call in
    the order the model emitted them, the guards decide before dispatch (a Block is
    answered without dispatching; Finalize, Pause and Stop end the round) and the executor
-   runs the call under the session's runtime. Host-attested effects feed the evidence
-   ledger and the guards; results go back with their call ids, in emitted order.
+   runs the call under the session's runtime (a session tool -- ``agent_dispatch`` --
+   is run by the session instead, under the same guards, ids and records). Host-attested
+   effects feed the evidence ledger and the guards; results go back with their call ids,
+   in emitted order.
 6. **After the round.** Semantic progress is reported to the guards; once a change has
    been made and certified (passing validation and a complete diff after the last
    write), the next request offers no tools.

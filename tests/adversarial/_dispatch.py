@@ -26,9 +26,24 @@ def dirty(repo: Repo) -> Repo:
     return repo
 
 
+def git_dir_state(repo: Repo) -> dict[str, tuple[int, int]]:
+    """Every entry under ``.git`` with its size and mtime (worktrees, logs, config, refs),
+    objects with their size only: capturing a change through ``alternates`` makes git
+    freshen (touch) the user's objects it would have written again; their bytes stay."""
+    git_dir = repo.root / ".git"
+    state = {}
+    for path in git_dir.rglob("*"):
+        rel = str(path.relative_to(git_dir))
+        info = path.lstat()
+        state[rel] = (info.st_size, 0 if rel.startswith("objects") else info.st_mtime_ns)
+    return state
+
+
 def snapshot(repo: Repo) -> tuple[Any, ...]:
+    """The main work tree (with mtimes), its index bytes, its whole git dir, refs, stash."""
     return (
         repo.tree_state(with_mtimes=True),
+        git_dir_state(repo),
         repo.index_bytes(),
         repo.git("for-each-ref"),
         repo.git("stash", "list"),

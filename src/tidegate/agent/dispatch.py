@@ -14,16 +14,17 @@ the host catalog). One call, in this order, nothing started before the last chec
    ``sub_agent.dispatch.read_only_forced_isolated`` and
    ``sub_agent.dispatch.read_only_tool_guard_filtered`` (the removed tools) go into the
    parent's trace before the sub-agent exists;
-4. approval: the parent's approval profile judges the tool set the sub-agent could use
-   (:func:`tidegate.tools.policy.decide_tools`); Ask goes to a grant, the approver, or
-   becomes a pending approval that pauses the parent, exactly as a tool call's does;
+4. approval (:mod:`tidegate.agent.sub_approval`): the parent's approval profile judges
+   the tool set the sub-agent could use; Ask goes to a grant, the approver, or becomes a
+   pending approval that pauses the parent, exactly as a tool call's does;
 5. isolation: the sub-agent works on a private copy of the parent workspace's HEAD (in a
    guarded run, T0) with a git directory of its own (``tidegate.agents.workspace``) --
    never the main workspace, never the parent's own tree;
 6. the run; then its change is captured against that commit, and the copy removed.
 
-The result is data: the sub-agent's final text and its diff (redacted, bounded, hashed)
-are the tool's output, and the call has no workspace effect. Steps, tokens, dollars and
+The result is data (:mod:`tidegate.agent.sub_result`): the sub-agent's final text and its
+diff (redacted, bounded, hashed) are the tool's output, and the call has no workspace
+effect. A tidegate sub-agent's session is built in :mod:`tidegate.agent.sub_session`. Steps, tokens, dollars and
 wall time are one budget: a tidegate sub-agent's guards count into the parent's usage
 object itself, under the parent's limits (optionally tightened by ``max_steps``), and its
 executor draws on the parent's remaining call budget; when the sub-agent leaves the budget
@@ -32,8 +33,6 @@ spent, the parent's round ends with the parent's own budget decision.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tidegate.agent.guards import HARD_CAP, Allow, Decision, Stop
 from tidegate.agent.session import SessionToolRun
+from tidegate.agent.sub_approval import approve_dispatch
 from tidegate.agent.sub_profile import (
     DEFAULT_PROFILE,
     FilteredProfile,
@@ -51,29 +51,29 @@ from tidegate.agent.sub_profile import (
     cli_tool,
     read_only_profile,
 )
+from tidegate.agent.sub_result import (
+    TOOL_ID,
+    TOOL_NAME,
+    SubAgentReport,
+    dispatch_result,
+    error_result,
+)
 from tidegate.errors import CapabilityMismatch, GitError, PersistenceError, UsageError
 from tidegate.models.ports import ModelPort
 from tidegate.models.pricing import ModelPricing
-from tidegate.tools.calls import ApprovalRequest, ToolError
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.catalog import ToolDefinition
-from tidegate.tools.effects import ApprovalEffect, Effects, sha256_json
-from tidegate.tools.policy import Ask, Deny, decide_tools
+from tidegate.tools.effects import ApprovalEffect
 from tidegate.tools.schemas.base import json_schema
 
 if TYPE_CHECKING:
     from tidegate.agent.session import AgentSession
     from tidegate.agents.workspace import AgentWorkspace
 
-TOOL_ID = "agent.dispatch"
-TOOL_NAME = "agent_dispatch"
 TIDEGATE = "tidegate"
 FORCED_ISOLATED = "sub_agent.dispatch.read_only_forced_isolated"
 TOOL_GUARD_FILTERED = "sub_agent.dispatch.read_only_tool_guard_filtered"
-TEXT_CHARS = 8_000
-DIFF_CHARS = 24_000
-_DIFF_PATH = re.compile(r"^diff --git a/(.*) b/", re.MULTILINE)
 
 
 class DispatchInput(BaseModel):
@@ -164,7 +164,7 @@ class SubAgentDispatch:
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
                 for e in exc.errors()[:5]
             )
-            return _run(_error(call, "invalid_arguments", problems, started))
+            return SessionToolRun(error_result(call, "invalid_arguments", problems, started))
         if not self.offered:
             return self._refuse(session, call, "depth_limit", self._depth_reason(), started)
         cli = next((c for c in self.settings.clis if c.name == args.agent), None)
@@ -176,15 +176,16 @@ class SubAgentDispatch:
         if not isinstance(spent, Allow):
             why = f"the shared budget is spent: {spent.reason}"
             return SessionToolRun(
-                _error(call, "budget_exhausted", why, started, retryable=False), spent
+                error_result(call, "budget_exhausted", why, started, retryable=False), spent
             )
         if cli is not None and (unmetered := _unmetered(session)) is not None:
             return self._refuse(session, call, "budget_unmetered", unmetered, started)
         read_only = _read_only(session)
         profile = self._profile(session, args, read_only)
-        approval = self._approve(session, call, args, profile, read_only, started)
+        tools = profile.kept if args.agent == TIDEGATE else cli_equivalents(read_only)
+        approval = approve_dispatch(session, call, args.model_dump(mode="json"), tools, started)
         if isinstance(approval, HostResult):
-            return _run(approval)
+            return SessionToolRun(approval)
         self._audit(session, call, args, profile, read_only)
         scratch = Path(tempfile.mkdtemp(prefix="tidegate-subagent-"))
         try:
@@ -210,7 +211,7 @@ class SubAgentDispatch:
             {"call_id": call.call_id, "depth": self.depth + 1, "code": code},
             {"reason": why[:300]},
         )
-        return _run(_error(call, code, why, started, retryable=False))
+        return SessionToolRun(error_result(call, code, why, started, retryable=False))
 
     def _profile(
         self, session: AgentSession, args: DispatchInput, read_only: bool
@@ -225,67 +226,6 @@ class SubAgentDispatch:
         offered = set(session.executor.registry.available)
         return FilteredProfile(
             tuple(t for t in filtered.kept if t in offered), filtered.removed, filtered.why
-        )
-
-    def _approve(
-        self,
-        session: AgentSession,
-        call: HostCall,
-        args: DispatchInput,
-        profile: FilteredProfile,
-        read_only: bool,
-        started: float,
-    ) -> ApprovalEffect | HostResult:
-        ex = session.executor
-        ctx = ex.context
-        tools = profile.kept if args.agent == TIDEGATE else cli_equivalents(read_only)
-        decision = decide_tools(tools, ctx.mode, ctx.approval_profile, ex.policy_context)
-        if not isinstance(decision, Ask | Deny):
-            return ApprovalEffect(status="not_required")
-        raw = args.model_dump(mode="json")
-        request_id = (
-            "apr_"
-            + sha256_json({"tool": TOOL_ID, "arguments": raw, "workspace": str(ctx.root)})[7:31]
-        )
-        if isinstance(decision, Deny):
-            return _denied(call, request_id, "policy", decision.reasons, started)
-        if request_id in ctx.grants:
-            return ApprovalEffect(
-                status="granted",
-                request_id=request_id,
-                decided_by="grant",
-                reasons=decision.reasons,
-            )
-        request = ApprovalRequest(
-            request_id=request_id,
-            call_id=call.call_id,
-            tool=TOOL_ID,
-            arguments=raw,
-            reasons=decision.reasons,
-        )
-        if ctx.approver is None:
-            return HostResult(
-                call_id=call.call_id,
-                name=call.name,
-                tool=TOOL_ID,
-                ok=False,
-                status="pending_approval",
-                error=ToolError(
-                    code="approval_pending",
-                    message="this dispatch needs approval: " + "; ".join(decision.reasons),
-                    retryable=False,
-                ),
-                approval_request=request,
-                duration_ms=_ms(started),
-            )
-        from tidegate.tools.executor import ask_within
-
-        answer = ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
-        if answer is None or answer.request_id != request_id or not answer.granted:
-            why = (answer.reason if answer and answer.reason else None) or "not approved"
-            return _denied(call, request_id, answer.by if answer else "timeout", (why,), started)
-        return ApprovalEffect(
-            status="granted", request_id=request_id, decided_by=answer.by, reasons=decision.reasons
         )
 
     def _audit(
@@ -365,14 +305,18 @@ class SubAgentDispatch:
         self.last = {**self.last, "session": sub, "outcome": outcome}
         if outcome.error_class is not None and outcome.error_class.value == "PERSISTENCE_ERROR":
             raise PersistenceError(f"the sub-agent's record could not be stored: {outcome.reason}")
-        diff = _capture(capture, ws)
-        summary = {
-            "status": outcome.status,
-            "text": outcome.text,
-            "reason": outcome.reason,
-            "guard": outcome.guard,
-        }
-        result = self._result(call, args, summary, diff, profile, read_only, approval, started)
+        report = SubAgentReport(
+            agent=args.agent,
+            depth=self.depth + 1,
+            status=outcome.status,
+            text=outcome.text,
+            reason=outcome.reason,
+            diff=_capture(capture, ws),
+            read_only=read_only,
+            kept=profile.kept,
+            removed=profile.removed,
+        )
+        result = dispatch_result(call, report, approval, started)
         session.exclude_time(usage.wall_seconds - wall_before)
         session.executor.charge_calls(sub.executor.calls_made)
         self._finished(session, call, result)
@@ -400,63 +344,20 @@ class SubAgentDispatch:
         except (UsageError, CapabilityMismatch, GitError) as exc:
             return self._refuse(session, call, "sub_agent_unavailable", str(exc), started)
         self.last = {**(self.last or {}), "cli": ran}
-        status = "timed_out" if ran.timed_out else f"exited {ran.exit_code}"
-        summary = {"status": "completed" if ran.exit_code == 0 else status, "text": ran.text}
-        summary["reason"] = f"{cli.name} {status} after {ran.duration_s:.1f} s ({ran.containment})"
-        result = self._result(
-            call, args, summary, ran.diff, FilteredProfile((), ()), read_only, approval, started
+        status = "timed out" if ran.timed_out else f"exited {ran.exit_code}"
+        report = SubAgentReport(
+            agent=args.agent,
+            depth=self.depth + 1,
+            status="completed" if ran.exit_code == 0 and not ran.timed_out else status,
+            text=ran.text,
+            reason=f"{cli.name} {status} after {ran.duration_s:.1f} s ({ran.containment})",
+            diff=ran.diff,
+            read_only=read_only,
+            removed=(cli_tool(cli.name),) if read_only else (),
         )
+        result = dispatch_result(call, report, approval, started)
         self._finished(session, call, result)
         return SessionToolRun(result, session.guards.check_model_request())
-
-    def _result(
-        self,
-        call: HostCall,
-        args: DispatchInput,
-        summary: dict[str, Any],
-        diff: str,
-        profile: FilteredProfile,
-        read_only: bool,
-        approval: ApprovalEffect,
-        started: float,
-    ) -> HostResult:
-        from tidegate.sanitize import redact, sanitize
-
-        shown = redact(diff)
-        output = {
-            "agent": args.agent,
-            "depth": self.depth + 1,
-            "status": summary["status"],
-            "read_only": read_only,
-            "text": sanitize(str(summary.get("text") or ""))[:TEXT_CHARS],
-            "reason": sanitize(str(summary.get("reason") or ""))[:500],
-            "diff": shown[:DIFF_CHARS],
-            "diff_truncated": len(shown) > DIFF_CHARS,
-            "diff_sha256": "sha256:" + hashlib.sha256(diff.encode("utf-8", "replace")).hexdigest(),
-            "changed_paths": sorted(set(_DIFF_PATH.findall(diff)))[:200],
-            "tools": list(profile.kept),
-            "removed_tools": list(profile.removed),
-            "note": "data from an isolated copy: nothing was applied to your workspace",
-        }
-        ok = summary["status"] == "completed"
-        error = None
-        if not ok:
-            error = ToolError(
-                code=f"sub_agent_{summary['status']}".replace(" ", "_"),
-                message=str(output["reason"]) or str(summary["status"]),
-                retryable=False,
-            )
-        return HostResult(
-            call_id=call.call_id,
-            name=call.name,
-            tool=TOOL_ID,
-            ok=ok,
-            status="ok" if ok else "error",
-            output=output,
-            error=error,
-            effects=Effects(approval=approval),
-            duration_ms=_ms(started),
-        )
 
     def _finished(self, session: AgentSession, call: HostCall, result: HostResult) -> None:
         out = result.output or {}
@@ -508,44 +409,3 @@ def _capture(capture: Any, ws: AgentWorkspace) -> str:
         return str(capture(ws))
     except GitError as exc:
         return f"(the sub-agent's change could not be captured: {exc})"
-
-
-def _run(result: HostResult) -> SessionToolRun:
-    return SessionToolRun(result)
-
-
-def _error(
-    call: HostCall, code: str, message: str, started: float, *, retryable: bool = True
-) -> HostResult:
-    return HostResult(
-        call_id=call.call_id,
-        name=call.name,
-        tool=TOOL_ID,
-        ok=False,
-        status="error",
-        error=ToolError(code=code, message=message, retryable=retryable),
-        duration_ms=_ms(started),
-    )
-
-
-def _denied(
-    call: HostCall, request_id: str, by: str, reasons: tuple[str, ...], started: float
-) -> HostResult:
-    return HostResult(
-        call_id=call.call_id,
-        name=call.name,
-        tool=TOOL_ID,
-        ok=False,
-        status="denied",
-        error=ToolError(code="approval_denied", message="; ".join(reasons)),
-        effects=Effects(
-            approval=ApprovalEffect(
-                status="denied", request_id=request_id, decided_by=by, reasons=reasons
-            )
-        ),
-        duration_ms=_ms(started),
-    )
-
-
-def _ms(started: float) -> float:
-    return round((time.monotonic() - started) * 1000, 3)

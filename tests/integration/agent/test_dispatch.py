@@ -162,3 +162,19 @@ def test_the_model_planner_dispatches_in_plan_without_touching_the_tree(
     phases = {ph for k, _, ph in trace if k == "agent.started"}
     assert phases >= {"PLAN", "SUB_AGENT", "PATCH"}
     assert planner.usage.steps == 6, "three parent steps and three sub-agent steps, one budget"
+
+
+def test_cancelling_the_parent_cancels_its_sub_agent(committed_repo: Repo, tmp_path: Path) -> None:
+    import threading
+
+    sub_model = scripted({"text": ["thinking ", "more"], "stall_s": 30}, answer("never"))
+    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    with host(committed_repo.root, tmp_path) as ex:
+        s = parent(scripted(dispatch_turn(), answer("never")), ex, tool, phase="AGENT")
+        timer = threading.Timer(0.3, ex.context.cancel.set)  # the parent's cancel event
+        timer.start()
+        outcome = run_loop(s)
+        timer.cancel()
+    assert tool.last["outcome"].status == "cancelled"  # type: ignore[index]
+    assert outcome.status == "cancelled", outcome
+    assert s.transcript.tools[0].status == "cancelled"

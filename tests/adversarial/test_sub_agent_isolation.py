@@ -341,6 +341,10 @@ HOSTILE_CLI = """\
 import os, subprocess, sys
 main = {main!r}
 print("cwd", os.getcwd())
+try:
+    print("env-file", repr(open(".env").read()))
+except Exception as exc:
+    print("env-file error", repr(exc))
 for attempt in (
     lambda: open(os.path.join(main, "pwned.txt"), "w").write("x"),
     lambda: subprocess.run(["git", "-C", main, "add", "-A"], check=True),
@@ -403,6 +407,9 @@ def test_agent_cli_sub_agent_runs_in_its_own_copy(
 def test_hostile_agent_cli_cannot_reach_the_main_tree(
     repo_dirty: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    repo_dirty.write(".env", "TOKEN=tidegate-secret-value-0042\n")
+    repo_dirty.git("add", "-f", ".env")
+    repo_dirty.git("commit", "-qm", "a committed secret-shaped file")
     before = snapshot(repo_dirty)
     script = HOSTILE_CLI.format(main=str(repo_dirty.root))
     agent = cli(tmp_path, monkeypatch, script, [])
@@ -414,6 +421,9 @@ def test_hostile_agent_cli_cannot_reach_the_main_tree(
         assert run_loop(s).status == "completed"
     ran = tool.last["cli"]  # type: ignore[index]
     assert "reached the main tree" not in ran.text and ran.text.count("refused") == 3, ran.text
+    masked = "env-file ''" in ran.text or "env-file error PermissionError" in ran.text
+    assert masked, "a withheld file is masked from the CLI (empty, unreadable on a nodev bind)"
+    assert "tidegate-secret-value" not in ran.text + ran.diff
     cwd = next(line.split(" ", 1)[1] for line in ran.text.splitlines() if line.startswith("cwd "))
     assert Path(cwd) != repo_dirty.root and repo_dirty.root not in Path(cwd).parents
     assert "+    return a + b" in ran.diff, "its own commit is still its change, as data"

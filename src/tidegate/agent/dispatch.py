@@ -70,6 +70,7 @@ from tidegate.tools.schemas.base import json_schema
 if TYPE_CHECKING:
     from tidegate.agent.session import AgentSession
     from tidegate.agents.workspace import AgentWorkspace
+    from tidegate.workspace.secret_files import SecretFiles
 
 TIDEGATE = "tidegate"
 FORCED_ISOLATED = "sub_agent.dispatch.read_only_forced_isolated"
@@ -105,7 +106,18 @@ class CliSubAgent(Protocol):
     @property
     def name(self) -> str: ...
 
-    def run(self, root: Path, task: str, *, read_only: bool, timeout_s: float) -> CliOutcome: ...
+    def run(
+        self,
+        root: Path,
+        task: str,
+        *,
+        read_only: bool,
+        timeout_s: float,
+        withheld: SecretFiles | None = None,
+    ) -> CliOutcome:
+        """One contained run on a private copy of ``root``'s HEAD; ``withheld`` files of
+        the copy are masked from it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -340,7 +352,13 @@ class SubAgentDispatch:
     ) -> SessionToolRun:
         timeout = _cli_timeout(session, self.settings.cli_timeout_s)
         try:
-            ran = cli.run(root, args.task, read_only=read_only, timeout_s=timeout)
+            ran = cli.run(
+                root,
+                args.task,
+                read_only=read_only,
+                timeout_s=timeout,
+                withheld=session.executor.context.workspace.secrets,
+            )
         except (UsageError, CapabilityMismatch, GitError) as exc:
             return self._refuse(session, call, "sub_agent_unavailable", str(exc), started)
         self.last = {**(self.last or {}), "cli": ran}

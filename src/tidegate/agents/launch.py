@@ -92,10 +92,12 @@ def run_batch(
     containment: Literal["auto", "required", "none"],
     spill_dir: Path,
     read_only: bool = False,
+    masked: tuple[Path, ...] = (),
 ) -> AgentRun:
     """Run the agent's batch argv on ``ws``. ``read_only``: its work tree and git
     directory are bound read-only (only its private home is writable), which needs
-    containment: a dry run that cannot be enforced is refused, not run."""
+    containment: a dry run that cannot be enforced is refused, not run. ``masked``: files
+    of its tree it sees empty and read-only under containment (withheld secrets)."""
     from tidegate.exec.containment import ContainmentPolicy
     from tidegate.exec.runner import run_command
 
@@ -134,6 +136,7 @@ def run_batch(
             else (ws.objects,),
             # its own installation (a uv tool venv in HOME, say) is visible, read-only
             executables=(os.path.realpath(program),),
+            masked=masked,
         )
     started = time.monotonic()
     result = run_command(

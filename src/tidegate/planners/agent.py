@@ -25,6 +25,7 @@ from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeVie
 
 if TYPE_CHECKING:
     from tidegate.agent.dispatch import CliOutcome
+    from tidegate.workspace.secret_files import SecretFiles
 
 OUTPUT_KEPT = 4000
 DEFAULT_TIMEOUT_S = 900.0
@@ -51,11 +52,14 @@ def run_isolated(
     timeout_s: float,
     home_root: Path | None = None,
     read_only: bool = False,
+    withheld: SecretFiles | None = None,
 ) -> tuple[AgentRun, str]:
     """Run the agent CLI once on a private copy of ``root``'s HEAD (in a guarded run, T0)
     and return its run and its change against that commit as a diff. The copy, the agent's
     git directory and (without ``home_root``) its home are removed before this returns;
-    nothing it did reaches ``root``. ``read_only``: its tree is bound read-only."""
+    nothing it did reaches ``root``. ``read_only``: its tree is bound read-only.
+    ``withheld``: the secret-shaped files of the copy it must not read are masked (seen
+    empty, under containment)."""
     scratch = Path(tempfile.mkdtemp(prefix="tidegate-agent-"))
     try:
         (scratch / "ws").mkdir()
@@ -71,6 +75,7 @@ def run_isolated(
             containment=containment,
             spill_dir=scratch / "spill",
             read_only=read_only,
+            masked=tuple(withheld.find_in(ws.workdir)) if withheld is not None else (),
         )
         return run, capture(ws)
     finally:
@@ -192,7 +197,15 @@ class CliSubAgent:
     def name(self) -> str:
         return self.contract.name
 
-    def run(self, root: Path, task: str, *, read_only: bool, timeout_s: float) -> CliOutcome:
+    def run(
+        self,
+        root: Path,
+        task: str,
+        *,
+        read_only: bool,
+        timeout_s: float,
+        withheld: SecretFiles | None = None,
+    ) -> CliOutcome:
         from tidegate.agent.dispatch import CliOutcome
         from tidegate.sanitize import sanitize
 
@@ -204,6 +217,7 @@ class CliSubAgent:
             containment="required" if read_only else self.containment,
             timeout_s=timeout_s,
             read_only=read_only,
+            withheld=withheld,
         )
         return CliOutcome(
             exit_code=run.exit_code,

@@ -10,12 +10,30 @@ from typing import Any
 from tests.conformance._agent import CHECK, Recorded, call, configuration, task, turn
 from tests.conftest import Repo
 from tidegate.agent import AgentSession, Budget, GuardLimits, SessionOptions
-from tidegate.agent.dispatch import SubAgentDispatch
+from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.models.scripted import ScriptedModel
 from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, TaskMode
 from tidegate.workspace.port import WorkspacePort
+
+EDITING = (
+    "workspace.read",
+    "workspace.list",
+    "workspace.glob",
+    "workspace.grep",
+    "workspace.write",
+    "workspace.edit",
+    "git.exec",
+    "project.detect",
+    "task.checkpoint",
+)
+"""A writable sub-agent profile without command tools: on a machine without bubblewrap the
+balanced profile asks before any command tool, and these tests are not about approval."""
+
+
+def editing(**settings: Any) -> DispatchSettings:
+    return DispatchSettings(profile=EDITING, **settings)
 
 
 def dirty(repo: Repo) -> Repo:

@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial._dispatch import dirty, dispatch_turn, events, host, parent, snapshot
+from tests.adversarial._dispatch import (
+    dirty,
+    dispatch_turn,
+    editing,
+    events,
+    host,
+    parent,
+    snapshot,
+)
 from tests.conformance._agent import Recorded, answer, call, digest, scripted, turn
 from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import AgentSession, Budget, run_loop
@@ -160,7 +168,7 @@ def test_writing_sub_agent_changes_only_its_copy(repo_dirty: Repo, tmp_path: Pat
         ),
         answer("add() fixed in my copy."),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    tool = SubAgentDispatch(editing(model=sub_model))
     model = scripted(
         dispatch_turn(),
         answer("noted", expect_tool_results=[{"id": "d1", "contains": "+    return a + b"}]),
@@ -193,7 +201,7 @@ def test_dispatch_result_is_the_diff_as_data(committed_repo: Repo, tmp_path: Pat
         ),
         answer("done"),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    tool = SubAgentDispatch(editing(model=sub_model))
     seen: list[dict[str, Any]] = []
 
     class Capture(SubAgentDispatch):
@@ -226,7 +234,7 @@ def test_sub_agent_spending_the_shared_budget_stops_the_parent(
         turn(call("workspace_list", "l1", path=".")),
         answer("never reached"),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    tool = SubAgentDispatch(editing(model=sub_model))
     model = scripted(dispatch_turn(), answer("never reached either"))
     with host(committed_repo.root, tmp_path) as ex:
         s = parent(model, ex, tool, phase="AGENT", budget=Budget(max_steps=3))
@@ -244,7 +252,7 @@ def test_a_spent_budget_refuses_the_dispatch_before_anything_starts(
     committed_repo: Repo, tmp_path: Path
 ) -> None:
     sub_model = scripted(answer("never"))
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    tool = SubAgentDispatch(editing(model=sub_model))
     with host(committed_repo.root, tmp_path) as ex:
         s = parent(scripted(answer("x")), ex, tool, phase="AGENT", budget=Budget(max_steps=1))
         s.guards.record_usage(steps=1)
@@ -262,7 +270,7 @@ def test_max_steps_bounds_the_sub_agent_within_the_shared_budget(
         turn(call("workspace_read", "r2", path="README.md")),
         answer("never reached"),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    tool = SubAgentDispatch(editing(model=sub_model))
     model = scripted(
         dispatch_turn(max_steps=1),
         answer(
@@ -286,7 +294,7 @@ def test_nested_dispatch_past_the_depth_limit_is_refused(
         turn(call("agent_dispatch", "n1", task="go deeper")),
         answer("stayed at depth 1"),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model, max_depth=1))
+    tool = SubAgentDispatch(editing(model=sub_model, max_depth=1))
     recorded = Recorded(committed_repo.root)
     with host(committed_repo.root, tmp_path) as ex:
         s = parent(
@@ -317,7 +325,7 @@ def test_depth_two_nests_once_and_no_further(committed_repo: Repo, tmp_path: Pat
         answer("depth 2 done"),
         answer("depth 1 done", expect_tool_results=[{"id": "n1", "contains": "depth 2 done"}]),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=shared, max_depth=2))
+    tool = SubAgentDispatch(editing(model=shared, max_depth=2))
     recorded = Recorded(committed_repo.root)
     with host(committed_repo.root, tmp_path) as ex:
         s = parent(

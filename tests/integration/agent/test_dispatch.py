@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.adversarial._dispatch import dispatch_turn, host, parent
+from tests.adversarial._dispatch import dispatch_turn, editing, host, parent
 from tests.conformance._agent import PRICE, answer, call, configuration, scripted, task, turn
 from tests.conftest import Repo
 from tidegate.agent import AgentSession, Budget, GuardLimits, LoopSettings, SessionOptions, run_loop
@@ -66,7 +66,7 @@ def test_dispatch_asks_where_the_sub_agents_tools_would(committed_repo: Repo) ->
 def test_an_unknown_agent_and_bad_arguments_are_refused(
     committed_repo: Repo, tmp_path: Path
 ) -> None:
-    tool = SubAgentDispatch(DispatchSettings(model=scripted(answer("never"))))
+    tool = SubAgentDispatch(editing(model=scripted(answer("never"))))
     model = scripted(
         turn(call("agent_dispatch", "d1", task="x", agent="nobody")),
         turn(call("agent_dispatch", "d2", task="")),
@@ -90,7 +90,7 @@ def test_the_hard_cost_cap_is_shared_and_stops_the_parent(
         ),
         answer("never sent: it would cross the cap"),
     )
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model, pricing=PRICE))
+    tool = SubAgentDispatch(editing(model=sub_model, pricing=PRICE))
     model = scripted({**dispatch_turn(), "usage": small}, answer("never"))
     with host(committed_repo.root, tmp_path) as ex:
         s = AgentSession.start(
@@ -168,7 +168,7 @@ def test_cancelling_the_parent_cancels_its_sub_agent(committed_repo: Repo, tmp_p
     import threading
 
     sub_model = scripted({"text": ["thinking ", "more"], "stall_s": 30}, answer("never"))
-    tool = SubAgentDispatch(DispatchSettings(model=sub_model))
+    tool = SubAgentDispatch(editing(model=sub_model))
     with host(committed_repo.root, tmp_path) as ex:
         s = parent(scripted(dispatch_turn(), answer("never")), ex, tool, phase="AGENT")
         timer = threading.Timer(0.3, ex.context.cancel.set)  # the parent's cancel event

@@ -178,3 +178,39 @@ def test_cancelling_the_parent_cancels_its_sub_agent(committed_repo: Repo, tmp_p
     assert tool.last["outcome"].status == "cancelled"  # type: ignore[index]
     assert outcome.status == "cancelled", outcome
     assert s.transcript.tools[0].status == "cancelled"
+
+
+class FailingSubRecord:
+    """A LoopRecorder (our own port) whose store fails once the sub-agent records a turn."""
+
+    def __init__(self) -> None:
+        self.kinds: list[tuple[str, str | None]] = []
+
+    def event(self, kind: str, *, phase: str | None = None, **_: Any) -> None:
+        from tidegate.errors import PersistenceError
+
+        self.kinds.append((kind, phase))
+        if kind == "agent.turn" and phase == "SUB_AGENT":
+            raise PersistenceError("disk full (test)")
+
+    def checkpoint(self, reason: str, state: Any) -> None: ...
+
+    def tool_call_requested(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def tool_call_finished(self, *args: Any, **kwargs: Any) -> None: ...
+
+
+def test_a_sub_agent_whose_record_fails_fails_the_parent(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    sub_model = scripted(turn(call("workspace_read", "r1", path="calc.py")), answer("x"))
+    tool = SubAgentDispatch(editing(model=sub_model))
+    recorder = FailingSubRecord()
+    with host(committed_repo.root, tmp_path) as ex:
+        s = parent(
+            scripted(dispatch_turn(), answer("never")), ex, tool, phase="AGENT", recorder=recorder
+        )
+        outcome = run_loop(s)
+    assert outcome.status == "failed" and outcome.error_class is not None
+    assert outcome.error_class.value == "PERSISTENCE_ERROR", outcome
+    assert ("agent.turn", "SUB_AGENT") in recorder.kinds

@@ -6,8 +6,11 @@
 - :mod:`.evidence`: the ledger of host-attested writes, validations and diffs
 - :mod:`.compaction`: fitting the context window; the host-written summary
 - :mod:`.transcript`: turns, tool calls, usage and cost (no model prose)
+- :mod:`.dispatch`: ``agent_dispatch``, a session tool handing a sub-task to an isolated
+  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`)
 """
 
+from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
 from tidegate.agent.loop import LoopOutcome, run_loop
@@ -15,12 +18,15 @@ from tidegate.agent.session import (
     AGENT_PHASE,
     READ_ONLY_PHASES,
     READ_ONLY_TOOLS,
+    SUB_AGENT_PHASE,
     AgentSession,
     LoopRecorder,
     LoopSettings,
     ResumeRefused,
     SessionOptions,
     SessionRuntime,
+    SessionTool,
+    SessionToolRun,
     agent_report,
     default_prompt_configuration,
     phase_tools,
@@ -31,8 +37,10 @@ __all__ = [
     "AGENT_PHASE",
     "READ_ONLY_PHASES",
     "READ_ONLY_TOOLS",
+    "SUB_AGENT_PHASE",
     "AgentSession",
     "Budget",
+    "DispatchSettings",
     "EvidenceLedger",
     "GuardLimits",
     "LoopGuards",
@@ -42,6 +50,9 @@ __all__ = [
     "ResumeRefused",
     "SessionOptions",
     "SessionRuntime",
+    "SessionTool",
+    "SessionToolRun",
+    "SubAgentDispatch",
     "ToolRecord",
     "Transcript",
     "TurnRecord",

@@ -97,6 +97,12 @@ def result_summary(result: HostResult) -> str:
         return f"project detected; validation command: {out.get('validation_command')}"
     if tool == "task.checkpoint":
         return f"plan checkpoint {out.get('sequence')} ({out.get('items')} items)"
+    if tool == "agent.dispatch":
+        paths = out.get("changed_paths") or []
+        return (
+            f"sub-agent {out.get('agent')} {out.get('status')}: {len(paths)} path(s) changed "
+            f"in its own shadow, returned as data (diff {_short(out.get('diff_sha256'))})"
+        )
     if tool in ("command.run", "command.session"):
         code = out.get("exit_code")
         return f"{tool}: exit {code}{'; wrote ' + writes if writes else ''}"

@@ -20,8 +20,10 @@ Each step, in this order:
    inactive tools, budget: refused before the first side effect). Then, call by call in
    the order the model emitted them, the guards decide before dispatch (a Block is
    answered without dispatching; Finalize, Pause and Stop end the round) and the executor
-   runs the call under the session's runtime. Host-attested effects feed the evidence
-   ledger and the guards; results go back with their call ids, in emitted order.
+   runs the call under the session's runtime (a session tool -- ``agent_dispatch`` --
+   is run by the session instead, under the same guards, ids and records). Host-attested
+   effects feed the evidence ledger and the guards; results go back with their call ids,
+   in emitted order.
 6. **After the round.** Semantic progress is reported to the guards; once a change has
    been made and certified (passing validation and a complete diff after the last
    write), the next request offers no tools.
@@ -394,9 +396,10 @@ class _Loop:
         s = self.s
         calls = response.tool_calls
         fresh = [c for c in calls if s.record_id(c.id) not in s.completed]
-        refusal = self._outside_phase(fresh)
-        if refusal is None and fresh:
-            refusal = s.executor.precheck_batch([_host_call(c) for c in fresh])
+        refusal = self._outside_phase(fresh) or self._session_precheck(fresh)
+        host = [_host_call(c) for c in fresh if s.session_tool(c.name) is None]
+        if refusal is None and host:
+            refusal = s.executor.precheck_batch(host)
         if refusal is not None:
             s.event("agent.batch_refused", {"reason": refusal, "calls": len(calls)})
         results: list[ToolResult] = []
@@ -438,6 +441,20 @@ class _Loop:
                 return f"{call.id}: {spec.tool_id} is not available in the {s.phase} phase"
         return None
 
+    def _session_precheck(self, calls: list[ModelCall]) -> str | None:
+        """Session-tool calls share the round's id checks with the executor's calls: an id
+        used twice in the round, or used before, refuses the round."""
+        s = self.s
+        ids = [c.id for c in calls]
+        for call in calls:
+            if s.session_tool(call.name) is None:
+                continue
+            if ids.count(call.id) > 1:
+                return f"duplicate call ids in one round: {call.id}"
+            if s.executor.seen(call.id):
+                return f"call ids already used: {call.id}"
+        return None
+
     def _call(self, call: ModelCall) -> tuple[ToolResult, Stopper | None]:
         s = self.s
         guard_call = self._guard_call(call)
@@ -454,6 +471,13 @@ class _Loop:
     def _guard_call(self, call: ModelCall) -> GuardCall:
         s = self.s
         spec = s.executor.registry.spec(call.name)
+        own = s.session_tool(call.name)
+        if own is not None:
+            return GuardCall(
+                tool=own.definition.canonical_id,
+                arguments=dict(call.arguments),
+                workspace_state=s.workspace_state(),
+            )
         family = None
         path = call.arguments.get("path")
         if spec is not None and spec.capture == "target_path" and isinstance(path, str):
@@ -482,8 +506,15 @@ class _Loop:
             )
         state_before = guard_call.workspace_state
         unknown: ToolOutcomeUnknown | None = None
+        halt: Decision | None = None
+        own = s.session_tool(call.name)
         try:
-            result = s.executor.execute(_host_call(call))
+            if own is not None:
+                s.executor.mark_seen(call.id)  # the id is taken, as an executor call's is
+                ran = own.run(s, _host_call(call))
+                result, halt = ran.result, ran.halt
+            else:
+                result = s.executor.execute(_host_call(call))
         except ToolOutcomeUnknown as exc:
             unknown, result = exc, exc.result
         content = render_result(result, self.settings.tool_result_chars)
@@ -521,7 +552,8 @@ class _Loop:
         if unknown is not None:
             why = f"the outcome of {result.tool} call {call.id} is unknown: {unknown.reason}"
             return ToolResult(call.id, content, is_error=True), _Unknown(why)
-        return ToolResult(call.id, content, is_error=not result.ok), decision or _stopping(result)
+        stop = decision or (halt if halt is not None and halt.kind != "allow" else None)
+        return ToolResult(call.id, content, is_error=not result.ok), stop or _stopping(result)
 
     def _observe(
         self, guard_call: GuardCall, result: HostResult, seq: int, state_before: str
@@ -559,13 +591,15 @@ class _Loop:
     def _not_run(self, call: ModelCall, status: str, why: str) -> ToolResult:
         s = self.s
         spec = s.executor.registry.spec(call.name)
+        own = s.session_tool(call.name)
+        tool = spec.tool_id if spec is not None else None
         s.transcript.add_tool(
             ToolRecord(
                 seq=s.seq,
                 call_id=call.id,
                 record_id=s.record_id(call.id),
                 name=call.name,
-                tool=spec.tool_id if spec is not None else None,
+                tool=own.definition.canonical_id if own is not None else tool,
                 phase=s.phase,
                 status=status,
                 ok=False,

@@ -10,7 +10,12 @@ Phases: EXPLORE, PLAN, PATCH, REVIEW and ANALYZE_ISSUES expose only the read-onl
 (:data:`READ_ONLY_TOOLS`: workspace inspection, read-only git, project detection, and plan
 notes through task.checkpoint); PATCH returns its change set as the final answer. The
 AGENT phase exposes whatever the executor's registry holds (a standalone session that may
-write, validate and diff). Sub-agent dispatch is not supported.
+write, validate and diff). SUB_AGENT is the phase of a dispatched sub-agent's own session:
+it exposes what its (already filtered) executor holds, and ``dry_run`` makes it read-only.
+
+Session tools are tools the session itself offers beside the executor's canonical ones
+(today one: ``agent.dispatch``, :mod:`tidegate.agent.dispatch`). They are not in the host's
+catalog, have no workspace effect of their own, and are offered in every phase.
 
 Checkpoints (format ``tidegate.agent/1``) hold every counter -- guards, ledger, transcript,
 sequence, state version, compactions -- plus the seven prompt hashes and the workspace
@@ -33,7 +38,7 @@ from typing import Any, Literal, Protocol
 
 from tidegate.agent.compaction import TokenMeter, context_summary
 from tidegate.agent.evidence import EvidenceLedger
-from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
+from tidegate.agent.guards import Budget, Decision, GuardLimits, LoopGuards
 from tidegate.agent.transcript import Transcript
 from tidegate.errors import ErrorClass, UsageError
 from tidegate.flow.report import FlowReport
@@ -57,6 +62,8 @@ from tidegate.prompt import (
     require_resume_compatible,
 )
 from tidegate.prompt.hashing import sha256_json
+from tidegate.tools.calls import ToolCall as HostCall
+from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.catalog import ToolDefinition
 from tidegate.tools.effects import PROFILE_SHA256
 from tidegate.tools.executor import ToolExecutor
@@ -79,6 +86,7 @@ host owns, never a workspace path the model names)."""
 
 READ_ONLY_PHASES = frozenset({"EXPLORE", "PLAN", "PATCH", "REVIEW", "ANALYZE_ISSUES"})
 AGENT_PHASE = "AGENT"
+SUB_AGENT_PHASE = "SUB_AGENT"
 
 FINALIZE_NOTE = (
     "The host now has the evidence it needs ({reason}). No tools are available for this "
@@ -90,7 +98,7 @@ def phase_tools(phase: str) -> frozenset[str] | None:
     """The canonical tools ``phase`` may expose; None: whatever the executor offers."""
     if phase in READ_ONLY_PHASES:
         return READ_ONLY_TOOLS
-    if phase == AGENT_PHASE:
+    if phase in (AGENT_PHASE, SUB_AGENT_PHASE):
         return None
     raise ValueError(f"no tool set for phase {phase!r}")
 
@@ -129,6 +137,24 @@ class LoopRecorder(Protocol):
         result_sha256: str | None = None,
         attempt: int | None = None,
     ) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionToolRun:
+    """What a session tool's call produced: the result the model sees and, when the call
+    must end the round (a shared budget spent by a sub-agent), the decision that does."""
+
+    result: HostResult
+    halt: Decision | None = None
+
+
+class SessionTool(Protocol):
+    """A tool the session offers itself, beside the executor's (``agent.dispatch``)."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    def run(self, session: AgentSession, call: HostCall) -> SessionToolRun: ...
 
 
 class ResumeRefused(UsageError):
@@ -175,10 +201,13 @@ class SessionOptions:
     settings: LoopSettings = field(default_factory=LoopSettings)
     checkpoints: bool = True
     """False when an enclosing engine run owns the checkpoints (planner loops)."""
+    dry_run: bool = False
+    """Read-only whatever the phase: forced on a sub-agent dispatched from a read-only
+    phase (its tools are filtered as well; this sets the prompt and the evidence rule)."""
 
     @property
     def read_only(self) -> bool:
-        return self.phase in READ_ONLY_PHASES
+        return self.phase in READ_ONLY_PHASES or self.dry_run
 
 
 @dataclass(frozen=True)
@@ -283,8 +312,11 @@ class AgentSession:
         guards: LoopGuards | None = None,
         ledger: EvidenceLedger | None = None,
         transcript: Transcript | None = None,
+        session_tools: tuple[SessionTool, ...] = (),
     ) -> None:
         self.model = model
+        self.session_tools = {t.definition.name: t for t in session_tools}
+        """By model-facing name; the canonical ID is accepted as well (``session_tool``)."""
         self.executor = executor
         self.config = config
         self.task = task
@@ -482,6 +514,20 @@ class AgentSession:
         (rendering a tool's JSON schema is not cheap)."""
         return list(self._tools()[1])
 
+    def session_tool(self, name: str) -> SessionTool | None:
+        """The session tool a call names (model-facing name or canonical ID), if any."""
+        found = self.session_tools.get(name)
+        if found is not None:
+            return found
+        return next(
+            (t for t in self.session_tools.values() if t.definition.canonical_id == name), None
+        )
+
+    def exclude_time(self, seconds: float) -> None:
+        """Wall time a sub-agent already charged to the shared budget: not counted again
+        with this session's next turn."""
+        self._mark += max(0.0, seconds)
+
     def tool_specs(self) -> tuple[ModelToolSpec, ...]:
         return self._tools()[2]
 
@@ -494,6 +540,7 @@ class AgentSession:
                 for d in self.executor.definitions()
                 if allowed is None or d.canonical_id in allowed
             ]
+            definitions += [t.definition for t in self.session_tools.values()]
             specs = tuple(ModelToolSpec(d.name, d.description, d.input_schema) for d in definitions)
             self._tools_view = (active, definitions, specs)
         return self._tools_view

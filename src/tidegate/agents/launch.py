@@ -91,7 +91,13 @@ def run_batch(
     timeout_s: float,
     containment: Literal["auto", "required", "none"],
     spill_dir: Path,
+    read_only: bool = False,
+    masked: tuple[Path, ...] = (),
 ) -> AgentRun:
+    """Run the agent's batch argv on ``ws``. ``read_only``: its work tree and git
+    directory are bound read-only (only its private home is writable), which needs
+    containment: a dry run that cannot be enforced is refused, not run. ``masked``: files
+    of its tree it sees empty and read-only under containment (withheld secrets)."""
     from tidegate.exec.containment import ContainmentPolicy
     from tidegate.exec.runner import run_command
 
@@ -116,15 +122,21 @@ def run_batch(
     # HOME is set on the agent itself: containment gives every command a private HOME of
     # its own, and the agent's prepared configuration lives in this one.
     argv = [ENV_FILE, f"HOME={home}", *argv]
+    if read_only and containment == "none":
+        raise UsageError(f"agent {contract.name!r}: a read-only run needs containment")
     policy = None
     if containment != "none":
         policy = ContainmentPolicy(
-            required=containment == "required",
+            required=containment == "required" or read_only,
             network=True,
-            writable=(ws.workdir, ws.agent_git, home),
-            readonly_overlays=(ws.objects,),  # its git reads T0's objects from there
+            writable=(home,) if read_only else (ws.workdir, ws.agent_git, home),
+            # its git reads T0's objects from there; a read-only run sees its tree read-only
+            readonly_overlays=(ws.objects, ws.workdir, ws.agent_git)
+            if read_only
+            else (ws.objects,),
             # its own installation (a uv tool venv in HOME, say) is visible, read-only
             executables=(os.path.realpath(program),),
+            masked=masked,
         )
     started = time.monotonic()
     result = run_command(

@@ -28,7 +28,6 @@ anything is spawned when that probe did not pass.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Literal
 
 from tidegate.errors import CapabilityMismatch
+from tidegate.exec.trees import remove_tree
 from tidegate.exec.view import Bind, system_binds, toolchain_dirs
 
 Backend = Literal["bubblewrap", "none"]
@@ -276,7 +276,7 @@ def launch(
     try:
         yield _bubblewrap(exe, policy, cwd, private, found.reason, path)
     finally:
-        _remove_tree(private)
+        remove_tree(private)
 
 
 def _bubblewrap(
@@ -337,14 +337,3 @@ def _within(path: str, root: str) -> bool:
 
 def _real(path: Path | str) -> str:
     return os.path.realpath(path)
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a private dir even if the command left read-only directories in it."""
-    for dirpath, dirnames, _files in os.walk(path):
-        for name in dirnames:
-            child = os.path.join(dirpath, name)
-            if not os.path.islink(child):
-                with contextlib.suppress(OSError):
-                    os.chmod(child, 0o700)
-    shutil.rmtree(path, ignore_errors=True)

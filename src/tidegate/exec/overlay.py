@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from tidegate.exec.trees import remove_tree
 from tidegate.faults import maybe_fail
 
 _OPTIONS = "metacopy=off,volatile"
@@ -334,17 +335,6 @@ def _escape(path: Path) -> str:
     if any(c in text for c in ",:\\\n"):
         raise OSError(f"path not usable in overlay options: {text!r}")
     return text
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a scratch tree even where the command left read-only directories."""
-    for dirpath, dirnames, _files in os.walk(path):
-        for name in dirnames:
-            child = os.path.join(dirpath, name)
-            if not os.path.islink(child):
-                with contextlib.suppress(OSError):
-                    os.chmod(child, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 # -- the probe -----------------------------------------------------------------------------

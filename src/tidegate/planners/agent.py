@@ -11,19 +11,21 @@ sanitised) is recorded as an ``agent.run`` event.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tidegate.agents.contracts import AgentContract
-from tidegate.agents.launch import AgentEndpoint, run_batch
+from tidegate.agents.launch import AgentEndpoint, AgentRun, run_batch
 from tidegate.agents.workspace import capture, prepare
 from tidegate.errors import ErrorClass, PhaseError
+from tidegate.exec.trees import remove_tree
 from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
+
+if TYPE_CHECKING:
+    from tidegate.agent.dispatch import CliOutcome
+    from tidegate.workspace.secret_files import SecretFiles
 
 OUTPUT_KEPT = 4000
 DEFAULT_TIMEOUT_S = 900.0
@@ -38,6 +40,46 @@ def agent_task(request: PlanRequest) -> str:
             + "\n\nFix the cause; keep what was right."
         )
     return task
+
+
+def run_isolated(
+    contract: AgentContract,
+    endpoint: AgentEndpoint,
+    root: Path,
+    task: str,
+    *,
+    containment: Literal["auto", "required", "none"],
+    timeout_s: float,
+    home_root: Path | None = None,
+    read_only: bool = False,
+    withheld: SecretFiles | None = None,
+) -> tuple[AgentRun, str]:
+    """Run the agent CLI once on a private copy of ``root``'s HEAD (in a guarded run, T0)
+    and return its run and its change against that commit as a diff. The copy, the agent's
+    git directory and (without ``home_root``) its home are removed before this returns;
+    nothing it did reaches ``root``. ``read_only``: its tree is bound read-only.
+    ``withheld``: the secret-shaped files of the copy it must not read are masked (seen
+    empty, under containment)."""
+    scratch = Path(tempfile.mkdtemp(prefix="tidegate-agent-"))
+    try:
+        (scratch / "ws").mkdir()
+        ws = prepare(root, scratch / "ws")
+        home = (home_root or scratch) / f"{contract.name}-home"
+        run = run_batch(
+            contract,
+            ws,
+            task,
+            endpoint,
+            home=home,
+            timeout_s=timeout_s,
+            containment=containment,
+            spill_dir=scratch / "spill",
+            read_only=read_only,
+            masked=tuple(withheld.find_in(ws.workdir)) if withheld is not None else (),
+        )
+        return run, capture(ws)
+    finally:
+        remove_tree(scratch)
 
 
 class AgentPlanner:
@@ -79,26 +121,18 @@ class AgentPlanner:
             )
         from tidegate.errors import CapabilityMismatch
 
-        scratch = Path(tempfile.mkdtemp(prefix="tidegate-agent-"))
         try:
-            (scratch / "ws").mkdir()
-            ws = prepare(root, scratch / "ws")
-            home = (self.home_root or scratch) / f"{self.contract.name}-home"
-            run = run_batch(
+            run, diff = run_isolated(
                 self.contract,
-                ws,
-                agent_task(request),
                 self.endpoint,
-                home=home,
-                timeout_s=self.timeout_s,
+                root,
+                agent_task(request),
                 containment=self.containment,
-                spill_dir=scratch / "spill",
+                timeout_s=self.timeout_s,
+                home_root=self.home_root,
             )
-            diff = capture(ws)
         except CapabilityMismatch as exc:
             raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
-        finally:
-            _remove(scratch)
         self._record(request, run, diff)
         if run.timed_out:
             raise PhaseError(
@@ -142,12 +176,54 @@ def _last_line(text: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
-def _remove(path: Path) -> None:
-    """Remove a scratch tree even if the agent left read-only directories in it."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for name in dirnames:
-            child = Path(dirpath) / name
-            if not child.is_symlink():
-                with contextlib.suppress(OSError):
-                    child.chmod(0o700)
-    shutil.rmtree(path, ignore_errors=True)
+class CliSubAgent:
+    """An agent CLI a session may hand sub-tasks to (``agent_dispatch`` with its name):
+    the same isolated, contained run as the planner's, returned as data
+    (``tidegate.agent.dispatch.CliOutcome``). Contained unless the user chose ``none``;
+    a read-only run always is."""
+
+    def __init__(
+        self,
+        contract: AgentContract,
+        endpoint: AgentEndpoint,
+        *,
+        containment: Literal["auto", "required", "none"] = "required",
+    ) -> None:
+        self.contract = contract
+        self.endpoint = endpoint
+        self.containment = containment
+
+    @property
+    def name(self) -> str:
+        return self.contract.name
+
+    def run(
+        self,
+        root: Path,
+        task: str,
+        *,
+        read_only: bool,
+        timeout_s: float,
+        withheld: SecretFiles | None = None,
+    ) -> CliOutcome:
+        from tidegate.agent.dispatch import CliOutcome
+        from tidegate.sanitize import sanitize
+
+        run, diff = run_isolated(
+            self.contract,
+            self.endpoint,
+            root,
+            task,
+            containment="required" if read_only else self.containment,
+            timeout_s=timeout_s,
+            read_only=read_only,
+            withheld=withheld,
+        )
+        return CliOutcome(
+            exit_code=run.exit_code,
+            timed_out=run.timed_out,
+            duration_s=run.duration_s,
+            text=sanitize(run.stdout_tail[-OUTPUT_KEPT:]),
+            diff=diff,
+            containment=str(run.containment.get("backend", "unknown")),
+        )

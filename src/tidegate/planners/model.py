@@ -45,6 +45,7 @@ from tidegate.agent import (
     default_prompt_configuration,
     run_loop,
 )
+from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.agent.guards import Budget, GuardState, Usage
 from tidegate.agent.session import model_facts
 from tidegate.errors import ErrorClass, PhaseError
@@ -151,6 +152,9 @@ class ModelPlanner:
     """Told, as they happen, about the tool calls the model makes (for live output)."""
     readable_secrets: tuple[str, ...] = ()
     """Secret-shaped files the user lets the model read (``[tool.tidegate.tools]``)."""
+    dispatch: DispatchSettings | None = None
+    """Offer ``agent_dispatch`` in every phase (sub-agents forced read-only: every phase
+    here is read-only); None: not offered."""
 
     def __post_init__(self) -> None:
         self.name = f"model:{self.model.identity.label}"
@@ -226,6 +230,7 @@ class ModelPlanner:
                 recorder=self.recorder,
                 pricing=self.pricing,
                 guards=LoopGuards(self.guard_limits, GuardState(usage=self.usage)),
+                session_tools=self._session_tools(),
             )
             outcome = run_loop(session, answer_check=check, on_event=self._sink(phase))
         self.usage = session.guards.state.usage
@@ -233,6 +238,9 @@ class ModelPlanner:
         if outcome.status != "completed":
             raise _phase_error(phase, outcome)
         return outcome, session
+
+    def _session_tools(self) -> tuple[SubAgentDispatch, ...]:
+        return SubAgentDispatch(self.dispatch).tools() if self.dispatch is not None else ()
 
     def _sink(self, phase: str) -> Callable[[object], None] | None:
         progress = self.progress
@@ -260,7 +268,7 @@ class ModelPlanner:
             identity, capabilities = model_facts(self.model)
             snapshot = assemble_prompt(
                 default_prompt_configuration(write=False, commands=False),
-                tools=executor.definitions(),
+                tools=[*executor.definitions(), *(t.definition for t in self._session_tools())],
                 registry_hash=executor.registry.active_hash,
                 effect_policy_hash=PROFILE_SHA256,
                 model_identity=identity,

@@ -235,6 +235,11 @@ class ToolExecutor:
     def calls_made(self) -> int:
         return self._calls
 
+    def charge_calls(self, calls: int) -> None:
+        """Count ``calls`` made elsewhere against this executor's call budget (a
+        sub-agent's calls, drawn from the session's ``max_calls``)."""
+        self._calls += max(0, calls)
+
     def _execute(self, call: ToolCall, started: float) -> ToolResult:
         if self.ended is not None:
             return self._fail(call, None, "run_ended", self.ended, started, retryable=False)
@@ -369,7 +374,7 @@ class ToolExecutor:
                 approval_request=request,
                 duration_ms=_ms(started),
             )
-        answer = _ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
+        answer = ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
         if answer is None:
             return self._denied(call, spec, request_id, "timeout", ("no answer in time",), started)
         if answer.request_id != request_id:
@@ -812,7 +817,7 @@ def _octal(mode: int | None) -> str | None:
     return None if mode is None else f"{mode:04o}"
 
 
-def _ask_within(
+def ask_within(
     approver: ApprovalPort, request: ApprovalRequest, timeout_s: float
 ) -> ApprovalAnswer | None:
     """The approver's answer, or None when none came within ``timeout_s``.

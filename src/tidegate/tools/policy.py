@@ -275,6 +275,42 @@ def decide(
     return Allow(reasons)
 
 
+def decide_tools(
+    tools: Sequence[str], mode: TaskMode, profile: ApprovalProfile, context: PolicyContext
+) -> Decision:
+    """The strictest argument-independent verdict over ``tools``: what handing a sub-agent
+    that tool set asks for (``agent.dispatch``). Every rule that judges a tool rather than
+    its arguments is applied -- baseline, mode, write access, executable, network, and
+    git.exec's strict-and-uncontained ask; the per-call rules (protected paths, the git
+    allowlist) still judge each of the sub-agent's own calls. An unknown tool is denied.
+    An empty set is allowed."""
+    found: list[Decision] = [Allow(("no tools",))] if not tools else []
+    for tool in tools:
+        baseline = _baseline(tool, profile)
+        if baseline is None:
+            found.append(Deny((f"unknown tool {tool}: no policy",)))
+            continue
+        found += [
+            v
+            for v in (
+                baseline,
+                _mode(tool, mode),
+                _write_access(tool, context),
+                _executable(tool, context),
+                _network(tool, context),
+                _git(tool, {"args": ["status"]}, profile, context),
+            )
+            if v is not None
+        ]
+    worst = max(_RANK[v.kind] for v in found)
+    reasons = tuple(dict.fromkeys(r for v in found if _RANK[v.kind] == worst for r in v.reasons))
+    if worst == 2:
+        return Deny(reasons)
+    if worst == 1:
+        return Ask(reasons)
+    return Allow(reasons)
+
+
 # --- examples checked when the policy is first used -------------------------------------
 
 _CONTAINED = PolicyContext(containment_verified=True, network="allowed")

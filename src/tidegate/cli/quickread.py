@@ -1,0 +1,537 @@
+"""``tidegate runs`` and ``tidegate read`` on the standard library alone (issue #12).
+
+The same answers as ``tidegate.cli.records`` (which the typer commands use), from the
+same store, with the same checks: the repository found by git (one ``rev-parse``), the
+state root validated the same way, the store opened read-only (``mode=ro``, and
+``immutable`` when no writer is active) without migrating anything, each run's status
+derived as the store derives it, the checkpoint chain verified (hash, canonical form,
+order and HMAC under the state root's key) and the replay hash recomputed. What it does
+not import: pydantic, rich, the store's writing side, ``subprocess``, ``hashlib``.
+
+Everything is gathered before anything is printed. Whatever this module does not handle
+the way the full commands would (an older schema that needs migrating in memory, a
+report the model would change, a terminal, no repository, any error) raises, and the
+caller (``tidegate.cli.fast``) hands the command to the full path, so the errors and the
+exit codes stay the full path's own. tests/e2e/test_quickread.py compares the two byte
+for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+from tidegate.cli.output import dump_json
+from tidegate.cli.quickreport import Unsupported, checked, console_width, report_lines
+from tidegate.cli.runtext import runs_text, view_text
+
+TYPE_CHECKING = False  # the fast path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+try:  # the interpreter's own SHA-256 (no OpenSSL to load); hashlib where there is none
+    from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment, unused-ignore]
+
+SCHEMA_VERSION = 2
+"""The store schema this module reads (``tidegate.store.schema.SCHEMA_VERSION``; a unit
+test keeps the two equal). Any other version goes to the full path."""
+STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
+STORE_FILE = "runs.sqlite3"
+KEY_FILE = "checkpoint.key"
+CHECKPOINT_FORMAT = "tidegate.checkpoint/1"
+REPLAY_FORMAT = "tidegate.replay/1"
+TERMINAL = frozenset({"succeeded", "failed", "conflict"})
+RESUMABLE = frozenset({"paused", "interrupted"})
+RUN_COLUMNS = (
+    "run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts, "
+    "replay_hash, duration_s, execution_id, pid, pid_start, host, started_ms, updated_ms, "
+    "report_json, acknowledged"
+)
+
+
+def runs_output(options: dict[str, str | bool], limit: int) -> str:
+    """What ``tidegate runs`` (``--repo``, ``--state-root``, ``--json``) prints for a
+    repository."""
+    repo = options.get("--repo")
+    root, common = _repository(str(repo) if repo is not None else ".")
+    db = _store(root, common, _text(options.get("--state-root")))
+    rows = [] if db is None else [_row(r) for r in _runs(db[0], limit)]
+    rows.sort(key=lambda r: (r["started_ms"], r["run_id"]), reverse=True)
+    rows = rows[:limit]
+    return dump_json(rows) + "\n" if options.get("--json") else runs_text(rows)
+
+
+def read_output(run_id: str, options: dict[str, str | bool]) -> str:
+    """What ``tidegate read RUN_ID`` (``--repo``, ``--state-root``, ``--json``,
+    ``--detail``) prints."""
+    root, common = _repository(str(options.get("--repo", ".")))
+    db = _store(root, common, _text(options.get("--state-root")))
+    if db is None:
+        raise Unsupported("no store: the full command says so")
+    view = _view(db[0], db[1], run_id)
+    if options.get("--json"):
+        shown = view if options.get("--detail") or view["report"] is None else view["report"]
+        return dump_json(shown) + "\n"
+    text = view_text(view)
+    if view["report"] is not None:
+        text += report_lines(view["report"], console_width())
+    return text
+
+
+def _text(value: str | bool | None) -> str | None:
+    return None if value is None else str(value)
+
+
+# -- the repository and the state root (tidegate.workspace.repo, tidegate.store.state_root)
+
+
+def _repository(path: str) -> tuple[str, str]:
+    """The work tree and git common directory of the repository ``path`` is in, as
+    ``discover`` finds them; anything it would refuse raises."""
+    from tidegate.gitcall import probe
+
+    path = os.path.expanduser(path)
+    if not os.path.isdir(path):
+        raise Unsupported("no such directory")
+    code, out = probe(
+        path,
+        [
+            "rev-parse",
+            "--is-bare-repository",
+            "--is-inside-git-dir",
+            "--absolute-git-dir",
+            "--git-common-dir",
+            "--show-toplevel",
+            "--verify",
+            "--quiet",
+            "HEAD^{commit}",
+        ],
+    )
+    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    if code != 0 or len(lines) != 7 or lines[6] != "":
+        raise Unsupported("not a repository with a first commit")
+    bare, inside, _git_dir, common, top, _head = lines[:6]
+    if bare != "false" or inside != "false" or not top:
+        raise Unsupported("not a work tree")
+    if not os.path.isabs(common):
+        common = os.path.join(path, common)
+    return os.path.realpath(top), os.path.realpath(common)
+
+
+def _state_root(explicit: str | None, workspace: str, git_dir: str) -> str:
+    raw = explicit or os.environ.get(STATE_ROOT_ENV) or _user_state_dir()
+    path = os.path.expanduser(raw)
+    if ".." in path.split("/"):
+        raise Unsupported("a state root the full command refuses")
+    path = os.path.normpath(path)  # as pathlib spells it: no trailing slash, no "."
+    if os.path.islink(path):
+        raise Unsupported("a state root the full command refuses")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise Unsupported("a state root the full command refuses")
+    canonical = os.path.realpath(path)
+    for owner in (workspace, git_dir):
+        inside = os.path.realpath(owner)
+        if canonical == inside or canonical.startswith(inside.rstrip("/") + "/"):
+            raise Unsupported("a state root the full command refuses")
+    return canonical
+
+
+def _user_state_dir() -> str:
+    import platformdirs  # only when neither --state-root nor the environment names one
+
+    return str(platformdirs.user_state_dir("tidegate"))
+
+
+def _store(root: str, common: str, explicit: str | None) -> tuple[sqlite3.Connection, Any] | None:
+    """The repository's store opened read-only, and the state root's key (None when it has
+    none, or one the store would not load); None when nothing was recorded."""
+    state = _state_root(explicit, root, common)
+    identity = sha256(common.encode()).hexdigest()[:12]
+    path = os.path.join(state, f"{os.path.basename(root)}-{identity}", STORE_FILE)
+    if not os.path.isfile(path):
+        return None
+    key_path = os.path.join(state, KEY_FILE)
+    key = _load_key(key_path) if os.path.isfile(key_path) else None
+    query = "mode=ro" if os.path.exists(path + "-wal") else "mode=ro&immutable=1"
+    db = sqlite3.connect(f"{_file_uri(os.path.realpath(path))}?{query}", uri=True, timeout=30)
+    if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        db.close()
+        raise Unsupported("another schema version: the full path migrates or refuses it")
+    return db, key
+
+
+def _file_uri(path: str) -> str:
+    """``pathlib.Path(path).as_uri()`` for an absolute POSIX path."""
+    safe = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/"
+    raw = os.fsencode(path)
+    if raw.startswith(b"//"):
+        raise Unsupported("a path pathlib writes differently")
+    return "file://" + "".join(chr(b) if b in safe else f"%{b:02X}" for b in raw)
+
+
+def _load_key(path: str) -> bytes | None:
+    """``CheckpointKey.load``, None where it raises."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (info.st_mode & 0o170000) != 0o100000 or info.st_mode & 0o077:
+            return None
+        raw = os.read(fd, 128)
+    finally:
+        os.close(fd)
+    try:
+        secret = bytes.fromhex(raw.decode("ascii").strip())
+    except ValueError:
+        return None
+    return secret if len(secret) == 32 else None
+
+
+# -- runs (tidegate.store.rows) ------------------------------------------------------------
+
+
+def _runs(db: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
+    rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ?", (limit,))
+    return [_run(r) for r in rows.fetchall()]
+
+
+def _run(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A ``runs`` row with its status derived (``stored_run``); the report JSON unparsed."""
+    (
+        run_id,
+        seq,
+        repo,
+        task_id,
+        kind,
+        mode,
+        status,
+        error_class,
+        failure_phase,
+        attempts,
+        replay,
+        duration,
+        execution_id,
+        pid,
+        pid_start,
+        host,
+        started,
+        updated,
+        report_json,
+        acknowledged,
+    ) = row
+    holder = (int(pid), str(pid_start or ""), str(host or "")) if pid is not None else None
+    derived = str(status)
+    if derived == "running" and (holder is None or not _alive(*holder)):
+        derived = "interrupted"
+    unacknowledged = derived in TERMINAL and not acknowledged
+    if unacknowledged:
+        derived = "failed"
+        error_class = "PERSISTENCE_ERROR"
+    return {
+        "run_id": str(run_id),
+        "seq": int(seq),
+        "repo": str(repo),
+        "task_id": str(task_id),
+        "kind": str(kind),
+        "mode": str(mode),
+        "status": derived,
+        "stored_status": str(status),
+        "error_class": None if error_class is None else str(error_class),
+        "failure_phase": None if failure_phase is None else str(failure_phase),
+        "attempts": int(attempts),
+        "duration_s": float(duration or 0.0),
+        "replay_hash": None if replay is None else str(replay),
+        "execution_id": None if execution_id is None else str(execution_id),
+        "pid": holder[0] if holder else None,
+        "started_ms": int(started),
+        "updated_ms": int(updated),
+        "acknowledged": bool(acknowledged),
+        "report_json": report_json,
+        "unacknowledged": unacknowledged,
+    }
+
+
+def _row(run: dict[str, Any]) -> dict[str, Any]:
+    """One line of ``tidegate runs`` (``tidegate.store.views.run_row``)."""
+    names = ("run_id", "repo", "task_id", "kind", "mode", "status", "error_class")
+    return {
+        **{name: run[name] for name in names},
+        "attempts": run["attempts"],
+        "duration_s": run["duration_s"],
+        "started_ms": run["started_ms"],
+    }
+
+
+def _alive(pid: int, start: str, host: str) -> bool:
+    """``ProcessIdentity.alive``: a run's holder still lives (another host's: assume so)."""
+    if host != os.uname().nodename:
+        return True
+    now = _start_time(pid)
+    if now is not None:
+        return now == start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not os.path.exists("/proc/self/stat")
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            raw = stat.read()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+# -- one run's view (tidegate.store.views.run_view) ----------------------------------------
+
+
+def _view(db: sqlite3.Connection, key: bytes | None, run_id: str) -> dict[str, Any]:
+    if run_id == "latest":
+        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT 1")
+    else:
+        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+    found = rows.fetchall()
+    if not found:
+        raise Unsupported("no such run: the full command says so")
+    run = _run(found[0])
+    report = _report(run)
+    rid = run["run_id"]
+    checkpoints = db.execute(
+        "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document "
+        "FROM checkpoints WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    ).fetchall()
+    events = db.execute(
+        "SELECT seq, kind, attempt, phase, payload FROM trace WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    ).fetchall()
+    chain = "none recorded"
+    if checkpoints:
+        if key is None:
+            chain = "unverifiable: no checkpoint key in the state root"
+        else:
+            problem = _chain_problem(rid, checkpoints, key)
+            chain = "verified" if problem is None else f"refused: {problem}"
+    recomputed = _replay_hash(events) if events else None
+    last = checkpoints[-1] if checkpoints else None
+    resume = _resume(run, last)
+    phases = db.execute(
+        "SELECT seq, attempt, phase, effect, status, duration_ms, detail, error_class, "
+        "execution_id FROM phase_events WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    ).fetchall()
+    attempts = db.execute(
+        "SELECT execution_id, event_json FROM attempts WHERE run_id = ? ORDER BY attempt",
+        (rid,),
+    ).fetchall()
+    tool_calls = db.execute(
+        "SELECT tool_call_id, canonical_tool, input_sha256, status, effects "
+        "FROM tool_calls WHERE run_id = ? ORDER BY request_seq",
+        (rid,),
+    ).fetchall()
+    shown = ("run_id", "repo", "task_id", "kind", "mode", "status", "stored_status")
+    return {
+        "run": {
+            **{name: run[name] for name in shown},
+            "error_class": run["error_class"],
+            "failure_phase": run["failure_phase"],
+            "attempts": run["attempts"],
+            "acknowledged": run["acknowledged"],
+            "execution_id": run["execution_id"],
+            "pid": run["pid"],
+            "started_ms": run["started_ms"],
+            "updated_ms": run["updated_ms"],
+        },
+        "phases": [
+            dict(
+                zip(
+                    (
+                        "seq",
+                        "attempt",
+                        "phase",
+                        "effect",
+                        "status",
+                        "duration_ms",
+                        "detail",
+                        "error_class",
+                        "execution_id",
+                    ),
+                    p,
+                    strict=True,
+                )
+            )
+            for p in phases
+        ],
+        "attempts": [{**json.loads(event), "execution_id": ex} for ex, event in attempts],
+        "effects": {
+            "changed_files": list(report["changed_files"]) if report else [],
+            "applied_files": list(report["applied_files"]) if report else [],
+            "tool_calls": [
+                {
+                    "tool_call_id": c[0],
+                    "canonical_tool": c[1],
+                    "input_sha256": c[2],
+                    "status": c[3],
+                    "effects": None if c[4] is None else json.loads(c[4]),
+                }
+                for c in tool_calls
+            ],
+        },
+        "evidence": {
+            "trace_events": len(events),
+            "checkpoints": len(checkpoints),
+            "last_checkpoint": None
+            if last is None
+            else {"seq": last[1], "reason": last[3], "hash": last[5]},
+            "checkpoint_chain": chain,
+            "replay_hash": run["replay_hash"],
+            "replay_hash_recomputed": recomputed,
+            "diff_sha256": report["diff_sha256"] if report else None,
+        },
+        "resume": resume,
+        "report": report,
+    }
+
+
+def _report(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's report as the model would dump it, with the unacknowledged override."""
+    if run["report_json"] is None:
+        return None
+    report = checked(json.loads(run["report_json"], object_pairs_hook=_unique))
+    if run["unacknowledged"]:
+        report.update(
+            status="failed",
+            error_class=run["error_class"],
+            message="the final report was written but never acknowledged by the "
+            f"store (it said: {report['status']}: {report['message']})",
+        )
+    return report
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise Unsupported("a repeated key")
+    return value
+
+
+def _resume(run: dict[str, Any], last: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    if run["status"] not in RESUMABLE or last is None:
+        return None
+    saved = json.loads(last[7])["state"]
+    if not isinstance(saved, dict):
+        raise Unsupported("a checkpoint without a state")
+    attempt = saved.get("attempt", {})
+    counters = saved.get("counters", {})
+    completed = attempt.get("completed") or []
+    number, after = attempt.get("number"), completed[-1] if completed else None
+    if counters.get("attempt_closed") and not counters.get("stop"):
+        number, after = (number or 0) + 1, None
+    return {
+        "command": f"tidegate resume {run['run_id']}",
+        "attempt": number,
+        "after": after,
+        "checkpoint": last[1],
+    }
+
+
+# -- evidence (tidegate.store.checkpoints, replay, canonical) ------------------------------
+
+
+def _chain_problem(run_id: str, checkpoints: list[tuple[Any, ...]], key: bytes) -> str | None:
+    """``verify_chain``'s refusal message for the first checkpoint that fails, or None."""
+    previous: str | None = None
+    for expected_seq, checkpoint in enumerate(checkpoints, start=1):
+        problem = _problem(run_id, checkpoint, expected_seq, previous, key)
+        if problem:
+            return f"checkpoint {checkpoint[1]} of run {run_id} {problem}; refusing to resume"
+        previous = checkpoint[5]
+    return None
+
+
+def _problem(
+    run_id: str, checkpoint: tuple[Any, ...], expected_seq: int, previous: str | None, key: bytes
+) -> str | None:
+    _run_id, seq, event_seq, reason, prev_hash, digest, mac, document = checkpoint
+    if seq != expected_seq:
+        return f"is out of sequence (expected checkpoint {expected_seq}): the chain is broken"
+    data = document.encode("ascii", "replace")
+    if "sha256:" + sha256(data).hexdigest() != digest:
+        return "does not match its hash: it was edited"
+    try:
+        doc = json.loads(data)
+        canonical = _canonical(doc) == data
+    except (ValueError, TypeError):
+        return "is not valid canonical JSON: it was edited"
+    if not canonical:
+        return "is not in canonical form: it was edited"
+    header = (doc.get("format"), doc.get("run_id"), doc.get("seq"), doc.get("event_seq"))
+    if header != (CHECKPOINT_FORMAT, run_id, seq, event_seq) or doc.get("reason") != reason:
+        return "does not belong to this run or position"
+    if doc.get("prev_hash") != previous or prev_hash != previous:
+        return "does not follow the previous checkpoint: the chain is broken"
+    if not _compare_digest(_hmac_sha256(key, data), mac):
+        return "has a signature that does not match this state root's key"
+    return None
+
+
+def _hmac_sha256(key: bytes, data: bytes) -> str:
+    """``CheckpointKey.sign``: HMAC-SHA256 (RFC 2104) of ``data`` under a 32-byte key."""
+    block = key.ljust(64, b"\0")
+    inner: bytes = sha256(bytes(b ^ 0x36 for b in block) + data).digest()
+    outer: str = sha256(bytes(b ^ 0x5C for b in block) + inner).hexdigest()
+    return "hmac-sha256:" + outer
+
+
+def _compare_digest(a: str, b: Any) -> bool:
+    """``hmac.compare_digest`` (the same C function, without importing hashlib)."""
+    from _operator import _compare_digest as same
+
+    return same(a, b)  # raises TypeError for a non-str mac, as hmac's does
+
+
+def _replay_hash(events: list[tuple[Any, ...]]) -> str:
+    """``replay_hash`` over the run's events (rows ordered by seq)."""
+    projection = []
+    for _seq, kind, attempt, phase, payload in events:
+        value = json.loads(payload)
+        if not isinstance(value, dict):
+            raise Unsupported("an event payload that is not an object")
+        projection.append({"kind": kind, "attempt": attempt, "phase": phase, "payload": value})
+    digest: str = sha256(_canonical({"format": REPLAY_FORMAT, "events": projection})).hexdigest()
+    return "sha256:" + digest
+
+
+def _canonical(value: object) -> bytes:
+    """``tidegate.store.canonical.canonical_json`` for parsed JSON (TypeError: a float)."""
+    _no_floats(value)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode("ascii")
+
+
+def _no_floats(value: object) -> None:
+    if isinstance(value, float):
+        raise TypeError("floats are not canonical")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError("a key that is not a string")
+            _no_floats(item)
+    elif isinstance(value, list):
+        for item in value:
+            _no_floats(item)

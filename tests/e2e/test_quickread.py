@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import Repo, tidegate_cli
 from tidegate.cli import quickread
-from tidegate.cli.quickreport import Unsupported
+from tidegate.cli.quickread import Unsupported
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 TYPER = "import sys; from tidegate.cli.app import main; sys.exit(main(sys.argv[1:]))"

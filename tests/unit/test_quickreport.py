@@ -18,8 +18,9 @@ import pydantic
 import pytest
 from rich.markup import escape as rich_escape
 
-from tidegate.cli import quickread
-from tidegate.cli.quickreport import MODELS, Unsupported, checked, escape, printed
+from tidegate.cli import quickread, quickview
+from tidegate.cli.quickread import Unsupported
+from tidegate.cli.quickreport import MODELS, checked, escape, printed
 from tidegate.cli.render import SafeConsole
 from tidegate.flow.report import FlowReport
 from tidegate.store.canonical import canonical_json
@@ -116,11 +117,12 @@ def test_reordered_missing_or_extra_fields_are_not_accepted() -> None:
 def test_hmac_and_canonical_json_are_the_stores() -> None:
     key = CheckpointKey(bytes(range(32)))
     for data in (b"", b"{}", b"x" * 200, bytes(range(256))):
-        assert quickread._hmac_sha256(bytes(range(32)), data) == key.sign(data)
+        assert quickview._hmac_sha256(bytes(range(32)), data) == key.sign(data)
     value = {"b": [1, "\u00e9", None, True], "a": {"z": "\udcff", "y": -3}}
-    assert quickread._canonical(value) == canonical_json(value)
-    with pytest.raises(TypeError):
-        quickread._canonical({"f": 1.5})
+    assert quickview._canonical(value) == canonical_json(value)
+    for text in ('{"f": 1.5}', '{"f": [NaN]}', '{"f": -Infinity}', "1e3"):
+        with pytest.raises(TypeError):
+            quickview._integral_json(text)
 
 
 @pytest.mark.parametrize("path", ["/tmp/a b/c%d", "/tmp/ünï/x", "/tmp/q?x#y&z=1", "/t/~_.-"])

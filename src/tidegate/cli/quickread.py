@@ -18,25 +18,28 @@ for byte.
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 
 from tidegate.cli.output import dump_json
-from tidegate.cli.quickreport import Unsupported, checked, console_width, report_lines
 from tidegate.cli.runtext import runs_text, view_text
 
 TYPE_CHECKING = False  # the fast path does not import typing
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
 
+try:  # sqlite3 itself is _sqlite3 plus datetime adapters this read path never uses
+    from _sqlite3 import connect  # type: ignore[import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - an interpreter that only has the package
+    from sqlite3 import connect
+
 try:  # the interpreter's own SHA-256 (no OpenSSL to load); hashlib where there is none
-    from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
+    from _sha2 import sha256 as sha256  # type: ignore[import-not-found, unused-ignore]
 except ImportError:
     try:
-        from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+        from _sha256 import sha256 as sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
     except ImportError:
-        from hashlib import sha256  # type: ignore[assignment, unused-ignore]
+        from hashlib import sha256 as sha256  # type: ignore[assignment, unused-ignore]
 
 SCHEMA_VERSION = 2
 """The store schema this module reads (``tidegate.store.schema.SCHEMA_VERSION``; a unit
@@ -44,15 +47,16 @@ test keeps the two equal). Any other version goes to the full path."""
 STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
 STORE_FILE = "runs.sqlite3"
 KEY_FILE = "checkpoint.key"
-CHECKPOINT_FORMAT = "tidegate.checkpoint/1"
-REPLAY_FORMAT = "tidegate.replay/1"
 TERMINAL = frozenset({"succeeded", "failed", "conflict"})
-RESUMABLE = frozenset({"paused", "interrupted"})
 RUN_COLUMNS = (
     "run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts, "
     "replay_hash, duration_s, execution_id, pid, pid_start, host, started_ms, updated_ms, "
     "report_json, acknowledged"
 )
+
+
+class Unsupported(Exception):
+    """Not for the fast path: the full command answers (and renders) this one."""
 
 
 def runs_output(options: dict[str, str | bool], limit: int) -> str:
@@ -74,12 +78,16 @@ def read_output(run_id: str, options: dict[str, str | bool]) -> str:
     db = _store(root, common, _text(options.get("--state-root")))
     if db is None:
         raise Unsupported("no store: the full command says so")
-    view = _view(db[0], db[1], run_id)
+    from tidegate.cli.quickview import run_view
+
+    view = run_view(db[0], db[1], run_id)
     if options.get("--json"):
         shown = view if options.get("--detail") or view["report"] is None else view["report"]
         return dump_json(shown) + "\n"
     text = view_text(view)
     if view["report"] is not None:
+        from tidegate.cli.quickreport import console_width, report_lines
+
         text += report_lines(view["report"], console_width())
     return text
 
@@ -159,7 +167,7 @@ def _store(root: str, common: str, explicit: str | None) -> tuple[sqlite3.Connec
     key_path = os.path.join(state, KEY_FILE)
     key = _load_key(key_path) if os.path.isfile(key_path) else None
     query = "mode=ro" if os.path.exists(path + "-wal") else "mode=ro&immutable=1"
-    db = sqlite3.connect(f"{_file_uri(os.path.realpath(path))}?{query}", uri=True, timeout=30)
+    db = connect(f"{_file_uri(os.path.realpath(path))}?{query}", uri=True, timeout=30)
     if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         db.close()
         raise Unsupported("another schema version: the full path migrates or refuses it")
@@ -200,10 +208,10 @@ def _load_key(path: str) -> bytes | None:
 
 def _runs(db: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
     rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ?", (limit,))
-    return [_run(r) for r in rows.fetchall()]
+    return [run_record(r) for r in rows.fetchall()]
 
 
-def _run(row: tuple[Any, ...]) -> dict[str, Any]:
+def run_record(row: tuple[Any, ...]) -> dict[str, Any]:
     """A ``runs`` row with its status derived (``stored_run``); the report JSON unparsed."""
     (
         run_id,
@@ -294,244 +302,3 @@ def _start_time(pid: int) -> str | None:
         return None
     fields = raw[raw.rindex(")") + 2 :].split()
     return fields[19] if len(fields) > 19 else None
-
-
-# -- one run's view (tidegate.store.views.run_view) ----------------------------------------
-
-
-def _view(db: sqlite3.Connection, key: bytes | None, run_id: str) -> dict[str, Any]:
-    if run_id == "latest":
-        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT 1")
-    else:
-        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
-    found = rows.fetchall()
-    if not found:
-        raise Unsupported("no such run: the full command says so")
-    run = _run(found[0])
-    report = _report(run)
-    rid = run["run_id"]
-    checkpoints = db.execute(
-        "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document "
-        "FROM checkpoints WHERE run_id = ? ORDER BY seq",
-        (rid,),
-    ).fetchall()
-    events = db.execute(
-        "SELECT seq, kind, attempt, phase, payload FROM trace WHERE run_id = ? ORDER BY seq",
-        (rid,),
-    ).fetchall()
-    chain = "none recorded"
-    if checkpoints:
-        if key is None:
-            chain = "unverifiable: no checkpoint key in the state root"
-        else:
-            problem = _chain_problem(rid, checkpoints, key)
-            chain = "verified" if problem is None else f"refused: {problem}"
-    recomputed = _replay_hash(events) if events else None
-    last = checkpoints[-1] if checkpoints else None
-    resume = _resume(run, last)
-    phases = db.execute(
-        "SELECT seq, attempt, phase, effect, status, duration_ms, detail, error_class, "
-        "execution_id FROM phase_events WHERE run_id = ? ORDER BY seq",
-        (rid,),
-    ).fetchall()
-    attempts = db.execute(
-        "SELECT execution_id, event_json FROM attempts WHERE run_id = ? ORDER BY attempt",
-        (rid,),
-    ).fetchall()
-    tool_calls = db.execute(
-        "SELECT tool_call_id, canonical_tool, input_sha256, status, effects "
-        "FROM tool_calls WHERE run_id = ? ORDER BY request_seq",
-        (rid,),
-    ).fetchall()
-    shown = ("run_id", "repo", "task_id", "kind", "mode", "status", "stored_status")
-    return {
-        "run": {
-            **{name: run[name] for name in shown},
-            "error_class": run["error_class"],
-            "failure_phase": run["failure_phase"],
-            "attempts": run["attempts"],
-            "acknowledged": run["acknowledged"],
-            "execution_id": run["execution_id"],
-            "pid": run["pid"],
-            "started_ms": run["started_ms"],
-            "updated_ms": run["updated_ms"],
-        },
-        "phases": [
-            dict(
-                zip(
-                    (
-                        "seq",
-                        "attempt",
-                        "phase",
-                        "effect",
-                        "status",
-                        "duration_ms",
-                        "detail",
-                        "error_class",
-                        "execution_id",
-                    ),
-                    p,
-                    strict=True,
-                )
-            )
-            for p in phases
-        ],
-        "attempts": [{**json.loads(event), "execution_id": ex} for ex, event in attempts],
-        "effects": {
-            "changed_files": list(report["changed_files"]) if report else [],
-            "applied_files": list(report["applied_files"]) if report else [],
-            "tool_calls": [
-                {
-                    "tool_call_id": c[0],
-                    "canonical_tool": c[1],
-                    "input_sha256": c[2],
-                    "status": c[3],
-                    "effects": None if c[4] is None else json.loads(c[4]),
-                }
-                for c in tool_calls
-            ],
-        },
-        "evidence": {
-            "trace_events": len(events),
-            "checkpoints": len(checkpoints),
-            "last_checkpoint": None
-            if last is None
-            else {"seq": last[1], "reason": last[3], "hash": last[5]},
-            "checkpoint_chain": chain,
-            "replay_hash": run["replay_hash"],
-            "replay_hash_recomputed": recomputed,
-            "diff_sha256": report["diff_sha256"] if report else None,
-        },
-        "resume": resume,
-        "report": report,
-    }
-
-
-def _report(run: dict[str, Any]) -> dict[str, Any] | None:
-    """The run's report as the model would dump it, with the unacknowledged override."""
-    if run["report_json"] is None:
-        return None
-    report = checked(json.loads(run["report_json"], object_pairs_hook=_unique))
-    if run["unacknowledged"]:
-        report.update(
-            status="failed",
-            error_class=run["error_class"],
-            message="the final report was written but never acknowledged by the "
-            f"store (it said: {report['status']}: {report['message']})",
-        )
-    return report
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        raise Unsupported("a repeated key")
-    return value
-
-
-def _resume(run: dict[str, Any], last: tuple[Any, ...] | None) -> dict[str, Any] | None:
-    if run["status"] not in RESUMABLE or last is None:
-        return None
-    saved = json.loads(last[7])["state"]
-    if not isinstance(saved, dict):
-        raise Unsupported("a checkpoint without a state")
-    attempt = saved.get("attempt", {})
-    counters = saved.get("counters", {})
-    completed = attempt.get("completed") or []
-    number, after = attempt.get("number"), completed[-1] if completed else None
-    if counters.get("attempt_closed") and not counters.get("stop"):
-        number, after = (number or 0) + 1, None
-    return {
-        "command": f"tidegate resume {run['run_id']}",
-        "attempt": number,
-        "after": after,
-        "checkpoint": last[1],
-    }
-
-
-# -- evidence (tidegate.store.checkpoints, replay, canonical) ------------------------------
-
-
-def _chain_problem(run_id: str, checkpoints: list[tuple[Any, ...]], key: bytes) -> str | None:
-    """``verify_chain``'s refusal message for the first checkpoint that fails, or None."""
-    previous: str | None = None
-    for expected_seq, checkpoint in enumerate(checkpoints, start=1):
-        problem = _problem(run_id, checkpoint, expected_seq, previous, key)
-        if problem:
-            return f"checkpoint {checkpoint[1]} of run {run_id} {problem}; refusing to resume"
-        previous = checkpoint[5]
-    return None
-
-
-def _problem(
-    run_id: str, checkpoint: tuple[Any, ...], expected_seq: int, previous: str | None, key: bytes
-) -> str | None:
-    _run_id, seq, event_seq, reason, prev_hash, digest, mac, document = checkpoint
-    if seq != expected_seq:
-        return f"is out of sequence (expected checkpoint {expected_seq}): the chain is broken"
-    data = document.encode("ascii", "replace")
-    if "sha256:" + sha256(data).hexdigest() != digest:
-        return "does not match its hash: it was edited"
-    try:
-        doc = json.loads(data)
-        canonical = _canonical(doc) == data
-    except (ValueError, TypeError):
-        return "is not valid canonical JSON: it was edited"
-    if not canonical:
-        return "is not in canonical form: it was edited"
-    header = (doc.get("format"), doc.get("run_id"), doc.get("seq"), doc.get("event_seq"))
-    if header != (CHECKPOINT_FORMAT, run_id, seq, event_seq) or doc.get("reason") != reason:
-        return "does not belong to this run or position"
-    if doc.get("prev_hash") != previous or prev_hash != previous:
-        return "does not follow the previous checkpoint: the chain is broken"
-    if not _compare_digest(_hmac_sha256(key, data), mac):
-        return "has a signature that does not match this state root's key"
-    return None
-
-
-def _hmac_sha256(key: bytes, data: bytes) -> str:
-    """``CheckpointKey.sign``: HMAC-SHA256 (RFC 2104) of ``data`` under a 32-byte key."""
-    block = key.ljust(64, b"\0")
-    inner: bytes = sha256(bytes(b ^ 0x36 for b in block) + data).digest()
-    outer: str = sha256(bytes(b ^ 0x5C for b in block) + inner).hexdigest()
-    return "hmac-sha256:" + outer
-
-
-def _compare_digest(a: str, b: Any) -> bool:
-    """``hmac.compare_digest`` (the same C function, without importing hashlib)."""
-    from _operator import _compare_digest as same
-
-    return same(a, b)  # raises TypeError for a non-str mac, as hmac's does
-
-
-def _replay_hash(events: list[tuple[Any, ...]]) -> str:
-    """``replay_hash`` over the run's events (rows ordered by seq)."""
-    projection = []
-    for _seq, kind, attempt, phase, payload in events:
-        value = json.loads(payload)
-        if not isinstance(value, dict):
-            raise Unsupported("an event payload that is not an object")
-        projection.append({"kind": kind, "attempt": attempt, "phase": phase, "payload": value})
-    digest: str = sha256(_canonical({"format": REPLAY_FORMAT, "events": projection})).hexdigest()
-    return "sha256:" + digest
-
-
-def _canonical(value: object) -> bytes:
-    """``tidegate.store.canonical.canonical_json`` for parsed JSON (TypeError: a float)."""
-    _no_floats(value)
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode("ascii")
-
-
-def _no_floats(value: object) -> None:
-    if isinstance(value, float):
-        raise TypeError("floats are not canonical")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError("a key that is not a string")
-            _no_floats(item)
-    elif isinstance(value, list):
-        for item in value:
-            _no_floats(item)

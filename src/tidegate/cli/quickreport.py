@@ -19,16 +19,13 @@ import os
 import re
 import sys
 
+from tidegate.cli.quickread import Unsupported
 from tidegate.pathtext import quote_path, visible
 from tidegate.sanitize import sanitize
 
 TYPE_CHECKING = False  # the fast path does not import typing
 if TYPE_CHECKING:
     from typing import Any
-
-
-class Unsupported(Exception):
-    """Not for the fast path: the full command answers (and renders) this one."""
 
 
 # A type: "str", "int", "float", "bool", "json" (any JSON value), a model's name,

@@ -199,3 +199,26 @@ def test_reports_render_as_rich_renders_them_or_are_handed_over() -> None:
         print_report(SafeConsole(file=out, highlight=False, soft_wrap=True, width=width), report)
         assert mine == out.getvalue(), files
     assert answered > 100
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"XDG_STATE_HOME": "/x/state", "HOME": "/home/u"},
+        {"XDG_STATE_HOME": "relative/state", "HOME": "/home/u/"},
+        {"XDG_STATE_HOME": "", "HOME": "/home/u"},
+        {"HOME": "/"},
+        {"HOME": "relative"},
+        {"XDG_STATE_HOME": "/x//y/", "HOME": "/h"},
+    ],
+)
+def test_the_default_state_root_is_platformdirs(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+
+    for name in ("XDG_STATE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert quickread._user_state_dir() == platformdirs.user_state_dir("tidegate")

@@ -19,6 +19,7 @@ for byte.
 from __future__ import annotations
 
 import os
+import sys
 
 from tidegate.cli.output import dump_json
 from tidegate.cli.runtext import runs_text, view_text
@@ -151,7 +152,19 @@ def _state_root(explicit: str | None, workspace: str, git_dir: str) -> str:
 
 
 def _user_state_dir() -> str:
-    import platformdirs  # only when neither --state-root nor the environment names one
+    """``platformdirs.user_state_dir("tidegate")`` (the default state root) in the plain
+    Linux case, ``$XDG_STATE_HOME/tidegate`` or ``$HOME/.local/state/tidegate``, without
+    importing platformdirs (tests/unit/test_quickreport.py compares the two); anything
+    else (another system, a relative or missing HOME, Android) asks platformdirs."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    home = os.environ.get("HOME", "")
+    android = os.environ.get("ANDROID_DATA") or os.environ.get("ANDROID_ROOT")
+    if sys.platform == "linux" and not android and not hasattr(sys, "getandroidapilevel"):
+        if xdg.startswith("/"):
+            return os.path.join(xdg, "tidegate")
+        if home.startswith("/"):
+            return os.path.join(os.path.expanduser("~/.local/state"), "tidegate")
+    import platformdirs
 
     return str(platformdirs.user_state_dir("tidegate"))
 

@@ -279,3 +279,64 @@ def test_a_paused_run_and_a_narrow_console(
     assert _cli("read", ok, cwd=repo.root, env=narrow) == _typer(
         "read", ok, cwd=repo.root, env=narrow
     )
+
+
+@pytest.mark.parametrize(
+    "terminal",
+    [{"FORCE_COLOR": "1"}, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}],
+    ids=["colour", "no-colour", "tty-compatible"],
+)
+def test_a_terminal_gets_rich_styles_from_the_fast_path(
+    recorded: tuple[Repo, str, str], terminal: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, ok, failed = recorded
+    for name, value in terminal.items():
+        monkeypatch.setenv(name, value)
+    shown = same(["read", ok], repo)
+    assert "\x1b[1m" in shown  # the header row (and the status) in bold
+    same(["read", failed], repo)
+    monkeypatch.setenv("TERM", "dumb")  # rich: a terminal, 80 columns, no styles
+    same(["read", ok], repo, answered=False)
+
+
+def _on_a_terminal(argv: list[str], cwd: Path, columns: int, stderr: Path | None = None) -> bytes:
+    """What ``argv`` writes to a real pseudo-terminal ``columns`` wide (its stderr to the
+    terminal too, or to the file ``stderr``)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    err = slave if stderr is None else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o600)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=err)
+    os.close(slave)
+    if stderr is not None:
+        os.close(err)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return out
+
+
+def test_a_real_terminal_reads_the_same(recorded: tuple[Repo, str, str]) -> None:
+    repo, ok, _ = recorded
+    for columns in (100, 60):
+        fast = _on_a_terminal([sys.executable, "-m", "tidegate", "read", ok], repo.root, columns)
+        slow = _on_a_terminal([sys.executable, "-c", TYPER, "read", ok], repo.root, columns)
+        assert fast == slow and b"\x1b[1;32msucceeded" in fast
+    log = repo.root.parent / "importtime.txt"
+    argv = [sys.executable, "-X", "importtime", "-m", "tidegate", "read", ok]
+    assert _on_a_terminal(argv, repo.root, 60, stderr=log) == fast
+    assert "tidegate.cli.quickreport" in log.read_text()
+    assert "rich.console" not in log.read_text()  # the fast path answered, not rich

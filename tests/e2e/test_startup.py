@@ -160,11 +160,11 @@ def test_read_loads_neither_rich_nor_the_report_model_nor_the_store(recorded: Re
         assert _heavy(loaded, plain) == [], args
 
 
-def test_a_terminal_gets_the_report_from_rich(recorded: Repo) -> None:
-    """FORCE_COLOR makes rich write for a terminal (styles): the fast path leaves that to it."""
+def test_a_terminal_gets_the_styled_report_without_rich(recorded: Repo) -> None:
+    """FORCE_COLOR makes rich write for a terminal (styles): the fast path writes the same."""
     shown = _loaded("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
-    assert "rich.console" in shown
+    assert _heavy(shown, (*ALWAYS_HEAVY, "rich", "pydantic")) == []
     fast = tidegate_cli("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
     slow = _typer("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
-    assert (fast.returncode, fast.stdout, fast.stderr) == (0, slow.stdout, slow.stderr)
-    assert "\x1b[" in fast.stdout  # styled, so rich did render it
+    assert (fast.returncode, fast.stdout, fast.stderr) == (1, slow.stdout, slow.stderr)
+    assert "\x1b[1;31mfailed\x1b[0m" in fast.stdout  # styled as rich styles it

@@ -87,9 +87,9 @@ def read_output(run_id: str, options: dict[str, str | bool]) -> str:
         return dump_json(shown) + "\n"
     text = view_text(view)
     if view["report"] is not None:
-        from tidegate.cli.quickreport import console_width, report_lines
+        from tidegate.cli.quickreport import console, report_lines
 
-        text += report_lines(view["report"], console_width())
+        text += report_lines(view["report"], *console())
     return text
 
 

@@ -217,29 +217,45 @@ _EMOJI_CODE = re.compile(r":\S*?:")
 """What rich could read as an emoji code (``:smile:``): such text is left to rich."""
 _ESCAPABLE = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 """What ``rich.markup.escape`` escapes."""
-_OUR_TAGS = frozenset(
-    {"bold", "/bold"}
-    | {f"{edge}bold {c}" for edge in ("", "/") for c in ("green", "red", "yellow", "cyan")}
-)
+_COLOURS = {"red": 31, "green": 32, "yellow": 33, "cyan": 36}
+_OUR_TAGS = frozenset({"bold"} | {f"bold {c}" for c in _COLOURS})
 _HASH = re.compile(r"[0-9a-f]*|-")
 
 
-def console_width() -> int:
-    """The width rich's console would use here, when it would not write to a terminal
-    (``rich.console.Console.is_terminal`` and ``size``); else ``Unsupported``."""
-    environ = os.environ
-    if environ.get("TTY_COMPATIBLE", "") != "0":
-        if environ.get("TTY_COMPATIBLE", "") == "1":
-            raise Unsupported("a terminal")
-        force = environ.get("FORCE_COLOR")
-        if force is not None:
-            if force != "":
-                raise Unsupported("a terminal")
-        elif sys.stdout.isatty():
-            raise Unsupported("a terminal")
+_SGR = {"bold": "1", **{f"bold {c}": f"1;{n}" for c, n in _COLOURS.items()}}
+"""The SGR codes rich writes for our styles (standard colours: the same in every colour
+system rich picks for a terminal)."""
+
+Styles = dict[str, str]
+"""Our style names to the SGR codes a terminal gets; None: no terminal, no codes."""
+
+
+def console() -> tuple[int, Styles | None]:
+    """The width rich's console would use here and the styles it would write
+    (``rich.console.Console.is_terminal``, ``size``, ``no_color``); ``Unsupported`` for a
+    console it would treat in some other way (a dumb terminal, Windows)."""
     if sys.platform == "win32":
         raise Unsupported("Windows consoles")
-    columns = environ.get("COLUMNS")
+    environ = os.environ
+    tty_compatible = environ.get("TTY_COMPATIBLE", "")
+    force = environ.get("FORCE_COLOR")
+    if tty_compatible in ("0", "1"):
+        terminal = tty_compatible == "1"
+    elif force is not None:
+        terminal = force != ""
+    else:
+        terminal = sys.stdout.isatty()
+    styles = None
+    if terminal:
+        if environ.get("TERM", "").lower() in ("dumb", "unknown"):
+            raise Unsupported("a dumb terminal")
+        no_colour = environ.get("NO_COLOR", "") != ""
+        styles = {name: "1" if no_colour else code for name, code in _SGR.items()}
+    return _width(), styles
+
+
+def _width() -> int:
+    columns = os.environ.get("COLUMNS")
     if columns is not None and columns.isdigit():
         if not columns.isascii() or int(columns) == 0:
             raise Unsupported("an unusual COLUMNS")
@@ -252,6 +268,13 @@ def console_width() -> int:
             continue
         break
     return width or 80
+
+
+def _styled(text: str, style: str | None, styles: Styles | None) -> str:
+    """``text`` as rich writes a segment of ``style``."""
+    if style is None or styles is None or not text:
+        return text
+    return f"\x1b[{styles[style]}m{text}\x1b[0m"
 
 
 def escape(text: str) -> str:
@@ -267,40 +290,51 @@ def escape(text: str) -> str:
     return text
 
 
-def printed(text: str, *, markup: bool = True) -> str:
-    """What ``SafeConsole.print(text)`` writes to a non-terminal (``soft_wrap``, no
-    highlighting): the sanitised text with rich's markup rendered, plus a newline."""
+def _printed(text: str, *, markup: bool = True, styles: Styles | None = None) -> str:
+    """What ``SafeConsole.print(text)`` writes (``soft_wrap``, no highlighting): the
+    sanitised text with rich's markup rendered (as SGR codes with ``styles``), plus a
+    newline."""
     text = sanitize(text)
     if markup and "[" in text:
-        text = _render_markup(text)
+        pieces = _render_markup(text)
     elif _EMOJI_CODE.search(text):
         raise Unsupported("an emoji code")
-    return _plain(text) + "\n"
+    else:
+        pieces = [(text, None)]
+    return "".join(_styled(_plain(t), style, styles) for t, style in pieces) + "\n"
 
 
-def _render_markup(markup: str) -> str:
-    """The plain text of rich markup (``rich.markup.render``), for our own tags only."""
-    out = []
+def _render_markup(markup: str) -> list[tuple[str, str | None]]:
+    """The text of rich markup (``rich.markup.render``) in pieces, each with the style it
+    is in; for our own tags only, not nested."""
+    out: list[tuple[str, str | None]] = []
+    style: str | None = None
     position = 0
     for match in _RICH_TAG.finditer(markup):
         full, escapes, tag = match.groups()
         start, end = match.span()
         if start > position:
-            out.append(_plain_piece(markup[position:start]))
+            out.append((_plain_piece(markup[position:start]), style))
         if escapes:
             backslashes, escaped = divmod(len(escapes), 2)
             if backslashes:
-                out.append("\\" * backslashes)
+                out.append(("\\" * backslashes, style))
             if escaped:
-                out.append(_plain_piece(full[len(escapes) :]))
+                out.append((_plain_piece(full[len(escapes) :]), style))
                 position = end
                 continue
-        if tag not in _OUR_TAGS:
+        if style is None and tag in _OUR_TAGS:
+            style = tag
+        elif style is not None and tag == f"/{style}":
+            style = None
+        else:
             raise Unsupported(f"markup [{tag}]")
         position = end
+    if style is not None:
+        raise Unsupported("an unclosed tag")
     if position < len(markup):
-        out.append(_plain_piece(markup[position:]))
-    return "".join(out)
+        out.append((_plain_piece(markup[position:]), None))
+    return out
 
 
 def _plain_piece(text: str) -> str:
@@ -321,8 +355,13 @@ def _plain(text: str) -> str:
 _RICH_STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
 
 
-def report_lines(report: dict[str, Any], width: int) -> str:
-    """``print_report(console(), report)`` as rich writes it to a file ``width`` wide."""
+def report_lines(report: dict[str, Any], width: int, styles: Styles | None = None) -> str:
+    """``print_report(console(), report)`` as rich writes it to a console ``width`` wide
+    (a terminal with ``styles``, else a file or a pipe)."""
+
+    def printed(text: str, *, markup: bool = True) -> str:
+        return _printed(text, markup=markup, styles=styles)
+
     out = []
     status = report["status"]
     colour = {"succeeded": "green", "failed": "red", "conflict": "yellow"}.get(status, "cyan")
@@ -338,7 +377,7 @@ def report_lines(report: dict[str, Any], width: int) -> str:
     elif report["failure_phase"]:
         out.append(printed(f"  failed in {report['failure_phase']} ({report['error_class']})"))
     if report["changed_files"]:
-        out.append(_table(report["changed_files"], width))
+        out.append(_table(report["changed_files"], width, styles))
     if report["diff_sha256"]:
         out.append(printed(f"  diff sha256 {report['diff_sha256']}  (T0 {report['t0_ref']})"))
     for finding in report["findings"]:
@@ -369,9 +408,11 @@ def report_lines(report: dict[str, Any], width: int) -> str:
 _HEADERS = ("change", "path", "before sha256", "after sha256")
 
 
-def _table(files: list[dict[str, Any]], width: int) -> str:
-    """rich's ``Table(box=None, pad_edge=False)`` of the changed files, when every cell is
-    one line of printable ASCII and the table fits the width (rich wraps otherwise)."""
+def _table(files: list[dict[str, Any]], width: int, styles: Styles | None) -> str:
+    """rich's ``Table(box=None, pad_edge=False, header_style="bold")`` of the changed
+    files, when every cell is one line of printable ASCII and the table fits the width
+    (rich wraps otherwise). On a terminal each header cell and each of its paddings is a
+    bold segment of its own, as rich writes them."""
     rows = [_HEADERS]
     for f in files:
         path = sanitize(_shown(f["path"], f["path_bytes"]))
@@ -385,14 +426,17 @@ def _table(files: list[dict[str, Any]], width: int) -> str:
     if sum(widths) + 2 * (len(widths) - 1) > width:
         raise Unsupported("a table wider than the console")
     last = len(widths) - 1
-    return "".join(
-        "".join(
-            (" " if i else "") + cell.ljust(widths[i]) + (" " if i < last else "")
+    lines = []
+    for number, row in enumerate(rows):
+        style = "bold" if number == 0 else None
+        pad = _styled(" ", style, styles)
+        cells = (
+            (pad if i else "") + _styled(cell.ljust(widths[i]), style, styles)
+            + (pad if i < last else "")
             for i, cell in enumerate(row)
-        )
-        + "\n"
-        for row in rows
-    )
+        )  # fmt: skip
+        lines.append("".join(cells) + "\n")
+    return "".join(lines)
 
 
 def _shown(path: str, raw_b64: str | None) -> str:

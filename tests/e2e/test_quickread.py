@@ -340,3 +340,27 @@ def test_a_real_terminal_reads_the_same(recorded: tuple[Repo, str, str]) -> None
     assert _on_a_terminal(argv, repo.root, 60, stderr=log) == fast
     assert "tidegate.cli.quickreport" in log.read_text()
     assert "rich.console" not in log.read_text()  # the fast path answered, not rich
+
+
+def test_outside_a_repository_every_repositorys_runs_are_listed(
+    recorded: tuple[Repo, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, _, _ = recorded
+    other = Repo(tmp_path / "other")
+    other.root.mkdir()
+    other.git("init", "-q")
+    other.write("calc.py", "def add(a, b):\n    return a - b\n")
+    other.commit_all("calc")
+    assert (
+        tidegate_cli("run", "--objective", FIX, "--verify", "true", cwd=other.root).returncode == 0
+    )
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    for args, options in ((["runs"], {}), (["runs", "--json"], {"--json": True})):
+        full = _typer(*args, cwd=outside)
+        assert (0, quickread.runs_output(options, 20), "") == full  # type: ignore[arg-type]
+        assert _cli(*args, cwd=outside) == full
+    assert str(repo.root) in full[1] and str(other.root) in full[1]
+    with pytest.raises(Unsupported):  # a --repo that is not one: the full command's error
+        quickread.runs_output({"--repo": str(outside)}, 20)

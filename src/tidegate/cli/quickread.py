@@ -60,13 +60,25 @@ class Unsupported(Exception):
     """Not for the fast path: the full command answers (and renders) this one."""
 
 
+class NotARepository(Unsupported):
+    """What ``discover`` refuses: no work tree, a bare repository, no first commit."""
+
+
 def runs_output(options: dict[str, str | bool], limit: int) -> str:
     """What ``tidegate runs`` (``--repo``, ``--state-root``, ``--json``) prints for a
     repository."""
     repo = options.get("--repo")
-    root, common = _repository(str(repo) if repo is not None else ".")
-    db = _store(root, common, _text(options.get("--state-root")))
-    rows = [] if db is None else [_row(r) for r in _runs(db[0], limit)]
+    explicit = _text(options.get("--state-root"))
+    try:
+        root, common = _repository(str(repo) if repo is not None else ".")
+    except NotARepository:
+        if repo is not None:
+            raise
+        dbs = _all_stores(explicit)  # outside a repository: every repository's runs
+    else:
+        one = _store(root, common, explicit)
+        dbs = [] if one is None else [one[0]]
+    rows = [_row(r) for db in dbs for r in _runs(db, limit)]
     rows.sort(key=lambda r: (r["started_ms"], r["run_id"]), reverse=True)
     rows = rows[:limit]
     return dump_json(rows) + "\n" if options.get("--json") else runs_text(rows)
@@ -123,17 +135,21 @@ def _repository(path: str) -> tuple[str, str]:
         ],
     )
     lines = out.decode("utf-8", "surrogateescape").split("\n")
-    if code != 0 or len(lines) != 7 or lines[6] != "":
-        raise Unsupported("not a repository with a first commit")
+    if code != 0:
+        raise NotARepository("not a repository with a first commit")
+    if len(lines) != 7 or lines[6] != "":
+        raise Unsupported("a path git prints on more than one line")
     bare, inside, _git_dir, common, top, _head = lines[:6]
-    if bare != "false" or inside != "false" or not top:
-        raise Unsupported("not a work tree")
+    if bare != "false" or inside != "false":
+        raise NotARepository("not a work tree")
+    if not top:
+        raise Unsupported("no top level")
     if not os.path.isabs(common):
         common = os.path.join(path, common)
     return os.path.realpath(top), os.path.realpath(common)
 
 
-def _state_root(explicit: str | None, workspace: str, git_dir: str) -> str:
+def _state_root(explicit: str | None, workspace: str | None, git_dir: str | None) -> str:
     raw = explicit or os.environ.get(STATE_ROOT_ENV) or _user_state_dir()
     path = os.path.expanduser(raw)
     if ".." in path.split("/"):
@@ -145,6 +161,8 @@ def _state_root(explicit: str | None, workspace: str, git_dir: str) -> str:
         raise Unsupported("a state root the full command refuses")
     canonical = os.path.realpath(path)
     for owner in (workspace, git_dir):
+        if owner is None:
+            continue
         inside = os.path.realpath(owner)
         if canonical == inside or canonical.startswith(inside.rstrip("/") + "/"):
             raise Unsupported("a state root the full command refuses")
@@ -179,12 +197,26 @@ def _store(root: str, common: str, explicit: str | None) -> tuple[sqlite3.Connec
         return None
     key_path = os.path.join(state, KEY_FILE)
     key = _load_key(key_path) if os.path.isfile(key_path) else None
+    return _open(path), key
+
+
+def _all_stores(explicit: str | None) -> list[sqlite3.Connection]:
+    """Every repository's store under the state root (``read_all_run_stores``)."""
+    state = _state_root(explicit, None, None)
+    if not os.path.isdir(state):
+        return []
+    paths = (os.path.join(state, name, STORE_FILE) for name in sorted(os.listdir(state)))
+    return [_open(p) for p in paths if os.path.isdir(os.path.dirname(p)) and os.path.isfile(p)]
+
+
+def _open(path: str) -> sqlite3.Connection:
+    """A store opened read-only (``RunStore.open_read_only``) when its schema is ours."""
     query = "mode=ro" if os.path.exists(path + "-wal") else "mode=ro&immutable=1"
     db = connect(f"{_file_uri(os.path.realpath(path))}?{query}", uri=True, timeout=30)
     if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         db.close()
         raise Unsupported("another schema version: the full path migrates or refuses it")
-    return db, key
+    return db
 
 
 def _file_uri(path: str) -> str:

@@ -26,6 +26,10 @@ model or client, also only the repository's own configuration is read (no system
 global file, no system or global attributes).
 External diff and textconv are refused per subcommand (``--no-ext-diff --no-textconv``):
 an empty ``diff.external`` makes git fail rather than not use one.
+
+The scrubbed environment and the overrides live in ``tidegate.gitcall``, with ``probe``:
+the one read-only ``rev-parse`` the fast path of ``runs``/``read`` makes without
+``subprocess``, built from the same two pieces.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ recorded runs.
 
 ``--src DIR`` puts DIR first on PYTHONPATH, to time another checkout's ``src/`` (an older
 commit) with the same interpreter.
+
+``--cached-bytecode`` lets every command (``python -c pass`` too) keep its compiled
+bytecode, in a temporary ``PYTHONPYCACHEPREFIX``, as an installed package does: where
+``PYTHONDONTWRITEBYTECODE`` is set (as on the project's VM) the source of every module
+that has no cached bytecode, tidegate's own included, is compiled again on every start.
 """
 
 from __future__ import annotations
@@ -68,6 +73,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="recorded runs in the store (default 3)")
     ap.add_argument("--python", default=sys.executable, help="the interpreter (default: this)")
     ap.add_argument("--src", type=Path, help="a src/ directory to put first on PYTHONPATH")
+    ap.add_argument(
+        "--cached-bytecode",
+        action="store_true",
+        help="keep compiled bytecode between runs (in a temporary PYTHONPYCACHEPREFIX)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -76,6 +86,9 @@ def main() -> int:
         (Path(tmp) / "state").mkdir()
         if args.src is not None:
             env["PYTHONPATH"] = str(args.src.resolve())
+        if args.cached_bytecode:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         repo = recorded_repo(Path(tmp), args.python, env, args.runs)
         script = Path(args.python).parent / "tidegate"
         entry = [str(script)] if script.is_file() else ["-m", "tidegate"]
@@ -101,9 +114,11 @@ def main() -> int:
         for name in COMMANDS
     }
     if args.json:
-        print(json.dumps({"repeat": args.repeat, "commands": result}, indent=2))
+        summary = {"repeat": args.repeat, "cached_bytecode": args.cached_bytecode}
+        print(json.dumps({**summary, "commands": result}, indent=2))
         return 0
-    print(f"median of {args.repeat} runs each ({args.python}; {args.runs} recorded runs)")
+    cached = "; bytecode cached" if args.cached_bytecode else ""
+    print(f"median of {args.repeat} runs each ({args.python}; {args.runs} recorded runs{cached})")
     print(f"{'':22}{'wall':>10}{'ratio':>8}{'cpu':>10}{'ratio':>8}")
     for name, r in result.items():
         print(

@@ -26,6 +26,10 @@ model or client, also only the repository's own configuration is read (no system
 global file, no system or global attributes).
 External diff and textconv are refused per subcommand (``--no-ext-diff --no-textconv``):
 an empty ``diff.external`` makes git fail rather than not use one.
+
+The scrubbed environment and the overrides live in ``tidegate.gitcall``, with ``probe``:
+the one read-only ``rev-parse`` the fast path of ``runs``/``read`` makes without
+``subprocess``, built from the same two pieces.
 """
 
 from __future__ import annotations
@@ -37,11 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tidegate.errors import GitError
-
-KEPT_GIT_VARS = frozenset(
-    {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_ATTR_NOSYSTEM"}
-)
-"""The only inherited ``GIT_*`` variables a child sees: the user's choice of config files."""
+from tidegate.gitcall import _SAFETY_CONFIG
+from tidegate.gitcall import KEPT_GIT_VARS as KEPT_GIT_VARS
+from tidegate.gitcall import scrubbed_env as scrubbed_env
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "tidegate",
@@ -50,52 +52,6 @@ IDENTITY = {
     "GIT_COMMITTER_EMAIL": "tidegate@localhost",
 }
 
-
-def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every git child gets: the caller's, minus redirections, plus safety."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in KEPT_GIT_VARS}
-    env.update(
-        {
-            "GIT_OPTIONAL_LOCKS": "0",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_PAGER": "cat",
-            "PAGER": "cat",
-            "GIT_ASKPASS": "",
-            "SSH_ASKPASS": "",
-            "LC_ALL": "C",
-        }
-    )
-    if extra:
-        env.update(extra)
-    return env
-
-
-_SAFETY_CONFIG = (
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.splitIndex=false",
-    "-c",
-    "core.pager=cat",
-    "-c",
-    "credential.helper=",
-    "-c",
-    "advice.detachedHead=false",
-    "-c",
-    "color.ui=false",
-    "-c",
-    "core.askPass=",
-    "-c",
-    "protocol.allow=never",
-    "-c",
-    "gc.auto=0",
-    "-c",
-    "maintenance.auto=false",
-    "-c",
-    "commit.gpgSign=false",
-    "-c",
-    "core.hooksPath=/dev/null",  # no hook can exist below a device file
-)
 _UNTRUSTED_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,

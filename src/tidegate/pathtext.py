@@ -14,8 +14,6 @@ gives each use its form:
 
 from __future__ import annotations
 
-import base64
-
 _NAMED = {
     0x07: "\\a",
     0x08: "\\b",
@@ -44,7 +42,11 @@ def is_utf8(text: str) -> bool:
 
 def b64_bytes(path: str) -> str | None:
     """Base64 of the path's bytes when they are not UTF-8 (else None: the text is exact)."""
-    return None if is_utf8(path) else base64.b64encode(path_bytes(path)).decode("ascii")
+    if is_utf8(path):
+        return None
+    import base64  # only for a name that is not UTF-8 (not on the read-only fast path)
+
+    return base64.b64encode(path_bytes(path)).decode("ascii")
 
 
 def utf8_text(text: str) -> str:

@@ -25,35 +25,48 @@ OMITTED_REASONING = "[omitted: model reasoning is not stored]"
 _KEY_CHARS = r"[A-Za-z0-9_-]"
 # Shapes that stand on their own. A (?<!...) guard stops a match from starting inside a
 # longer identifier where that would cut a word; prefixes distinctive enough to be glued
-# to a word (``keysk-...``) have none.
-SHAPES: dict[str, re.Pattern[str]] = {
-    "pem_private_key": re.compile(
+# to a word (``keysk-...``) have none. Each comes with the substrings one of which every
+# text it matches contains (in lower case for the case-insensitive ones): it is compiled
+# and run only on a text that holds one (see ``_Redactors``).
+_SHAPE_SOURCES: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    "pem_private_key": (
         r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
         r"(?:.*?-----END \1-----|.*\Z)",
         re.DOTALL,
+        ("-----BEGIN ",),
     ),
-    "stripe": re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    "stripe_webhook": re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"),
-    "github_pat": re.compile(r"github_pat_[A-Za-z0-9_]{22,}"),
-    "github": re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),
-    "gitlab": re.compile(r"glpat-[A-Za-z0-9_-]{20,}"),
-    "slack": re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"),
-    "slack_app": re.compile(r"xapp-\d-[A-Za-z0-9-]{10,}"),
-    "aws_access_key_id": re.compile(
-        r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}(?![A-Z0-9])"
+    "stripe": (
+        r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        0,
+        ("_live_", "_test_"),
     ),
-    "google_api_key": re.compile(r"AIza[0-9A-Za-z_-]{35}"),
-    "jwt": re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
-    "bearer": re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*"),
-    "basic_auth": re.compile(r"(?i)(?<=authorization: )basic\s+[A-Za-z0-9+/]{12,}=*"),
-    "url_password": re.compile(r"(?<=://)([^/\s:@]*):[^/\s@]+(?=@)"),
+    "stripe_webhook": (r"\bwhsec_[A-Za-z0-9]{16,}", 0, ("whsec_",)),
+    "github_pat": (r"github_pat_[A-Za-z0-9_]{22,}", 0, ("github_pat_",)),
+    "github": (r"gh[pousr]_[A-Za-z0-9]{20,}", 0, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    "gitlab": (r"glpat-[A-Za-z0-9_-]{20,}", 0, ("glpat-",)),
+    "slack": (r"xox[abposr]-[A-Za-z0-9-]{10,}", 0, ("xox",)),
+    "slack_app": (r"xapp-\d-[A-Za-z0-9-]{10,}", 0, ("xapp-",)),
+    "aws_access_key_id": (
+        r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}(?![A-Z0-9])",
+        0,
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+    ),
+    "google_api_key": (r"AIza[0-9A-Za-z_-]{35}", 0, ("AIza",)),
+    "jwt": (r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", 0, ("eyJ",)),
+    "bearer": (r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*", 0, ("bearer",)),
+    "basic_auth": (
+        r"(?i)(?<=authorization: )basic\s+[A-Za-z0-9+/]{12,}=*",
+        0,
+        ("authorization: ",),
+    ),
+    "url_password": (r"(?<=://)([^/\s:@]*):[^/\s@]+(?=@)", 0, ("://",)),
 }
+_FOLDED = frozenset({"bearer", "basic_auth"})
+"""The case-insensitive shapes: their substrings are looked for in the lower-cased text."""
 # ``sk-`` keys (OpenAI's ``sk-``, ``sk-proj-``, Anthropic's ``sk-ant-``...): at a word
 # start, 16+ key characters; glued to a word (``mykeysk-...``) only when the value looks
 # random (letters of both cases and digits), so ``task-management-...`` is left alone.
-_SK = re.compile(
-    rf"(?<![A-Za-z0-9_-])(sk-{_KEY_CHARS}{{16,}})|(?<=[A-Za-z0-9_-])(sk-{_KEY_CHARS}{{20,}})"
-)
+_SK = rf"(?<![A-Za-z0-9_-])(sk-{_KEY_CHARS}{{16,}})|(?<=[A-Za-z0-9_-])(sk-{_KEY_CHARS}{{20,}})"
 
 # A name that says its value is a secret: one of these words as a segment of the name
 # (``DB_PASS``, ``client-secret``, ``apiKey``), or at the end of a run-together name
@@ -101,11 +114,50 @@ _VALUE = (
     r"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s'\",;&)}\]\\]{3,})"
 )
 # NAME=value, NAME: value, "NAME": "value", NAME := value, and --name value / --name=value.
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = (
     rf"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_.-]*)(\\?[\"']?[ \t]*(?::=|=|:)[ \t]*){_VALUE}"
 )
-_FLAG = re.compile(rf"(?<![A-Za-z0-9_-])(--[A-Za-z][A-Za-z0-9_-]*)([ \t]+){_VALUE}")
-_HARMLESS_VALUE = re.compile(r"(?i)[\"']?(?:null|none|true|false|\[redacted\]|\*+|<[^>]*>)[\"']?")
+_FLAG = rf"(?<![A-Za-z0-9_-])(--[A-Za-z][A-Za-z0-9_-]*)([ \t]+){_VALUE}"
+_HARMLESS_VALUE = r"(?i)[\"']?(?:null|none|true|false|\[redacted\]|\*+|<[^>]*>)[\"']?"
+
+
+_NAMED_GUARDS = ("pass", "pw", "secret", "token", "credential", "key")
+"""A ``NAME=value`` or ``--name value`` is redacted only when ``secret_name(NAME)``, and
+every such name holds one of these (lower-cased)."""
+
+
+class _Redactors:
+    """The redaction patterns, each compiled on first use: most text never needs them (the
+    trigger search below rejects it, then each pattern's own substrings), and compiling
+    them all costs more than a read-only command such as ``tidegate runs`` takes to run."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, re.Pattern[str]] = {}
+
+    def get(self, name: str) -> re.Pattern[str]:
+        pattern = self._compiled.get(name)
+        if pattern is None:
+            if name in _SHAPE_SOURCES:
+                source, flags, _ = _SHAPE_SOURCES[name]
+            else:
+                source, flags = _NAMED_SOURCES[name], 0
+            pattern = self._compiled[name] = re.compile(source, flags)
+        return pattern
+
+
+_NAMED_SOURCES = {"sk": _SK, "assignment": _ASSIGNMENT, "flag": _FLAG, "harmless": _HARMLESS_VALUE}
+_PATTERNS = _Redactors()
+
+
+def _may_match(text: str, name: str) -> bool:
+    """Whether ``text`` holds one of the substrings every match of shape ``name`` holds."""
+    guards = _SHAPE_SOURCES[name][2]
+    if name in _FOLDED:
+        if not text.isascii():
+            return True  # case folding beyond ASCII (a long s matches s): just run it
+        text = text.lower()
+    return any(guard in text for guard in guards)
+
 
 # Every pattern above needs one of these; most text has none, and one search is cheap.
 TRIGGER = re.compile(
@@ -124,11 +176,15 @@ def redact(text: str) -> str:
     """``text`` with every secret-shaped value replaced by ``[REDACTED]``."""
     if not TRIGGER.search(text):
         return text
-    for name, shape in SHAPES.items():
-        text = shape.sub(_url_user if name == "url_password" else REDACTED, text)
-    text = _SK.sub(_sk, text)
-    text = _ASSIGNMENT.sub(_named, text)
-    return _FLAG.sub(_named, text)
+    for name in _SHAPE_SOURCES:
+        if _may_match(text, name):  # checked on the text as the shapes before left it
+            text = _PATTERNS.get(name).sub(_url_user if name == "url_password" else REDACTED, text)
+    if "sk-" in text:
+        text = _PATTERNS.get("sk").sub(_sk, text)
+    if any(guard in text.lower() for guard in _NAMED_GUARDS):
+        text = _PATTERNS.get("assignment").sub(_named, text)
+        text = _PATTERNS.get("flag").sub(_named, text)
+    return text
 
 
 def _url_user(match: re.Match[str]) -> str:
@@ -149,7 +205,11 @@ def _sk(match: re.Match[str]) -> str:
 
 def _named(match: re.Match[str]) -> str:
     name, sep, value = match.group(1), match.group(2), match.group(3)
-    if not secret_name(name) or _HARMLESS_VALUE.fullmatch(value) or REDACTED[:-1] in value:
+    if (
+        not secret_name(name)
+        or _PATTERNS.get("harmless").fullmatch(value)
+        or REDACTED[:-1] in value
+    ):
         return match.group(0)
     for quote in ('\\"', '"', "'"):
         if value.startswith(quote) and value.endswith(quote) and len(value) >= 2 * len(quote):

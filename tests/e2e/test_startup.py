@@ -50,11 +50,12 @@ def _typer(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
-def _loaded(*args: str, cwd: Path) -> set[str]:
+def _loaded(*args: str, cwd: Path, env: dict[str, str] | None = None) -> set[str]:
     """The modules ``tidegate ARGS`` imports, from ``python -X importtime``."""
     res = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "tidegate", *args],
         cwd=cwd,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         check=False,
@@ -151,9 +152,19 @@ def test_help_and_runs_load_no_cli_framework_no_sdk_and_no_models(recorded: Repo
         )
 
 
-def test_read_loads_rich_and_the_report_model_only_to_show_a_report(recorded: Repo) -> None:
-    as_json = _loaded("read", "latest", "--json", cwd=recorded.root)
-    assert _heavy(as_json, (*ALWAYS_HEAVY, "rich")) == []
-    shown = _loaded("read", "latest", cwd=recorded.root)
-    assert _heavy(shown, ALWAYS_HEAVY) == []
-    assert "rich.console" in shown  # the report is rendered, as before
+def test_read_loads_neither_rich_nor_the_report_model_nor_the_store(recorded: Repo) -> None:
+    plain = (*ALWAYS_HEAVY, "rich", "pydantic", "tidegate.flow", "tidegate.store", "subprocess")
+    for args in (["read", "latest", "--json"], ["read", "latest"], ["runs"]):
+        loaded = _loaded(*args, cwd=recorded.root)
+        assert "tidegate.cli.quickread" in loaded, args
+        assert _heavy(loaded, plain) == [], args
+
+
+def test_a_terminal_gets_the_styled_report_without_rich(recorded: Repo) -> None:
+    """FORCE_COLOR makes rich write for a terminal (styles): the fast path writes the same."""
+    shown = _loaded("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
+    assert _heavy(shown, (*ALWAYS_HEAVY, "rich", "pydantic")) == []
+    fast = tidegate_cli("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
+    slow = _typer("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
+    assert (fast.returncode, fast.stdout, fast.stderr) == (0, slow.stdout, slow.stderr)
+    assert "\x1b[1;31mfailed\x1b[0m" in fast.stdout  # styled as rich styles it

@@ -142,6 +142,15 @@ def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
     limit = str(options.get("--limit", "20"))
     if positional or not limit.isdigit() or int(limit) < 1 or "--detail" in options:
         return None
+    from tidegate.cli import quickread
+
+    try:
+        text = quickread.runs_output(options, int(limit))
+    except Exception:  # anything it does not answer as the full command would
+        text = None
+    if text is not None:
+        sys.stdout.write(text)
+        return 0
     from pathlib import Path
 
     from tidegate.cli.records import list_runs
@@ -159,6 +168,15 @@ def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
 def _read(options: dict[str, str | bool], positional: list[str]) -> int | None:
     if len(positional) != 1:
         return None
+    from tidegate.cli import quickread
+
+    try:
+        text = quickread.read_output(positional[0], options)
+    except Exception:  # anything it does not answer as the full command would
+        text = None
+    if text is not None:
+        sys.stdout.write(text)
+        return 0
     from pathlib import Path
 
     from tidegate.cli.records import show_run

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from tidegate.sanitize import redact_value, sanitize
+
+TYPE_CHECKING = False  # the fast path (``tidegate.cli.quickread``) does not import typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dump_json(value: Any, *, indent: int | None = 2) -> str:

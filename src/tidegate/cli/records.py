@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tidegate.cli.output import dump_json, safe_line
+from tidegate.cli.output import dump_json
+from tidegate.cli.runtext import runs_text, view_text
 from tidegate.errors import UsageError
 from tidegate.store.state_root import read_all_run_stores, read_run_store
 from tidegate.store.views import run_row, run_view
@@ -19,14 +20,6 @@ from tidegate.workspace.repo import Repository, discover
 
 if TYPE_CHECKING:
     from tidegate.flow.report import FlowReport
-
-_RICH_STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
-"""The control characters rich's console drops from printed text; ``_line`` drops the
-same, so these lines read the same as before they stopped going through rich."""
-
-
-def _line(text: str) -> None:
-    safe_line(text.translate(_RICH_STRIPPED))
 
 
 def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bool) -> None:
@@ -46,17 +39,7 @@ def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bo
     if as_json:
         sys.stdout.write(dump_json(rows) + "\n")
         return
-    if not rows:
-        _line("no recorded runs")
-    several = len({r["repo"] for r in rows}) > 1
-    for r in rows:
-        failure = f" {r['error_class']}" if r["error_class"] else ""
-        where = f"  {r['repo']}" if several else ""
-        _line(
-            f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {r['status']:<11}"
-            f"{failure}  {r['attempts']} "
-            f"attempt(s)  {r['duration_s']:.1f}s{where}"
-        )
+    sys.stdout.write(runs_text(rows))
 
 
 def _repository(path: Path) -> Repository | None:
@@ -84,41 +67,7 @@ def show_run(run_id: str, repo: Path, state_root: str | None, as_json: bool, det
 
 def _print_view(view: dict[str, Any]) -> None:
     report = _report(view["report"])  # parsed first: a bad report fails before any output
-    run = view["run"]
-    failure = f" {run['error_class']} in {run['failure_phase']}" if run["error_class"] else ""
-    _line(f"run {run['run_id']}  {run['mode']}  {run['status']}{failure}  task {run['task_id']}")
-    _line("phases:")
-    for p in view["phases"]:
-        _line(
-            f"  attempt {p['attempt']} {p['phase']:<15} {p['status']:<6} "
-            f"{p['duration_ms']:>9.1f} ms  {p['detail']}"
-        )
-    _line("attempts:")
-    for a in view["attempts"]:
-        why = f" {a['error_class']} in {a['failure_phase']}" if a.get("error_class") else ""
-        tree = f"  candidate {a['candidate_tree'][:12]}" if a.get("candidate_tree") else ""
-        _line(f"  {a['attempt']}: {a['status']}{why}{tree}")
-    effects = view["effects"]
-    _line("effects:")
-    for f in effects["applied_files"]:
-        _line(
-            f"  {f['action']:<9} {f['path']}  {(f['before_sha256'] or '-')[:12]} -> "
-            f"{(f['after_sha256'] or '-')[:12]}"
-        )
-    for c in effects["tool_calls"]:
-        _line(f"  tool {c['canonical_tool']} {c['tool_call_id']}: {c['status']}")
-    evidence = view["evidence"]
-    _line("evidence:")
-    _line(
-        f"  trace: {evidence['trace_events']} event(s); checkpoints: "
-        f"{evidence['checkpoints']} ({evidence['checkpoint_chain']})"
-    )
-    if evidence["replay_hash"]:
-        _line(f"  replay hash {evidence['replay_hash']}")
-    if view["resume"]:
-        r = view["resume"]
-        after = f"after {r['after']}" if r["after"] else "at the start"
-        _line(f"  resumable {after} of attempt {r['attempt']}: {r['command']}")
+    sys.stdout.write(view_text(view))
     if report is not None:
         from tidegate.cli.render import (
             console,  # a person reads the report: rich renders it

@@ -1,0 +1,258 @@
+"""One recorded run's view for ``tidegate read`` on the standard library alone: what
+``tidegate.store.views.run_view`` builds, with the same evidence checks (the checkpoint
+chain's hashes, canonical form, order and HMAC under the state root's key; the replay
+hash recomputed from the trace). Part of the fast path (``tidegate.cli.quickread``):
+whatever it cannot answer exactly raises, and the full command answers.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tidegate.cli.quickread import RUN_COLUMNS, Unsupported, run_record, sha256
+
+TYPE_CHECKING = False  # the fast path does not import typing
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
+CHECKPOINT_FORMAT = "tidegate.checkpoint/1"
+REPLAY_FORMAT = "tidegate.replay/1"
+RESUMABLE = frozenset({"paused", "interrupted"})
+
+
+def run_view(db: sqlite3.Connection, key: bytes | None, run_id: str) -> dict[str, Any]:
+    """The view of ``run_id`` (``latest``: the newest run), as ``run_view`` builds it."""
+    if run_id == "latest":
+        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT 1")
+    else:
+        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+    found = rows.fetchall()
+    if not found:
+        raise Unsupported("no such run: the full command says so")
+    run = run_record(found[0])
+    report = _report(run)
+    rid = run["run_id"]
+    checkpoints = db.execute(
+        "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document "
+        "FROM checkpoints WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    ).fetchall()
+    events = db.execute(
+        "SELECT seq, kind, attempt, phase, payload FROM trace WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    ).fetchall()
+    chain = "none recorded"
+    if checkpoints:
+        if key is None:
+            chain = "unverifiable: no checkpoint key in the state root"
+        else:
+            problem = _chain_problem(rid, checkpoints, key)
+            chain = "verified" if problem is None else f"refused: {problem}"
+    recomputed = _replay_hash(events) if events else None
+    last = checkpoints[-1] if checkpoints else None
+    resume = _resume(run, last)
+    phases = db.execute(
+        "SELECT seq, attempt, phase, effect, status, duration_ms, detail, error_class, "
+        "execution_id FROM phase_events WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    ).fetchall()
+    attempts = db.execute(
+        "SELECT execution_id, event_json FROM attempts WHERE run_id = ? ORDER BY attempt",
+        (rid,),
+    ).fetchall()
+    tool_calls = db.execute(
+        "SELECT tool_call_id, canonical_tool, input_sha256, status, effects "
+        "FROM tool_calls WHERE run_id = ? ORDER BY request_seq",
+        (rid,),
+    ).fetchall()
+    shown = ("run_id", "repo", "task_id", "kind", "mode", "status", "stored_status")
+    return {
+        "run": {
+            **{name: run[name] for name in shown},
+            "error_class": run["error_class"],
+            "failure_phase": run["failure_phase"],
+            "attempts": run["attempts"],
+            "acknowledged": run["acknowledged"],
+            "execution_id": run["execution_id"],
+            "pid": run["pid"],
+            "started_ms": run["started_ms"],
+            "updated_ms": run["updated_ms"],
+        },
+        "phases": [
+            dict(
+                zip(
+                    (
+                        "seq",
+                        "attempt",
+                        "phase",
+                        "effect",
+                        "status",
+                        "duration_ms",
+                        "detail",
+                        "error_class",
+                        "execution_id",
+                    ),
+                    p,
+                    strict=True,
+                )
+            )
+            for p in phases
+        ],
+        "attempts": [{**json.loads(event), "execution_id": ex} for ex, event in attempts],
+        "effects": {
+            "changed_files": list(report["changed_files"]) if report else [],
+            "applied_files": list(report["applied_files"]) if report else [],
+            "tool_calls": [
+                {
+                    "tool_call_id": c[0],
+                    "canonical_tool": c[1],
+                    "input_sha256": c[2],
+                    "status": c[3],
+                    "effects": None if c[4] is None else json.loads(c[4]),
+                }
+                for c in tool_calls
+            ],
+        },
+        "evidence": {
+            "trace_events": len(events),
+            "checkpoints": len(checkpoints),
+            "last_checkpoint": None
+            if last is None
+            else {"seq": last[1], "reason": last[3], "hash": last[5]},
+            "checkpoint_chain": chain,
+            "replay_hash": run["replay_hash"],
+            "replay_hash_recomputed": recomputed,
+            "diff_sha256": report["diff_sha256"] if report else None,
+        },
+        "resume": resume,
+        "report": report,
+    }
+
+
+def _report(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's report as the model would dump it, with the unacknowledged override."""
+    if run["report_json"] is None:
+        return None
+    from tidegate.cli.quickreport import checked
+
+    report = checked(json.loads(run["report_json"], object_pairs_hook=_unique))
+    if run["unacknowledged"]:
+        report.update(
+            status="failed",
+            error_class=run["error_class"],
+            message="the final report was written but never acknowledged by the "
+            f"store (it said: {report['status']}: {report['message']})",
+        )
+    return report
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise Unsupported("a repeated key")
+    return value
+
+
+def _resume(run: dict[str, Any], last: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    if run["status"] not in RESUMABLE or last is None:
+        return None
+    saved = json.loads(last[7])["state"]
+    if not isinstance(saved, dict):
+        raise Unsupported("a checkpoint without a state")
+    attempt = saved.get("attempt", {})
+    counters = saved.get("counters", {})
+    completed = attempt.get("completed") or []
+    number, after = attempt.get("number"), completed[-1] if completed else None
+    if counters.get("attempt_closed") and not counters.get("stop"):
+        number, after = (number or 0) + 1, None
+    return {
+        "command": f"tidegate resume {run['run_id']}",
+        "attempt": number,
+        "after": after,
+        "checkpoint": last[1],
+    }
+
+
+# -- evidence (tidegate.store.checkpoints, replay, canonical) ----------------------------
+
+
+def _chain_problem(run_id: str, checkpoints: list[tuple[Any, ...]], key: bytes) -> str | None:
+    """``verify_chain``'s refusal message for the first checkpoint that fails, or None."""
+    previous: str | None = None
+    for expected_seq, checkpoint in enumerate(checkpoints, start=1):
+        problem = _problem(run_id, checkpoint, expected_seq, previous, key)
+        if problem:
+            return f"checkpoint {checkpoint[1]} of run {run_id} {problem}; refusing to resume"
+        previous = checkpoint[5]
+    return None
+
+
+def _problem(
+    run_id: str, checkpoint: tuple[Any, ...], expected_seq: int, previous: str | None, key: bytes
+) -> str | None:
+    _run_id, seq, event_seq, reason, prev_hash, digest, mac, document = checkpoint
+    if seq != expected_seq:
+        return f"is out of sequence (expected checkpoint {expected_seq}): the chain is broken"
+    data = document.encode("ascii", "replace")
+    if "sha256:" + sha256(data).hexdigest() != digest:
+        return "does not match its hash: it was edited"
+    try:
+        doc = _integral_json(data)
+        canonical = _canonical(doc) == data
+    except (ValueError, TypeError):
+        return "is not valid canonical JSON: it was edited"
+    if not canonical:
+        return "is not in canonical form: it was edited"
+    header = (doc.get("format"), doc.get("run_id"), doc.get("seq"), doc.get("event_seq"))
+    if header != (CHECKPOINT_FORMAT, run_id, seq, event_seq) or doc.get("reason") != reason:
+        return "does not belong to this run or position"
+    if doc.get("prev_hash") != previous or prev_hash != previous:
+        return "does not follow the previous checkpoint: the chain is broken"
+    if not _compare_digest(_hmac_sha256(key, data), mac):
+        return "has a signature that does not match this state root's key"
+    return None
+
+
+def _hmac_sha256(key: bytes, data: bytes) -> str:
+    """``CheckpointKey.sign``: HMAC-SHA256 (RFC 2104) of ``data`` under a 32-byte key."""
+    block = key.ljust(64, b"\0")
+    inner: bytes = sha256(bytes(b ^ 0x36 for b in block) + data).digest()
+    outer: str = sha256(bytes(b ^ 0x5C for b in block) + inner).hexdigest()
+    return "hmac-sha256:" + outer
+
+
+def _compare_digest(a: str, b: Any) -> bool:
+    """``hmac.compare_digest`` (the same C function, without importing hashlib)."""
+    from _operator import _compare_digest as same
+
+    return same(a, b)  # raises TypeError for a non-str mac, as hmac's does
+
+
+def _replay_hash(events: list[tuple[Any, ...]]) -> str:
+    """``replay_hash`` over the run's events (rows ordered by seq)."""
+    projection = []
+    for _seq, kind, attempt, phase, payload in events:
+        value = _integral_json(payload)
+        if not isinstance(value, dict):
+            raise Unsupported("an event payload that is not an object")
+        projection.append({"kind": kind, "attempt": attempt, "phase": phase, "payload": value})
+    digest: str = sha256(_canonical({"format": REPLAY_FORMAT, "events": projection})).hexdigest()
+    return "sha256:" + digest
+
+
+def _canonical(value: object) -> bytes:
+    """``tidegate.store.canonical.canonical_json`` of a value ``_integral_json`` parsed."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode("ascii")
+
+
+def _integral_json(text: str | bytes) -> Any:
+    """Parsed JSON that holds no float (nor NaN or Infinity): canonical JSON refuses them,
+    so a document with one is not canonical (TypeError, as ``canonical_json`` raises)."""
+    return json.loads(text, parse_float=_no_float, parse_constant=_no_float)
+
+
+def _no_float(text: str) -> None:
+    raise TypeError(f"{text}: floats are not canonical")

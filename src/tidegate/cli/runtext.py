@@ -1,0 +1,92 @@
+"""The text of ``tidegate runs`` and of ``tidegate read`` (before its report): the lines,
+built from plain rows and views, and written through the one sanitiser.
+
+Shared by the full commands (``tidegate.cli.records``) and the fast path
+(``tidegate.cli.quickread``), so both print the same bytes.
+"""
+
+from __future__ import annotations
+
+from tidegate.sanitize import sanitize
+
+TYPE_CHECKING = False  # the fast path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+_RICH_STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
+"""The control characters rich's console drops from printed text; ``line`` drops the
+same, so these lines read the same as before they stopped going through rich."""
+
+
+def line(text: str) -> str:
+    """One line for a person: secrets redacted, control characters made visible."""
+    return sanitize(text.translate(_RICH_STRIPPED)) + "\n"
+
+
+def runs_text(rows: list[dict[str, Any]]) -> str:
+    """The listing of ``tidegate runs``: one line per run, newest first."""
+    if not rows:
+        return line("no recorded runs")
+    several = len({r["repo"] for r in rows}) > 1
+    out = []
+    for r in rows:
+        failure = f" {r['error_class']}" if r["error_class"] else ""
+        where = f"  {r['repo']}" if several else ""
+        out.append(
+            line(
+                f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {r['status']:<11}"
+                f"{failure}  {r['attempts']} "
+                f"attempt(s)  {r['duration_s']:.1f}s{where}"
+            )
+        )
+    return "".join(out)
+
+
+def view_text(view: dict[str, Any]) -> str:
+    """``tidegate read`` for a person, up to the report: run, phases, attempts, effects,
+    evidence and how to resume."""
+    out = []
+    run = view["run"]
+    failure = f" {run['error_class']} in {run['failure_phase']}" if run["error_class"] else ""
+    out.append(
+        line(f"run {run['run_id']}  {run['mode']}  {run['status']}{failure}  task {run['task_id']}")
+    )
+    out.append(line("phases:"))
+    for p in view["phases"]:
+        out.append(
+            line(
+                f"  attempt {p['attempt']} {p['phase']:<15} {p['status']:<6} "
+                f"{p['duration_ms']:>9.1f} ms  {p['detail']}"
+            )
+        )
+    out.append(line("attempts:"))
+    for a in view["attempts"]:
+        why = f" {a['error_class']} in {a['failure_phase']}" if a.get("error_class") else ""
+        tree = f"  candidate {a['candidate_tree'][:12]}" if a.get("candidate_tree") else ""
+        out.append(line(f"  {a['attempt']}: {a['status']}{why}{tree}"))
+    effects = view["effects"]
+    out.append(line("effects:"))
+    for f in effects["applied_files"]:
+        out.append(
+            line(
+                f"  {f['action']:<9} {f['path']}  {(f['before_sha256'] or '-')[:12]} -> "
+                f"{(f['after_sha256'] or '-')[:12]}"
+            )
+        )
+    for c in effects["tool_calls"]:
+        out.append(line(f"  tool {c['canonical_tool']} {c['tool_call_id']}: {c['status']}"))
+    evidence = view["evidence"]
+    out.append(line("evidence:"))
+    out.append(
+        line(
+            f"  trace: {evidence['trace_events']} event(s); checkpoints: "
+            f"{evidence['checkpoints']} ({evidence['checkpoint_chain']})"
+        )
+    )
+    if evidence["replay_hash"]:
+        out.append(line(f"  replay hash {evidence['replay_hash']}"))
+    if view["resume"]:
+        r = view["resume"]
+        after = f"after {r['after']}" if r["after"] else "at the start"
+        out.append(line(f"  resumable {after} of attempt {r['attempt']}: {r['command']}"))
+    return "".join(out)

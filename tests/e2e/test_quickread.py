@@ -1,0 +1,366 @@
+"""The stdlib-only read path of ``tidegate runs`` and ``read`` (``tidegate.cli.quickread``)
+against the full commands, byte for byte, on real stores.
+
+Each case first asks the fast path itself (in this process, so the test knows it
+answered rather than handed over) and compares its output with what the typer
+application prints for the same command in a subprocess; then it runs ``tidegate`` as a
+user does and compares that too. The stores are recorded by real runs and then edited
+with sqlite3 the way a tamperer, a crash or an odd file name would leave them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo, tidegate_cli
+from tidegate.cli import quickread
+from tidegate.cli.quickread import Unsupported
+
+FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+TYPER = "import sys; from tidegate.cli.app import main; sys.exit(main(sys.argv[1:]))"
+COLUMNS = {"COLUMNS": "80"}
+
+
+def _typer(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    res = subprocess.run(
+        [sys.executable, "-c", TYPER, *args],
+        cwd=cwd,
+        env={**os.environ, **COLUMNS, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return res.returncode, res.stdout, res.stderr
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    res = tidegate_cli(*args, cwd=cwd, env={**COLUMNS, **(env or {})})
+    return res.returncode, res.stdout, res.stderr
+
+
+def _fast(args: list[str], repo: Path) -> str:
+    """The fast path's own answer to ``args`` (raises Unsupported when it hands over)."""
+    command, rest = args[0], args[1:]
+    options: dict[str, str | bool] = {"--repo": str(repo)}
+    positional = [a for a in rest if not a.startswith("--")]
+    options.update({a: True for a in rest if a.startswith("--")})
+    if command == "runs":
+        return quickread.runs_output(options, 20)
+    return quickread.read_output(positional[0], options)
+
+
+def same(args: list[str], repo: Repo, *, answered: bool = True) -> str:
+    """Assert the fast path (when ``answered``) and the CLI print what typer prints."""
+    full = _typer(*args, cwd=repo.root)
+    if answered:
+        assert (0, _fast(args, repo.root), "") == full, args
+    else:
+        with pytest.raises(Exception):  # noqa: B017 - any refusal hands the command over
+            _fast(args, repo.root)
+    assert _cli(*args, cwd=repo.root) == full, args
+    return full[1]
+
+
+def _store(repo: Repo) -> Path:
+    (path,) = Path(os.environ["TIDEGATE_STATE_ROOT"]).glob("*/runs.sqlite3")
+    return path
+
+
+def _edit(repo: Repo, sql: str, params: tuple[object, ...] = ()) -> None:
+    with sqlite3.connect(_store(repo)) as db:
+        db.execute(sql, params)
+
+
+def _report(repo: Repo, run_id: str) -> dict[str, object]:
+    with sqlite3.connect(_store(repo)) as db:
+        (text,) = db.execute("SELECT report_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    value = json.loads(text)
+    assert isinstance(value, dict)
+    return value
+
+
+def _set_report(repo: Repo, run_id: str, **changes: object) -> None:
+    report = {**_report(repo, run_id), **changes}
+    _edit(repo, "UPDATE runs SET report_json = ? WHERE run_id = ?", (json.dumps(report), run_id))
+
+
+@pytest.fixture
+def recorded(committed_repo: Repo) -> tuple[Repo, str, str]:
+    """A repository with a run that succeeded and a newer one that failed (their ids)."""
+    ok = tidegate_cli("run", "--objective", FIX, "--verify", "true", cwd=committed_repo.root)
+    assert ok.returncode == 0, ok.stderr
+    committed_repo.git("checkout", "-q", "calc.py")
+    failed = tidegate_cli(
+        "run", "--objective", FIX, "--verify", "false", "--max-attempts", "2",
+        cwd=committed_repo.root,
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    runs = json.loads(tidegate_cli("runs", "--json", cwd=committed_repo.root).stdout)
+    return committed_repo, runs[1]["run_id"], runs[0]["run_id"]
+
+
+@pytest.fixture(autouse=True)
+def eighty_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the console width both sides render for
+
+
+FORMS = [["runs"], ["runs", "--json"], ["read", "latest"], ["read", "latest", "--json"]]
+FORMS += [["read", "latest", "--json", "--detail"]]
+
+
+def test_a_success_and_a_failure_read_the_same(recorded: tuple[Repo, str, str]) -> None:
+    repo, ok, failed = recorded
+    for args in FORMS:
+        same(args, repo)
+    shown = same(["read", ok], repo)
+    assert "change  path" in shown and "(verified)" in shown
+    failure = same(["read", failed], repo)
+    assert "feedback from attempt 1:" in failure
+    same(["read", ok, "--json", "--detail"], repo)
+
+
+def test_an_edited_checkpoint_is_refused_on_the_fast_path_too(
+    recorded: tuple[Repo, str, str],
+) -> None:
+    repo, _, failed = recorded
+    _edit(
+        repo,
+        "UPDATE checkpoints SET document = replace(document, '\"seq\":2', '\"seq\":9') "
+        "WHERE run_id = ? AND seq = 2",
+        (failed,),
+    )
+    shown = same(["read", "latest"], repo)
+    assert "checkpoint 2 of run" in shown and "does not match its hash" in shown
+    same(["read", "latest", "--json", "--detail"], repo)
+
+
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        "UPDATE checkpoints SET mac = 'hmac-sha256:' || hex(randomblob(32)) WHERE seq = 3",
+        "DELETE FROM checkpoints WHERE seq = 2",
+        "UPDATE checkpoints SET prev_hash = NULL WHERE seq = 4",
+    ],
+    ids=["forged-signature", "removed", "unchained"],
+)
+def test_a_forged_chain_is_refused_alike(recorded: tuple[Repo, str, str], forgery: str) -> None:
+    repo, _, _ = recorded
+    _edit(repo, forgery)
+    assert "refused: checkpoint" in same(["read", "latest"], repo)
+
+
+def test_without_a_usable_key_the_chain_is_unverifiable(recorded: tuple[Repo, str, str]) -> None:
+    repo, _, _ = recorded
+    key = Path(os.environ["TIDEGATE_STATE_ROOT"]) / "checkpoint.key"
+    key.chmod(0o644)  # readable by others: the store will not use it
+    assert "(unverifiable: no checkpoint key" in same(["read", "latest"], repo)
+    key.unlink()
+    assert "(unverifiable: no checkpoint key" in same(["read", "latest"], repo)
+
+
+def test_a_corrupt_store_is_left_to_the_full_command(recorded: tuple[Repo, str, str]) -> None:
+    repo, _, _ = recorded
+    path = _store(repo)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    path.write_bytes(b"SQLite format 3\0" + b"\xff" * 4000)
+    for args in (["runs"], ["read", "latest"], ["read", "latest", "--json"]):
+        same(args, repo, answered=False)
+
+
+def test_an_empty_state_root_lists_nothing_and_reads_nothing(committed_repo: Repo) -> None:
+    assert same(["runs"], committed_repo) == "no recorded runs\n"
+    assert same(["runs", "--json"], committed_repo) == "[]\n"
+    same(["read", "latest"], committed_repo, answered=False)  # the full command's error
+
+
+def test_an_unacknowledged_report_and_a_dead_holder(recorded: tuple[Repo, str, str]) -> None:
+    repo, ok, failed = recorded
+    _edit(repo, "UPDATE runs SET acknowledged = 0 WHERE run_id = ?", (ok,))
+    _edit(repo, "UPDATE runs SET status = 'running', pid = 999999999 WHERE run_id = ?", (failed,))
+    listing = same(["runs"], repo)
+    assert "PERSISTENCE_ERROR" in listing and "interrupted" in listing
+    assert "never acknowledged" in same(["read", ok], repo)
+    same(["read", ok, "--json"], repo)
+    shown = same(["read", "latest"], repo)
+    assert "resumable" in shown
+    same(["read", "latest", "--json", "--detail"], repo)
+
+
+NAMES = [
+    ("we\x1b[31mird\n.py", None),  # an escape sequence and a line break
+    ("bad\\xff.py", "YmFk/y5weQ=="),  # not UTF-8: the exact bytes b"bad\xff.py"
+    ("[bold]x[/bold].py", None),  # markup in a name is a name
+    ("back\\slash.py", None),
+    ("with space.py", None),
+]
+
+
+@pytest.mark.parametrize(("path", "raw"), NAMES, ids=["controls", "non-utf8", "markup", "bs", "sp"])
+def test_file_names_are_escaped_alike(
+    recorded: tuple[Repo, str, str], path: str, raw: str | None
+) -> None:
+    repo, ok, _ = recorded
+    files = [{**f, "path": path, "path_bytes": raw} for f in _report(repo, ok)["changed_files"]]  # type: ignore[attr-defined]
+    _set_report(repo, ok, changed_files=files, rejects=[path], rejects_dir="/r\x07")
+    shown = same(["read", ok], repo)
+    assert "\x1b" not in shown and "\x07" not in shown
+    same(["read", ok, "--json"], repo)
+
+
+MESSAGES = [
+    "plain",
+    "markup [bold]not bold[/bold] and \\[escaped] and a trailing backslash \\",
+    "controls \x1b]52;c;AAAA\x07 and \x9b and a\ttab",
+    "a key sk-ant-REDACTME0123456789abcdefABCDEF and password=hunter22",
+    "bidi \u202e reversed",
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=["plain", "markup", "controls", "secret", "bidi"])
+def test_messages_and_notes_read_the_same(recorded: tuple[Repo, str, str], message: str) -> None:
+    repo, ok, _ = recorded
+    finding = {"message": message, "path": "a.py", "line": 3, "severity": "warn", "source": "x"}
+    _set_report(
+        repo,
+        ok,
+        message=message,
+        notes=[message, "second"],
+        findings=[finding],
+        feedback=["\n".join(f"line {i} {message}" for i in range(20))],
+    )
+    shown = same(["read", ok], repo)
+    assert "sk-ant-REDACTME" not in shown and "hunter22" not in shown
+    same(["read", ok, "--json"], repo)
+
+
+def _created(path: str) -> dict[str, object]:
+    return {"path": path, "action": "create", "before_sha256": None, "after_sha256": "ab" * 32,
+            "before_mode": None, "after_mode": "100644", "path_bytes": None}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"message": "an emoji code :smile: rich would replace"},
+        {"changed_files": [_created("x" * 90)]},
+        {"changed_files": [_created("café.py")]},
+        {"duration_s": 1},  # an int where the model has a float: the model converts it
+        {"extra": "field"},  # the model refuses it
+    ],
+    ids=["emoji", "wide-table", "non-ascii-cell", "int-for-float", "extra-field"],
+)
+def test_what_the_fast_path_cannot_reproduce_it_hands_over(
+    recorded: tuple[Repo, str, str], changes: dict[str, object]
+) -> None:
+    repo, ok, _ = recorded
+    _set_report(repo, ok, **changes)
+    same(["read", ok], repo, answered=False)
+
+
+def test_a_paused_run_and_a_narrow_console(
+    recorded: tuple[Repo, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, ok, _ = recorded
+    _set_report(repo, ok, status="paused")
+    monkeypatch.setenv("COLUMNS", "80")
+    assert "continue it with: tidegate resume" in same(["read", ok], repo)
+    monkeypatch.setenv("COLUMNS", "40")  # the table no longer fits: rich wraps it
+    with pytest.raises(Unsupported):
+        _fast(["read", ok], repo.root)
+    narrow = {"COLUMNS": "40"}
+    assert _cli("read", ok, cwd=repo.root, env=narrow) == _typer(
+        "read", ok, cwd=repo.root, env=narrow
+    )
+
+
+@pytest.mark.parametrize(
+    "terminal",
+    [{"FORCE_COLOR": "1"}, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}],
+    ids=["colour", "no-colour", "tty-compatible"],
+)
+def test_a_terminal_gets_rich_styles_from_the_fast_path(
+    recorded: tuple[Repo, str, str], terminal: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, ok, failed = recorded
+    for name, value in terminal.items():
+        monkeypatch.setenv(name, value)
+    shown = same(["read", ok], repo)
+    assert "\x1b[1m" in shown  # the header row (and the status) in bold
+    same(["read", failed], repo)
+    monkeypatch.setenv("TERM", "dumb")  # rich: a terminal, 80 columns, no styles
+    same(["read", ok], repo, answered=False)
+
+
+def _on_a_terminal(argv: list[str], cwd: Path, columns: int, stderr: Path | None = None) -> bytes:
+    """What ``argv`` writes to a real pseudo-terminal ``columns`` wide (its stderr to the
+    terminal too, or to the file ``stderr``)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    err = slave if stderr is None else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o600)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=err)
+    os.close(slave)
+    if stderr is not None:
+        os.close(err)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return out
+
+
+def test_a_real_terminal_reads_the_same(recorded: tuple[Repo, str, str]) -> None:
+    repo, ok, _ = recorded
+    for columns in (100, 60):
+        fast = _on_a_terminal([sys.executable, "-m", "tidegate", "read", ok], repo.root, columns)
+        slow = _on_a_terminal([sys.executable, "-c", TYPER, "read", ok], repo.root, columns)
+        assert fast == slow and b"\x1b[1;32msucceeded" in fast
+    log = repo.root.parent / "importtime.txt"
+    argv = [sys.executable, "-X", "importtime", "-m", "tidegate", "read", ok]
+    assert _on_a_terminal(argv, repo.root, 60, stderr=log) == fast
+    assert "tidegate.cli.quickreport" in log.read_text()
+    assert "rich.console" not in log.read_text()  # the fast path answered, not rich
+
+
+def test_outside_a_repository_every_repositorys_runs_are_listed(
+    recorded: tuple[Repo, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, _, _ = recorded
+    other = Repo(tmp_path / "other")
+    other.root.mkdir()
+    other.git("init", "-q")
+    other.write("calc.py", "def add(a, b):\n    return a - b\n")
+    other.commit_all("calc")
+    assert (
+        tidegate_cli("run", "--objective", FIX, "--verify", "true", cwd=other.root).returncode == 0
+    )
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    for args, options in ((["runs"], {}), (["runs", "--json"], {"--json": True})):
+        full = _typer(*args, cwd=outside)
+        assert (0, quickread.runs_output(options, 20), "") == full  # type: ignore[arg-type]
+        assert _cli(*args, cwd=outside) == full
+    assert str(repo.root) in full[1] and str(other.root) in full[1]
+    with pytest.raises(Unsupported):  # a --repo that is not one: the full command's error
+        quickread.runs_output({"--repo": str(outside)}, 20)

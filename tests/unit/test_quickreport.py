@@ -1,0 +1,234 @@
+"""The pieces of the fast read path that stand in for a library, each against the library.
+
+``tidegate.cli.quickreport`` and ``tidegate.cli.quickread`` avoid importing pydantic,
+rich, hashlib, hmac and pathlib; each stand-in is checked here against the real thing on
+ordinary and hostile inputs, and the report's field table against the report model, so a
+change to either side fails here rather than printing something different.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import typing
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+from rich.markup import escape as rich_escape
+
+from tidegate.cli import quickread, quickview
+from tidegate.cli.quickread import Unsupported
+from tidegate.cli.quickreport import MODELS, checked, escape
+from tidegate.cli.quickreport import _printed as printed
+from tidegate.cli.render import SafeConsole
+from tidegate.flow.report import FlowReport
+from tidegate.store.canonical import canonical_json
+from tidegate.store.checkpoints import CheckpointKey
+from tidegate.store.schema import SCHEMA_VERSION
+
+
+def _kind(annotation: Any) -> Any:
+    """An annotation in ``MODELS``' notation."""
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return ("L", args)
+    if origin is list:
+        return ("[]", _kind(args[0]))
+    if origin is dict:
+        return "json"
+    if args and type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        return ("?", _kind(inner))
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return annotation.__name__
+    return {str: "str", int: "int", float: "float", bool: "bool"}[annotation]
+
+
+def _models(model: type[pydantic.BaseModel], out: dict[str, Any]) -> dict[str, Any]:
+    out[model.__name__] = tuple((n, _kind(f.annotation)) for n, f in model.model_fields.items())
+    for field in model.model_fields.values():
+        for arg in [field.annotation, *typing.get_args(field.annotation)]:
+            for inner in [arg, *typing.get_args(arg)]:
+                if isinstance(inner, type) and issubclass(inner, pydantic.BaseModel):
+                    _models(inner, out)
+    return out
+
+
+def test_the_field_table_is_the_report_model() -> None:
+    assert _models(FlowReport, {}) == MODELS
+
+
+def test_the_schema_version_is_the_stores() -> None:
+    assert quickread.SCHEMA_VERSION == SCHEMA_VERSION
+
+
+REPORT = FlowReport(
+    status="failed",
+    mode="patch",
+    run_id="r1",
+    repo="/w",
+    attempts=1,
+    max_attempts=1,
+    fs_mode="read-write",
+    planner="structured",
+    changed_files=[
+        {"path": "bad\udcff.py", "action": "create", "before_sha256": None, "after_sha256": "a"}
+    ],  # type: ignore[list-item]
+    duration_s=1.5,
+)
+
+
+def test_a_dumped_report_is_accepted_as_it_is() -> None:
+    dumped = REPORT.model_dump(mode="json")
+    assert checked(dumped) is dumped
+    assert FlowReport.model_validate(dumped).model_dump(mode="json") == dumped
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"duration_s": 1},
+        {"attempts": 1.0},
+        {"attempts": True},
+        {"status": "weird"},
+        {"message": "lone \udcff"},
+        {"notes": [1]},
+        {"duration_s": float("inf")},
+    ],
+)
+def test_what_the_model_would_change_or_refuse_is_not_accepted(change: dict[str, Any]) -> None:
+    with pytest.raises(Unsupported):
+        checked({**REPORT.model_dump(mode="json"), **change})
+
+
+def test_reordered_missing_or_extra_fields_are_not_accepted() -> None:
+    dumped = REPORT.model_dump(mode="json")
+    for broken in (
+        dict(reversed(list(dumped.items()))),
+        {k: v for k, v in dumped.items() if k != "notes"},
+        {**dumped, "extra": 1},
+    ):
+        with pytest.raises(Unsupported):
+            checked(broken)
+
+
+def test_hmac_and_canonical_json_are_the_stores() -> None:
+    key = CheckpointKey(bytes(range(32)))
+    for data in (b"", b"{}", b"x" * 200, bytes(range(256))):
+        assert quickview._hmac_sha256(bytes(range(32)), data) == key.sign(data)
+    value = {"b": [1, "\u00e9", None, True], "a": {"z": "\udcff", "y": -3}}
+    assert quickview._canonical(value) == canonical_json(value)
+    for text in ('{"f": 1.5}', '{"f": [NaN]}', '{"f": -Infinity}', "1e3"):
+        with pytest.raises(TypeError):
+            quickview._integral_json(text)
+
+
+@pytest.mark.parametrize("path", ["/tmp/a b/c%d", "/tmp/ünï/x", "/tmp/q?x#y&z=1", "/t/~_.-"])
+def test_file_uris_are_pathlibs(path: str) -> None:
+    assert quickread._file_uri(path) == Path(path).as_uri()
+
+
+def _rich(text: str, *, markup: bool = True) -> str:
+    out = io.StringIO()
+    SafeConsole(file=out, highlight=False, soft_wrap=True, width=80).print(text, markup=markup)
+    return out.getvalue()
+
+
+PIECES = ["a", " ", "[", "]", "\\", "[bold]", "[/bold]", "\\[", "[x]", ":", "é", "\x1b", "\x9b"]
+PIECES += ["[bold green]", "[/bold green]", "sk-", "0123456789abcdefXYZ", "/", "=", "\r", "#"]
+
+
+def test_printed_text_is_what_rich_prints_or_is_handed_over() -> None:
+    rng = random.Random(12)
+    answered = 0
+    for _ in range(3000):
+        user = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 12)))
+        for text, markup in ((user, False), (f"[bold red]x[/bold red] {escape(user)}", True)):
+            try:
+                mine = printed(text, markup=markup)
+            except Unsupported:
+                continue
+            answered += 1
+            assert mine == _rich(text, markup=markup), repr(text)
+    assert answered > 3000  # most of them answered, not handed over
+
+
+def test_escape_is_richs() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 10)))
+        assert escape(text) == rich_escape(text), repr(text)
+
+
+def test_reports_render_as_rich_renders_them_or_are_handed_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)  # rich's terminal: colours, standard
+    monkeypatch.setenv("TERM", "xterm")
+    from tidegate.cli.quickreport import _SGR, report_lines
+    from tidegate.cli.render import print_report
+
+    rng = random.Random(3)
+    chars = "ab/._- [\\\x1b\t\"'é:"
+    answered = 0
+    for _ in range(300):
+        files = [
+            {
+                "path": "".join(rng.choice(chars) for _ in range(rng.randint(1, 30))),
+                "action": rng.choice(["create", "modify", "delete"]),
+                "before_sha256": rng.choice([None, "ab" * 32]),
+                "after_sha256": rng.choice([None, "cd" * 32]),
+            }
+            for _ in range(rng.randint(0, 3))
+        ]
+        report = REPORT.model_copy(
+            update={
+                "status": rng.choice(["succeeded", "failed", "conflict", "paused"]),
+                "changed_files": [REPORT.changed_files[0].model_validate(f) for f in files],
+                "failure_phase": rng.choice([None, "VERIFY"]),
+                "diff_sha256": rng.choice([None, "ef" * 32]),
+                "rejects": ["x.rej"] * rng.randint(0, 2),
+                "notes": ["n [bold]"] * rng.randint(0, 2),
+            }
+        )
+        width = rng.choice([40, 80, 120])
+        terminal = rng.choice([False, True])
+        styles = dict(_SGR) if terminal else None
+        try:
+            mine = report_lines(checked(report.model_dump(mode="json")), width, styles)
+        except Unsupported:
+            continue
+        answered += 1
+        out = io.StringIO()
+        rich = SafeConsole(
+            file=out, highlight=False, soft_wrap=True, width=width, force_terminal=terminal
+        )
+        print_report(rich, report)
+        assert mine == out.getvalue(), files
+    assert answered > 60  # most of them answered, not handed over
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"XDG_STATE_HOME": "/x/state", "HOME": "/home/u"},
+        {"XDG_STATE_HOME": "relative/state", "HOME": "/home/u/"},
+        {"XDG_STATE_HOME": "", "HOME": "/home/u"},
+        {"HOME": "/"},
+        {"HOME": "relative"},
+        {"XDG_STATE_HOME": "/x//y/", "HOME": "/h"},
+    ],
+)
+def test_the_default_state_root_is_platformdirs(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+
+    for name in ("XDG_STATE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert quickread._user_state_dir() == platformdirs.user_state_dir("tidegate")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidegate.errors import PersistenceError, UsageError
-from tidegate.store.checkpoints import Checkpoint, CheckpointKey
+from tidegate.store.checkpoints import ChainHead, Checkpoint, CheckpointKey
 from tidegate.store.faults import StoreFaults
 from tidegate.store.holder import ProcessIdentity
 from tidegate.store.redact import redact_value
@@ -417,6 +417,14 @@ class RunStore:
             [run_id],
         )
         return [Checkpoint(*row) for row in rows]
+
+    def checkpoint_head(self, run_id: str) -> ChainHead | None:
+        """The run's committed chain head, or None when none was recorded."""
+        rows = self.query(
+            "SELECT run_id, count, last_hash, mac FROM checkpoint_heads WHERE run_id = ?",
+            [run_id],
+        )
+        return None if not rows else ChainHead(*rows[0])
 
     def attempts(self, run_id: str) -> list[StoredAttempt]:
         rows = self.query(

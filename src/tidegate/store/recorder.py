@@ -19,7 +19,7 @@ from typing import Any
 from tidegate.errors import UsageError
 from tidegate.flow.report import FlowReport
 from tidegate.flow.resume import ResumeTicket
-from tidegate.store.checkpoints import Checkpoint, verify_chain
+from tidegate.store.checkpoints import Checkpoint, verify_committed
 from tidegate.store.db import RESUMABLE, TERMINAL, RunStart, RunStore
 from tidegate.store.replay import replay_hash
 from tidegate.store.trace import Trace, TraceEvent, new_execution_id
@@ -205,11 +205,12 @@ def resume_ticket(store: RunStore, run_id: str) -> ResumeTicket:
             "shows which calls finished)"
         )
     checkpoints = store.checkpoints(run.run_id)
-    if not checkpoints:
+    head = store.checkpoint_head(run.run_id)
+    if not checkpoints and head is None:
         raise UsageError(f"run {run.run_id} has no checkpoint to resume from")
     if store.key is None:
         raise UsageError(f"no checkpoint key in the state root; cannot verify run {run.run_id}")
-    verify_chain(run.run_id, checkpoints, store.key)
+    verify_committed(run.run_id, checkpoints, head, store.key)
     last = checkpoints[-1]
     state: dict[str, Any] = last.state
     return ResumeTicket(

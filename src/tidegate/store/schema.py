@@ -158,6 +158,17 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX artifacts_by_run ON artifacts(run_id, artifact_id);
     """,
+    # 3: each run's committed checkpoint head (count and last hash, signed), rewritten in
+    # the transaction that inserts a checkpoint, so removing the last ones shows. Runs
+    # recorded before it get no head: their chains read as unverifiable, never as verified.
+    """
+    CREATE TABLE checkpoint_heads (
+        run_id TEXT PRIMARY KEY REFERENCES runs(run_id),
+        count INTEGER NOT NULL,
+        last_hash TEXT NOT NULL,
+        mac TEXT NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

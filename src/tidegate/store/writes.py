@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal
+from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal, seal_head
 from tidegate.store.redact import redact_value
 from tidegate.store.trace import TraceEvent, now_ms
 
@@ -146,7 +146,8 @@ def insert_checkpoint(
     state: Mapping[str, object],
 ) -> Checkpoint:
     """Seal the redacted ``state`` as the run's next checkpoint, chained to its last one
-    and covering the trace up to its last event, and insert it."""
+    and covering the trace up to its last event, and insert it with the run's new
+    committed head (in the caller's transaction: both or neither)."""
     row = db.execute(
         "SELECT seq, hash FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
     ).fetchone()
@@ -177,6 +178,12 @@ def insert_checkpoint(
             sealed.mac,
             sealed.document,
         ),
+    )
+    head = seal_head(key, sealed)
+    db.execute(
+        "INSERT INTO checkpoint_heads VALUES (?, ?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET "
+        "count = excluded.count, last_hash = excluded.last_hash, mac = excluded.mac",
+        (head.run_id, head.count, head.last_hash, head.mac),
     )
     return sealed
 

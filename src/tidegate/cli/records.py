@@ -51,6 +51,7 @@ def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bo
     several = len({r["repo"] for r in rows}) > 1
     for r in rows:
         failure = f" {r['error_class']}" if r["error_class"] else ""
+        failure += f" ({r['problem']})" if r.get("problem") else ""
         where = f"  {r['repo']}" if several else ""
         _line(
             f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {r['status']:<11}"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidegate.errors import PersistenceError, UsageError
 from tidegate.store.checkpoints import ChainHead, Checkpoint, CheckpointKey
+from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.faults import StoreFaults
 from tidegate.store.holder import ProcessIdentity
 from tidegate.store.redact import redact_value
@@ -50,7 +51,7 @@ from tidegate.store.rows import (
     stored_tool_call,
 )
 from tidegate.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
-from tidegate.store.trace import TraceEvent, now_ms
+from tidegate.store.trace import TraceEvent, check_event, now_ms
 from tidegate.store.writes import (
     insert_checkpoint,
     insert_events,
@@ -66,6 +67,7 @@ __all__ = [
     "RESUMABLE",
     "SCHEMA_VERSION",
     "TERMINAL",
+    "CorruptRecord",
     "ProcessIdentity",
     "RunStart",
     "RunStore",
@@ -75,6 +77,18 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
+    str,
+    int,
+    int,
+    str,
+    (str, type(None)),
+    str,
+    str,
+    str,
+)
+"""The Python types of a ``checkpoints`` row as the store writes it (SQLite itself would
+keep anything in any column)."""
 
 
 class RunStore:
@@ -399,7 +413,7 @@ class RunStore:
         rows = self.query("SELECT request_json FROM runs WHERE run_id = ?", [run_id])
         if not rows or rows[0][0] is None:
             return None
-        value = json.loads(rows[0][0])
+        value = stored_json(rows[0][0], f"run {run_id}: its stored request")
         return value if isinstance(value, dict) else None
 
     def events(self, run_id: str) -> list[TraceEvent]:
@@ -408,7 +422,10 @@ class RunStore:
             "phase, payload, meta, at_ms FROM trace WHERE run_id = ? ORDER BY seq",
             [run_id],
         )
-        return [TraceEvent(*row) for row in rows]
+        events = [TraceEvent(*row) for row in rows]
+        for event in events:
+            check_event(event)
+        return events
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         rows = self.query(
@@ -416,6 +433,11 @@ class RunStore:
             "FROM checkpoints WHERE run_id = ? ORDER BY seq",
             [run_id],
         )
+        for row in rows:
+            if not all(isinstance(v, t) for v, t in zip(row, _CHECKPOINT_TYPES, strict=True)):
+                raise CorruptRecord(
+                    f"run {run_id}: checkpoint row {row[1]!r} has a field of the wrong type"
+                )
         return [Checkpoint(*row) for row in rows]
 
     def checkpoint_head(self, run_id: str) -> ChainHead | None:
@@ -424,20 +446,24 @@ class RunStore:
             "SELECT run_id, count, last_hash, mac FROM checkpoint_heads WHERE run_id = ?",
             [run_id],
         )
-        return None if not rows else ChainHead(*rows[0])
+        if not rows:
+            return None
+        if not all(isinstance(v, t) for v, t in zip(rows[0], (str, int, str, str), strict=True)):
+            raise CorruptRecord(f"run {run_id}: its checkpoint head has a field of the wrong type")
+        return ChainHead(*rows[0])
 
     def attempts(self, run_id: str) -> list[StoredAttempt]:
         rows = self.query(
             f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY attempt", [run_id]
         )
-        return [stored_attempt(r) for r in rows]
+        return [stored_attempt(run_id, r) for r in rows]
 
     def tool_calls(self, run_id: str) -> list[StoredToolCall]:
         rows = self.query(
             f"SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE run_id = ? ORDER BY request_seq",
             [run_id],
         )
-        return [stored_tool_call(r) for r in rows]
+        return [stored_tool_call(run_id, r) for r in rows]
 
     def integrity_check(self) -> str:
         return str(self.query("PRAGMA integrity_check")[0][0])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidegate.store.canonical import canonical_json
+from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.redact import redact_value
 
 
@@ -75,6 +76,22 @@ class TraceEvent:
             "meta": self.meta_value(),
             "at_ms": self.at_ms,
         }
+
+
+def check_event(event: TraceEvent) -> None:
+    """Raise ``CorruptRecord`` unless the stored ``event`` is what the store writes: its
+    payload and meta JSON objects, its numbers integers."""
+    where = f"run {event.run_id}: trace event {event.seq!r}"
+    if not isinstance(event.seq, int) or not isinstance(event.kind, str):
+        raise CorruptRecord(f"{where} has a field of the wrong type")
+    for name in ("payload", "meta"):
+        text = getattr(event, name)
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise CorruptRecord(f"{where} has a {name} that is not a JSON object")
 
 
 def _canonical(value: Mapping[str, object] | None) -> str:

@@ -1,7 +1,9 @@
 """Read-only views of recorded runs, in a stable order, for ``tidegate runs`` and ``read``.
 
 Building a view never writes: it reads the store (opened read-only by the CLI), verifies
-the checkpoint chain in memory and recomputes the replay hash from the stored trace.
+the checkpoint chain in memory and recomputes the replay hash from the stored trace. A
+listing shows a corrupt run as ``corrupt`` with its ``problem``; reading one raises
+``CorruptRecord`` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 
 from tidegate.errors import TidegateError
 from tidegate.store.checkpoints import Checkpoint, verify_committed
+from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.db import RESUMABLE, RunStore, StoredRun
 from tidegate.store.replay import replay_hash
 
@@ -27,6 +30,7 @@ def run_row(run: StoredRun) -> dict[str, Any]:
         "attempts": run.attempts,
         "duration_s": run.duration_s,
         "started_ms": run.started_ms,
+        "problem": run.problem,
     }
 
 
@@ -52,6 +56,8 @@ def _resume_hint(run: StoredRun, last: Checkpoint) -> dict[str, Any] | None:
 def run_view(store: RunStore, run_id: str) -> dict[str, Any]:
     """Everything recorded about a run: the run, its phases, attempts, effects and evidence."""
     run = store.get(run_id)
+    if run.problem is not None:
+        raise CorruptRecord(f"run {run.run_id} is corrupt in the store: {run.problem}")
     report = run.report
     checkpoints = store.checkpoints(run.run_id)
     head = store.checkpoint_head(run.run_id)

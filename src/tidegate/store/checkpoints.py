@@ -22,6 +22,7 @@ no caller can change what another caller (or the store) sees.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import json
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.errors import UsageError
+from tidegate.faults import maybe_fail
 from tidegate.store.canonical import canonical_json, sha256_digest
 
 FORMAT = "tidegate.checkpoint/1"
@@ -98,15 +100,20 @@ class CheckpointKey:
 
 def _create_key(path: Path) -> None:
     """Write a fresh key beside ``path`` and link it into place; a concurrent creator wins
-    the race cleanly (the loser's temp file is removed and the winner's key is used)."""
+    the race cleanly (the loser's temp file is removed and the winner's key is used). On
+    any failure (a full disk, say) the temp file is removed: no partial key is ever left,
+    under either name."""
     temp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, secrets.token_bytes(_KEY_BYTES).hex().encode("ascii") + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
+        try:
+            data = secrets.token_bytes(_KEY_BYTES).hex().encode("ascii") + b"\n"
+            maybe_fail("state_root.key_write")
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         with contextlib.suppress(FileExistsError):
             os.link(temp, path)
         dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)

@@ -107,16 +107,21 @@ class RunStore:
         self.faults = faults if faults is not None else StoreFaults.from_env()
         self.read_only = False
         self.busy_timeout_s = busy_timeout_s
+        created = False
         try:
             if not path.exists():
                 # Private from the start (SQLite gives its -wal and -shm files the same mode).
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+                created = True
             self._db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
             self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
+            with contextlib.suppress(OSError):
+                if created and path.stat().st_size == 0:  # nothing in it: leave no empty store
+                    path.unlink()
             raise PersistenceError(f"{path}: cannot open the run store: {exc}") from exc
 
     @classmethod

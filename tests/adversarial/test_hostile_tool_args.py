@@ -260,10 +260,14 @@ def test_mcp_sdk_client_session_survives_hostile_calls(committed_repo: Repo) -> 
     ]
 
     async def main(errlog: Any) -> list[tuple[bool, str | None]]:
+        with anyio.fail_after(120):
+            return await session_calls(errlog)
+
+    async def session_calls(errlog: Any) -> list[tuple[bool, str | None]]:
         async with (
             stdio_client(params, errlog=errlog) as streams,
             ClientSession(*streams) as session,
-        ):
+        ):  # fail_after: a liveness guard (a dead server would leave the client waiting)
             await session.initialize()
             seen = []
             for args, _ in hostile:

@@ -11,7 +11,8 @@ the state root itself.
 A state root that cannot be written (read-only, full, not permitted) fails before any run
 starts, in one line naming it, what could not be done and the errno
 (``StateRootUnusable``): exit 2 when the operator must choose another one, 1 when the
-condition may pass (a full disk, an I/O error).
+condition may pass (a full disk, an I/O error). A run store that cannot be opened stays a
+``PersistenceError`` (PERSISTENCE_ERROR, exit 1), named the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,11 +62,6 @@ def _state_root_step(root: Path, what: str) -> Iterator[None]:
         yield
     except OSError as exc:
         raise StateRootUnusable(root, what, exc) from exc
-    except PersistenceError as exc:
-        cause = exc.__cause__
-        if not isinstance(cause, OSError | sqlite3.Error):
-            raise
-        raise StateRootUnusable(root, what, cause) from exc
 
 
 def _user_state_dir() -> str:
@@ -126,8 +121,15 @@ def open_run_store(
     directory = repository_store(root, repo.common_dir, repo.root.name)
     with _state_root_step(root, "create the checkpoint key"):
         key = CheckpointKey.load_or_create(root)
-    with _state_root_step(root, f"open the run store {directory.name}/{STORE_FILE}"):
+    try:
         return RunStore(directory / STORE_FILE, key=key, faults=faults)
+    except PersistenceError as exc:
+        # Still PERSISTENCE_ERROR (the store cannot be written or read), but named by the
+        # state root and the SQLite or OS code, not by a bare path.
+        unusable = StateRootUnusable(
+            root, f"open the run store {directory.name}/{STORE_FILE}", exc.__cause__ or exc
+        )
+        raise PersistenceError(str(unusable)) from exc
 
 
 def read_run_store(repo: Repository, explicit: str | None) -> RunStore | None:

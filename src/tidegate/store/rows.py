@@ -3,6 +3,7 @@ tool calls as read back, with the status a reader should see derived from the ro
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -175,6 +176,18 @@ def _report(report_json: str | bytes) -> FlowReport:
         ) from exc
 
 
+def _check_report_json(report_json: object) -> None:
+    """``_Corrupt`` unless the stored report is at least a JSON object."""
+    try:
+        value = json.loads(report_json)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise _Corrupt(
+            f"its stored report is not a valid report (not JSON: {type(exc).__name__})"
+        ) from exc
+    if not isinstance(value, dict):
+        raise _Corrupt("its stored report is not a valid report (not a JSON object)")
+
+
 def _stored_run(row: tuple[Any, ...], with_report: bool) -> StoredRun:
     (
         run_id,
@@ -205,6 +218,8 @@ def _stored_run(row: tuple[Any, ...], with_report: bool) -> StoredRun:
     report = None
     if report_json is not None and with_report:
         report = _report(report_json)
+    elif report_json is not None:
+        _check_report_json(report_json)  # a listing: stdlib JSON only, no report model
     holder = _holder(pid, pid_start, host)
     derived = str(status)
     if derived == "running" and (holder is None or not holder.alive()):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidegate.errors import PersistenceError, UsageError
+from tidegate.store.chain_rows import ChainTip, rebuild
 from tidegate.store.checkpoints import ChainHead, Checkpoint, CheckpointKey
 from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.faults import StoreFaults
@@ -53,6 +54,7 @@ from tidegate.store.rows import (
 from tidegate.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 from tidegate.store.trace import TraceEvent, check_event, now_ms
 from tidegate.store.writes import (
+    CHECKPOINT_ROW,
     insert_checkpoint,
     insert_events,
     redacted_report,
@@ -86,6 +88,7 @@ _CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
     str,
     str,
     str,
+    str,
 )
 """The Python types of a ``checkpoints`` row as the store writes it (SQLite itself would
 keep anything in any column)."""
@@ -107,6 +110,7 @@ class RunStore:
         self.faults = faults if faults is not None else StoreFaults.from_env()
         self.read_only = False
         self.busy_timeout_s = busy_timeout_s
+        self._tips: dict[str, ChainTip] = {}
         created = False
         try:
             if not path.exists():
@@ -134,6 +138,7 @@ class RunStore:
         store.faults = StoreFaults()
         store.read_only = True
         store.busy_timeout_s = 30.0
+        store._tips = {}
         # With no WAL file no writer is active, and ``immutable`` reads the file without
         # creating the -wal and -shm files a read-only WAL reader would otherwise leave.
         wal = path.with_name(path.name + "-wal")
@@ -290,12 +295,19 @@ class RunStore:
         points = ["trace"] + (["checkpoint"] if checkpoint is not None else [])
         self._inject([f"{p}.write" for p in points], f"flush the trace of run {run_id}")
 
+        tips: list[ChainTip] = []
+
         def write(db: sqlite3.Connection) -> Checkpoint | None:
             insert_events(db, events)
             sealed = None
+            tips.clear()
             if checkpoint is not None:
                 assert self.key is not None
-                sealed = insert_checkpoint(db, self.key, run_id, events, *checkpoint)
+                reason, state = checkpoint
+                sealed, tip = insert_checkpoint(
+                    db, self.key, run_id, reason, state, self._tips.get(run_id)
+                )
+                tips.append(tip)
             if status is not None:
                 db.execute(
                     "UPDATE runs SET status = ?, updated_ms = ? WHERE run_id = ?",
@@ -304,6 +316,8 @@ class RunStore:
             return sealed
 
         sealed = self.transaction(f"flush the trace of run {run_id}", write)
+        if tips:  # committed: the next checkpoint of the run is a delta against this one
+            self._tips[run_id] = tips[0]
         last = max((e.seq for e in events), default=None)
         if last is not None:
             self.acknowledge(
@@ -433,17 +447,17 @@ class RunStore:
         return events
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """The run's checkpoints in order, each document rebuilt from its row (whole, or a
+        delta on the one before: ``chain_rows``); verify them with ``verify_committed``."""
         rows = self.query(
-            "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document "
-            "FROM checkpoints WHERE run_id = ? ORDER BY seq",
-            [run_id],
+            f"SELECT {CHECKPOINT_ROW} FROM checkpoints WHERE run_id = ? ORDER BY seq", [run_id]
         )
         for row in rows:
             if not all(isinstance(v, t) for v, t in zip(row, _CHECKPOINT_TYPES, strict=True)):
                 raise CorruptRecord(
                     f"run {run_id}: checkpoint row {row[1]!r} has a field of the wrong type"
                 )
-        return [Checkpoint(*row) for row in rows]
+        return rebuild(run_id, rows)
 
     def checkpoint_head(self, run_id: str) -> ChainHead | None:
         """The run's committed chain head, or None when none was recorded."""

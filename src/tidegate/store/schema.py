@@ -169,6 +169,11 @@ MIGRATIONS: tuple[str, ...] = (
         mac TEXT NOT NULL
     );
     """,
+    # 4: a checkpoint row holds its whole document (``full``) or only what changed since
+    # the previous checkpoint (``delta``); see ``chain_rows``. Older rows are all whole.
+    """
+    ALTER TABLE checkpoints ADD COLUMN encoding TEXT NOT NULL DEFAULT 'full';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -36,7 +36,7 @@ from tidegate.store.checkpoints import ChainHead, Checkpoint, CheckpointKey
 from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.faults import StoreFaults
 from tidegate.store.holder import ProcessIdentity
-from tidegate.store.redact import redact_value
+from tidegate.store.redact import Redactor, redact_value
 from tidegate.store.rows import (
     ATTEMPT_COLUMNS,
     RESUMABLE,
@@ -111,6 +111,7 @@ class RunStore:
         self.read_only = False
         self.busy_timeout_s = busy_timeout_s
         self._tips: dict[str, ChainTip] = {}
+        self._redactor = Redactor()
         created = False
         try:
             if not path.exists():
@@ -139,6 +140,7 @@ class RunStore:
         store.read_only = True
         store.busy_timeout_s = 30.0
         store._tips = {}
+        store._redactor = Redactor()
         # With no WAL file no writer is active, and ``immutable`` reads the file without
         # creating the -wal and -shm files a read-only WAL reader would otherwise leave.
         wal = path.with_name(path.name + "-wal")
@@ -305,7 +307,7 @@ class RunStore:
                 assert self.key is not None
                 reason, state = checkpoint
                 sealed, tip = insert_checkpoint(
-                    db, self.key, run_id, reason, state, self._tips.get(run_id)
+                    db, self.key, run_id, reason, state, self._tips.get(run_id), self._redactor
                 )
                 tips.append(tip)
             if status is not None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tidegate.faults import maybe_crash
 from tidegate.store.chain_rows import ChainTip, encode, tip_of
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal, seal_head
-from tidegate.store.redact import redact_value
+from tidegate.store.redact import Redactor, redact_value
 from tidegate.store.trace import TraceEvent, now_ms
 
 if TYPE_CHECKING:
@@ -146,6 +146,7 @@ def insert_checkpoint(
     reason: str,
     state: Mapping[str, object],
     tip: ChainTip | None,
+    redactor: Redactor,
 ) -> tuple[Checkpoint, ChainTip]:
     """Seal the redacted ``state`` as the run's next checkpoint, chained to its last one
     and covering the trace up to its last event, and insert it -- as a delta against
@@ -159,7 +160,7 @@ def insert_checkpoint(
     event_seq = db.execute(
         "SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?", (run_id,)
     ).fetchone()[0]
-    redacted = redact_value(dict(state))
+    redacted = redactor(dict(state))
     assert isinstance(redacted, dict)
     sealed = seal(
         key,

@@ -244,3 +244,27 @@ def test_diff_and_patch_round_trip_and_share() -> None:
     for bad in ([], ["?"], ["l", -1, []], ["d", {"x": ["d", {}, []]}, []], ["d", [], []]):
         with pytest.raises(BadDelta):
             patch(old, bad)
+
+
+def test_the_remembering_redactor_redacts_as_redact_value() -> None:
+    """The store redacts checkpoint states with ``Redactor`` (memoised); it must give what
+    ``redact_value`` gives, for secrets in text, under secret-named keys, and reasoning."""
+    from tidegate.store.redact import Redactor, redact_value
+
+    token = "ghp_" + "a1B2" * 9
+    state = {
+        "notes": [f"pushed with {token}", "plain", "export API_KEY=sk-live-0123456789abcdef"],
+        "api_key": "hunter2-hunter2",
+        "password": "",
+        "apiKey": {"nested": "not text: walked"},
+        "reasoning": {"steps": ["private"]},
+        "thinking": "private",
+        "headers": {"Authorization": "Bearer abc.def.ghi", "accept": "json"},
+        "numbers": [1, True, None, {"token": 5}],
+        ("tuple",): "odd key",
+        "pairs": ("a", f"url https://user:pw@host/{token}"),
+    }
+    redactor = Redactor(limit=3)  # small: the memo is cleared along the way
+    for _ in range(3):
+        assert redactor(state) == redact_value(state)
+    assert token not in json.dumps(redactor(state))

@@ -4,9 +4,11 @@ sanitiser of the project (kept so that the store's callers keep their import), a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 from tidegate.sanitize import OMITTED_REASONING, REDACTED, redact, redact_value
+from tidegate.store.canonical import canonical_json
 
 __all__ = ["OMITTED_REASONING", "REDACTED", "Redactor", "redact", "redact_value"]
 
@@ -25,6 +27,7 @@ class Redactor:
         self._limit = limit
         self._texts: dict[str, str] = {}
         self._keys: dict[str, int] = {}
+        self._odd = False
 
     def __call__(self, value: object) -> object:
         shape = type(value)
@@ -34,23 +37,40 @@ class Redactor:
             return value
         if shape is list:
             return [self(item) for item in value]  # type: ignore[attr-defined]
+        if shape is dict or isinstance(value, Mapping):
+            return self._mapping(value)  # type: ignore[arg-type]
         if isinstance(value, str):
             return self._text(value)
-        if isinstance(value, Mapping):
-            out: dict[str, object] = {}
-            for key, item in value.items():
-                name = str(key)
-                kind = self._key(name)
-                if kind == _REASONING:
-                    out[name] = OMITTED_REASONING
-                elif kind == _SECRET and isinstance(item, str) and item:
-                    out[name] = REDACTED
-                else:
-                    out[name] = self(item)
-            return out
         if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
             return [self(item) for item in value]
+        self._odd = True  # a float or another non-JSON value: see ``canonical``
         return value
+
+    def canonical(self, value: object) -> bytes:
+        """``canonical_json`` of the redacted ``value``, without its separate type walk
+        when this walk met only JSON types (else through it, for its error)."""
+        self._odd = False
+        redacted = self(value)
+        if self._odd:
+            return canonical_json(redacted)
+        return json.dumps(
+            redacted, sort_keys=True, separators=(",", ":"), ensure_ascii=True
+        ).encode("ascii")
+
+    def _mapping(self, value: Mapping[object, object]) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            name = key if type(key) is str else str(key)
+            kind = self._keys.get(name)
+            if kind is None:
+                kind = self._key(name)
+            if kind == _REASONING:
+                out[name] = OMITTED_REASONING
+            elif kind == _SECRET and isinstance(item, str) and item:
+                out[name] = REDACTED
+            else:
+                out[name] = self(item)
+        return out
 
     def _text(self, text: str) -> str:
         done = self._texts.get(text)

@@ -249,6 +249,7 @@ def test_diff_and_patch_round_trip_and_share() -> None:
 def test_the_remembering_redactor_redacts_as_redact_value() -> None:
     """The store redacts checkpoint states with ``Redactor`` (memoised); it must give what
     ``redact_value`` gives, for secrets in text, under secret-named keys, and reasoning."""
+    from tidegate.store.canonical import NotCanonical, canonical_json
     from tidegate.store.redact import Redactor, redact_value
 
     token = "ghp_" + "a1B2" * 9
@@ -268,3 +269,6 @@ def test_the_remembering_redactor_redacts_as_redact_value() -> None:
     for _ in range(3):
         assert redactor(state) == redact_value(state)
     assert token not in json.dumps(redactor(state))
+    assert redactor.canonical(state) == canonical_json(redact_value(state))
+    with pytest.raises(NotCanonical, match="floats"):
+        redactor.canonical({"duration": 1.5})

@@ -2,8 +2,9 @@
 """Benchmark: the run store -- trace appends, checkpoint writes, size on disk, and what
 recording costs a guarded run.
 
-    .venv/bin/python bench/store.py [--events 10000] [--batches 1,10,100]
-                                    [--checkpoints 500] [--dir PATH] [--repo PATH] [--json]
+    .venv/bin/python bench/store.py [--events 10000] [--batches 1,10,100] [--writers 1,8,32]
+                                    [--checkpoints 500] [--sessions 100,1000,5000]
+                                    [--dir PATH] [--repo PATH] [--json]
 
 Everything goes through the real ``RunStore`` (SQLite, WAL, ``synchronous=FULL``: every
 commit is fsynced) in a fresh directory under ``--dir`` (default: the OS temp dir, i.e.
@@ -13,10 +14,24 @@ the same file system a default state root would be on here):
   canonicalised like the engine's) appended through ``Trace`` and made durable with one
   ``flush`` per phase boundary, for each batch size in ``--batches`` (events per
   boundary). Reported as events per second, including the commit and read-back ack.
+* **queued** - one producer handing every event in on its own with ``queue_flush``
+  (durable once its ``wait`` returns) without waiting for each fsync: events queued
+  while a commit is on its way to disk go into the next one (``GroupCommit``), and the
+  time runs until the last event is on disk and read back.
+* **group commit** - ``--writers`` threads sharing one ``RunStore``, each its own run,
+  each appending one event at a time and flushing it durably (the flush returns once the
+  event is on disk) until ``--events`` events are in; concurrent flushes are committed
+  together (``GroupCommit``: one transaction, one fsync per batch). Reported as durable
+  events per second and the mean batch; ``--writers 1`` is the one-at-a-time floor.
 * **checkpoint** - ``--checkpoints`` checkpoint writes of an engine-sized state (feedback,
-  30 phase events, attempt records: ~9 KB of canonical JSON), each one event flush +
-  hash + HMAC + chain link + commit + ack, as ``StoreRecorder.checkpoint`` does at every
-  phase boundary. Median and p99 latency.
+  30 phase events, attempt records: ~7 KB of canonical JSON), each one event flush +
+  redaction + hash + HMAC + chain link + delta + commit + ack, as
+  ``StoreRecorder.checkpoint`` does at every phase boundary. Median and p99 latency,
+  and the same again with ``synchronous=OFF``: tidegate's own work, without the disk.
+* **session growth** - the bytes the checkpoint rows of one session take after
+  ``--sessions`` checkpoints (default 100,1000,5000) of a state that grows by one phase
+  record per checkpoint, against the bytes the whole documents would take: linear vs
+  quadratic.
 * **size** - the store's size (file + WAL, after a checkpoint of the WAL) holding 10,000
   events flushed 10 per boundary with a checkpoint at every boundary, and with events
   only.
@@ -36,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,6 +110,68 @@ def bench_append(base: Path, events: int, batch: int) -> dict[str, float]:
     return {"batch": batch, "events": events, "seconds": elapsed, "events_per_s": events / elapsed}
 
 
+def bench_group_commit(base: Path, events: int, writers: int) -> dict[str, float]:
+    """``writers`` threads, each flushing its own run's events one durable flush each."""
+    store = _store(base / f"group-{writers}")
+    traces = [_trace(store, f"run-{w}") for w in range(writers)]
+    share = events // writers
+    gate = threading.Barrier(writers + 1)
+
+    def write(trace: Trace) -> None:
+        gate.wait()
+        for i in range(share):
+            trace.append("phase.finished", attempt=1, phase="VALIDATE", payload={**PAYLOAD, "i": i})
+            pending = trace.pending()
+            store.flush(trace.run_id, pending)  # returns once the event is on disk
+            trace.mark_flushed(pending[-1].seq)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in traces]
+    for t in threads:
+        t.start()
+    start = time.perf_counter()
+    gate.wait()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    batches, flushed = store._group.batches - writers, store._group.writes - writers
+    store.close()
+    return {
+        "writers": writers,
+        "events": share * writers,
+        "seconds": elapsed,
+        "events_per_s": share * writers / elapsed,
+        "mean_batch": flushed / max(batches, 1),
+    }
+
+
+def bench_queued(base: Path, events: int) -> dict[str, float]:
+    """One producer, every event handed in durably on its own (``queue_flush``) without
+    waiting for each fsync; timed until the last one is on disk and acknowledged."""
+    store = _store(base / "queued")
+    trace = _trace(store, "run-queued")
+    before = (store._group.batches, store._group.writes)
+    start = time.perf_counter()
+    tickets = []
+    for i in range(events):
+        trace.append("phase.finished", attempt=1, phase="VALIDATE", payload={**PAYLOAD, "i": i})
+        pending = trace.pending()
+        tickets.append(store.queue_flush(trace.run_id, pending))
+        trace.mark_flushed(pending[-1].seq)
+    for ticket in tickets:
+        ticket.wait()
+    elapsed = time.perf_counter() - start
+    batches = store._group.batches - before[0]
+    flushed = store._group.writes - before[1]
+    store.close()
+    return {
+        "events": events,
+        "seconds": elapsed,
+        "events_per_s": events / elapsed,
+        "mean_batch": flushed / max(batches, 1),
+        "commits": batches,
+    }
+
+
 def engine_state(n: int) -> dict[str, Any]:
     """A checkpoint state of the engine's shape and size."""
     phases = [
@@ -116,8 +194,10 @@ def engine_state(n: int) -> dict[str, Any]:
     }
 
 
-def bench_checkpoints(base: Path, count: int) -> dict[str, float]:
-    store = _store(base / "checkpoints")
+def bench_checkpoints(base: Path, count: int, *, fsync: bool = True) -> dict[str, float]:
+    store = _store(base / ("checkpoints" if fsync else "checkpoints-nofsync"))
+    if not fsync:  # what tidegate itself costs, without the disk's fsync latency
+        store._db.execute("PRAGMA synchronous=OFF")
     recorder = StoreRecorder(store)
     recorder.begin("run-cp", "/bench/repo", "patch", {}, resumed=False)
     latencies = []
@@ -138,6 +218,43 @@ def bench_checkpoints(base: Path, count: int) -> dict[str, float]:
         "p99_ms": latencies[max(0, int(len(latencies) * 0.99) - 1)],
         "document_bytes": size,
     }
+
+
+def growing_state(n: int) -> dict[str, Any]:
+    """A session's state after ``n`` steps: one more phase record each step."""
+    state = engine_state(n)
+    state["run"]["phases"] = [
+        {"attempt": 1, "phase": "VERIFY", "status": "ok", "step": i, "detail": f"step {i} ok"}
+        for i in range(n)
+    ]
+    return state
+
+
+def bench_session_growth(base: Path, lengths: list[int]) -> list[dict[str, float]]:
+    out = []
+    for count in lengths:
+        store = _store(base / f"growth-{count}")
+        recorder = StoreRecorder(store)
+        recorder.begin("run-growth", "/bench/repo", "patch", {}, resumed=False)
+        whole = 0
+        for i in range(count):
+            recorder.checkpoint("phase", growing_state(i))
+            assert recorder.last_checkpoint is not None
+            whole += len(recorder.last_checkpoint.document)
+        ((stored, full_rows),) = store.query(
+            "SELECT SUM(LENGTH(document)), SUM(encoding = 'full') FROM checkpoints"
+        )
+        store.close()
+        out.append(
+            {
+                "checkpoints": count,
+                "stored_bytes": stored,
+                "whole_bytes": whole,
+                "full_rows": full_rows,
+                "store_file_bytes": _size(base / f"growth-{count}"),
+            }
+        )
+    return out
 
 
 def _size(directory: Path) -> int:
@@ -214,7 +331,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=10_000)
     ap.add_argument("--batches", default="1,10,100")
+    ap.add_argument("--writers", default="1,8,32", help="threads for the group commit run")
     ap.add_argument("--checkpoints", type=int, default=500)
+    ap.add_argument("--sessions", default="100,1000,5000", help="session lengths to store")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", type=Path, default=None, help="where the stores go")
     ap.add_argument("--repo", type=Path, default=None, help="time the fingerprint here too")
@@ -227,8 +346,18 @@ def main() -> int:
         for batch in (int(b) for b in args.batches.split(",")):
             log(f"append {args.events} events, {batch} per durable flush")
             results["append"].append(bench_append(base, args.events, batch))
+        log(f"queued: {args.events} events, each handed in durably, one producer")
+        results["queued"] = bench_queued(base, args.events)
+        results["group_commit"] = []
+        for writers in (int(w) for w in args.writers.split(",")):
+            log(f"group commit: {args.events} events, {writers} writer thread(s), durable each")
+            results["group_commit"].append(bench_group_commit(base, args.events, writers))
         log(f"{args.checkpoints} checkpoint writes")
         results["checkpoint"] = bench_checkpoints(base, args.checkpoints)
+        results["checkpoint_no_fsync"] = bench_checkpoints(base, args.checkpoints, fsync=False)
+        lengths = [int(n) for n in args.sessions.split(",")]
+        log(f"checkpoint storage of sessions of {lengths} checkpoints")
+        results["session_growth"] = bench_session_growth(base, lengths)
         log("store size after 10,000 events")
         results["size_bytes"] = bench_size(base, 10_000)
         log(f"run overhead ({args.runs} runs each)")
@@ -245,11 +374,34 @@ def main() -> int:
     print("append (durable flush per boundary):")
     for r in results["append"]:
         print(f"  {r['batch']:>4} events/flush: {r['events_per_s']:>10,.0f} events/s")
+    q = results["queued"]
+    print(
+        f"group commit, queued (one producer, every event handed in durably, timed to the "
+        f"last ack): {q['events_per_s']:,.0f} events/s ({q['commits']} commits, mean batch "
+        f"{q['mean_batch']:.1f})"
+    )
+    print("group commit, threads (each waits for its event's commit before the next):")
+    for r in results["group_commit"]:
+        print(
+            f"  {r['writers']:>4} writer(s): {r['events_per_s']:>10,.0f} events/s "
+            f"(mean batch {r['mean_batch']:.1f})"
+        )
     cp = results["checkpoint"]
     print(
         f"checkpoint write: median {cp['median_ms']:.2f} ms, p99 {cp['p99_ms']:.2f} ms "
         f"({cp['document_bytes']:,} bytes each, {cp['count']} writes)"
     )
+    cpu = results["checkpoint_no_fsync"]
+    print(
+        f"  the same without fsync (synchronous=OFF: tidegate's own work): median "
+        f"{cpu['median_ms']:.2f} ms, p99 {cpu['p99_ms']:.2f} ms"
+    )
+    print("checkpoint storage of one session (state growing one phase record per step):")
+    for g in results["session_growth"]:
+        print(
+            f"  {g['checkpoints']:>6} checkpoints: {g['stored_bytes'] / 1e6:>8.2f} MB stored "
+            f"({g['full_rows']} whole), {g['whole_bytes'] / 1e6:>9.2f} MB as whole documents"
+        )
     size = results["size_bytes"]
     print(
         f"size after 10,000 events: {size['events_only'] / 1e6:.2f} MB events only, "

@@ -17,7 +17,9 @@ apply-back fail as if the disk were full. Several faults may be armed at once, s
 by commas.
 
 ``maybe_fail`` is the non-kill kind: at its point it raises ``OSError(EIO)`` instead
-(``TIDEGATE_FAULT=overlay.mount``: the overlay cannot be mounted for a command).
+(``TIDEGATE_FAULT=overlay.mount``: the overlay cannot be mounted for a command), or the
+errno named after ``=`` (``TIDEGATE_FAULT=state_root.key_write=ENOSPC``): a failure the
+caller must handle like a real one.
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ def _trigger(point: str, kind: str) -> None:
 
 
 def maybe_fail(point: str) -> None:
-    """Raise ``OSError(EIO)`` when ``TIDEGATE_FAULT`` names ``point`` (no count, no kind)."""
-    if point in (spec.strip() for spec in os.environ.get(ENV, "").split(",")):
-        raise OSError(errno.EIO, f"injected fault at {point}")
+    """When ``TIDEGATE_FAULT`` names ``point`` (no count), raise ``OSError(EIO)``, or do
+    the kind named after ``=`` as ``maybe_crash`` does (an errno name raises that errno)."""
+    for spec in os.environ.get(ENV, "").split(","):
+        name, _, kind = spec.strip().partition("=")
+        if name != point:
+            continue
+        if not kind:
+            raise OSError(errno.EIO, f"injected fault at {point}")
+        _trigger(point, kind)

@@ -2,7 +2,7 @@
 
 One run is paused; then, one at a time, its stored checkpoints are attacked the way
 someone with write access to the state root (but not the key) could: an edited byte, an
-edited byte with the hash recomputed, a deleted checkpoint (a broken chain), a forged
+edited byte with the hash recomputed, an edited delta row, a deleted checkpoint (a broken chain), a forged
 signature, a replaced key. Each resume is refused in one line, exit 2, with nothing
 changed; after each attack the store is put back, and finally an untouched store resumes.
 The same run is refused while the workspace differs from its checkpoint."""
@@ -10,6 +10,7 @@ The same run is refused while the workspace differs from its checkpoint."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -23,30 +24,60 @@ import pytest
 
 from tests.conftest import Repo
 from tests.integration._store import FIX, cli, start, state_root, wait_for_checkpoint_after
+from tidegate.store.chain_rows import rebuild
+from tidegate.store.writes import CHECKPOINT_ROW
 
 CHECK = f"sleep 2; {sys.executable} -c 'from calc import add; assert add(2, 3) == 5'"
 
 
-def _edit_byte(db: sqlite3.Connection, run_id: str) -> None:
-    (doc,) = db.execute(
-        "SELECT document FROM checkpoints WHERE run_id = ? AND seq = 3", (run_id,)
-    ).fetchone()
+def _document(db: sqlite3.Connection, run_id: str, seq: int) -> str:
+    """Checkpoint ``seq``'s signed document as a reader rebuilds it (most rows hold only a
+    delta on the row before: ``tidegate.store.chain_rows``)."""
+    rows = db.execute(
+        f"SELECT {CHECKPOINT_ROW} FROM checkpoints WHERE run_id = ? AND seq <= ? ORDER BY seq",
+        (run_id, seq),
+    ).fetchall()
+    document = rebuild(run_id, rows)[-1].document
+    assert '"max_attempts":3' in document
+    return document
+
+
+def _rewrite(db: sqlite3.Connection, run_id: str, seq: int, document: str, digest: str) -> None:
+    """Store ``document`` whole as checkpoint ``seq``, with the hash ``digest``."""
     db.execute(
-        "UPDATE checkpoints SET document = ? WHERE run_id = ? AND seq = 3",
-        (doc.replace('"max_attempts":3', '"max_attempts":9'), run_id),
+        "UPDATE checkpoints SET document = ?, encoding = 'full', hash = ? "
+        "WHERE run_id = ? AND seq = ?",
+        (document, digest, run_id, seq),
     )
 
 
-def _edit_with_hash(db: sqlite3.Connection, run_id: str) -> None:
-    (doc,) = db.execute(
-        "SELECT document FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
+def _edit_byte(db: sqlite3.Connection, run_id: str) -> None:
+    (digest,) = db.execute(
+        "SELECT hash FROM checkpoints WHERE run_id = ? AND seq = 3", (run_id,)
     ).fetchone()
-    edited = doc.replace('"max_attempts":3', '"max_attempts":9')
+    edited = _document(db, run_id, 3).replace('"max_attempts":3', '"max_attempts":9')
+    _rewrite(db, run_id, 3, edited, digest)
+
+
+def _edit_with_hash(db: sqlite3.Connection, run_id: str) -> None:
+    (last,) = db.execute("SELECT MAX(seq) FROM checkpoints WHERE run_id = ?", (run_id,)).fetchone()
+    edited = _document(db, run_id, last).replace('"max_attempts":3', '"max_attempts":9')
     digest = "sha256:" + hashlib.sha256(edited.encode()).hexdigest()
+    _rewrite(db, run_id, last, edited, digest)
+
+
+def _edit_delta(db: sqlite3.Connection, run_id: str) -> None:
+    """A delta row edited in place: it still applies, to other values."""
+    seq, text = db.execute(
+        "SELECT seq, document FROM checkpoints WHERE run_id = ? AND encoding = 'delta' "
+        "ORDER BY seq LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    node = json.loads(text)
+    node[1]["planted"] = ["=", "by someone with write access"]
     db.execute(
-        "UPDATE checkpoints SET document = ?, hash = ? WHERE run_id = ? AND seq = "
-        "(SELECT MAX(seq) FROM checkpoints WHERE run_id = ?)",
-        (edited, digest, run_id, run_id),
+        "UPDATE checkpoints SET document = ? WHERE run_id = ? AND seq = ?",
+        (json.dumps(node), run_id, seq),
     )
 
 
@@ -63,6 +94,7 @@ def _forge_mac(db: sqlite3.Connection, run_id: str) -> None:
 
 ATTACKS: dict[str, tuple[Callable[[sqlite3.Connection, str], None] | None, str]] = {
     "edited byte": (_edit_byte, "checkpoint 3 of run {run} does not match its hash"),
+    "edited delta": (_edit_delta, "does not match its hash"),
     "edited byte, hash recomputed": (_edit_with_hash, "signature that does not match"),
     "deleted checkpoint": (_delete_middle, "out of sequence"),
     "forged signature": (_forge_mac, "checkpoint 1 of run {run} has a signature"),

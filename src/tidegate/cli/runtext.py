@@ -31,6 +31,7 @@ def runs_text(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
         failure = f" {r['error_class']}" if r["error_class"] else ""
+        failure += f" ({r['problem']})" if r.get("problem") else ""
         where = f"  {r['repo']}" if several else ""
         out.append(
             line(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tidegate.cli.output import safe_line
 from tidegate.cli.render import console, dump_json
 from tidegate.errors import PersistenceError, UsageError
 from tidegate.sanitize import sanitize
@@ -179,15 +180,22 @@ def list_tools(
     out.print(f"effect profile {PROFILE_VERSION} {PROFILE_SHA256}", markup=False)
 
 
-def _arguments(text: str) -> dict[str, Any]:
+def _arguments(text: str) -> dict[str, Any] | str:
+    """The parsed ``--args`` object; a syntax error is a usage error. Text holding a value
+    strict JSON has not (NaN, 1e400, a huge integer, deep nesting, an unpaired surrogate)
+    is handed on as text: the executor refuses it as a recorded ``invalid_arguments`` call."""
+    from tidegate.tools.arguments import ArgumentsRejected, parse_arguments
+
     if text == "-":
         text = sys.stdin.read()
     try:
-        value = json.loads(text)
+        value = parse_arguments(text)
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"--args: not JSON: {exc.msg} (line {exc.lineno} col {exc.colno})"
         ) from None
+    except ArgumentsRejected:
+        return text
     if not isinstance(value, dict):
         raise UsageError("--args: must be a JSON object")
     return value
@@ -276,4 +284,7 @@ def call_tool(
         raise typer.Exit(EXIT_PENDING)
     if result.status == "unknown_outcome":
         raise typer.Exit(EXIT_UNKNOWN)
+    if result.error is not None and result.error.code in ("invalid_arguments", "path_refused"):
+        message = ascii(result.error.message)[1:-1]
+        safe_line(f"tidegate: error: {tool_id}: {message}", stream=sys.stderr)
     raise typer.Exit(0 if result.ok else 1)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tidegate.store.checkpoints import Checkpoint, CheckpointKey, CheckpointRefused
+    from tidegate.store.corrupt import CorruptRecord
     from tidegate.store.db import RunStore, StoredRun
     from tidegate.store.faults import StoreFaults
     from tidegate.store.recorder import StoreRecorder, resume_ticket
@@ -29,6 +30,7 @@ _HOME = {
     "Checkpoint": "checkpoints",
     "CheckpointKey": "checkpoints",
     "CheckpointRefused": "checkpoints",
+    "CorruptRecord": "corrupt",
     "RunStore": "db",
     "StoredRun": "db",
     "StoreFaults": "faults",
@@ -50,6 +52,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointKey",
     "CheckpointRefused",
+    "CorruptRecord",
     "RunStore",
     "StoreFaults",
     "StoreRecorder",

@@ -35,7 +35,20 @@ def value_digest(value: object) -> str:
 
 
 def _check(value: object, where: str) -> None:
-    if value is None or isinstance(value, bool | int | str):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return
+    if kind is dict:  # the common case, without the generic checks below
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise NotCanonical(f"{where}: key {key!r} is not a string")
+            _check(item, where + "." + key)
+        return
+    if kind is list:
+        for i, item in enumerate(value):  # type: ignore[arg-type]
+            _check(item, f"{where}[{i}]")
+        return
+    if isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
         raise NotCanonical(f"{where}: floats are not canonical; store an integer instead")

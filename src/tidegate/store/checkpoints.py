@@ -7,7 +7,11 @@ A checkpoint is one canonical JSON document (``tidegate.store.canonical``)::
 
 ``hash`` is the SHA-256 of those bytes and ``mac`` their HMAC-SHA256 under the state
 root's checkpoint key, so an edited byte, a removed or reordered checkpoint (the chain of
-``prev_hash`` breaks) and a checkpoint written without the key are all detected. The key
+``prev_hash`` breaks) and a checkpoint written without the key are all detected. Removing
+the *last* checkpoints leaves a shorter chain that still links, so each run also has a
+committed head (``ChainHead``: the count and the last hash, signed with the same key) that
+is rewritten in the very transaction that inserts a checkpoint; ``verify_committed``
+checks the chain against it, so a truncated chain is refused too. The key
 is 32 random bytes in ``<state root>/checkpoint.key``, created atomically with mode 0600
 and never inside a workspace, so a model working on the repository cannot forge one.
 
@@ -18,6 +22,7 @@ no caller can change what another caller (or the store) sees.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import json
@@ -30,9 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.errors import UsageError
+from tidegate.faults import maybe_fail
 from tidegate.store.canonical import canonical_json, sha256_digest
 
 FORMAT = "tidegate.checkpoint/1"
+HEAD_FORMAT = "tidegate.checkpoint-head/1"
 KEY_FILE = "checkpoint.key"
 _KEY_BYTES = 32
 
@@ -93,15 +100,20 @@ class CheckpointKey:
 
 def _create_key(path: Path) -> None:
     """Write a fresh key beside ``path`` and link it into place; a concurrent creator wins
-    the race cleanly (the loser's temp file is removed and the winner's key is used)."""
+    the race cleanly (the loser's temp file is removed and the winner's key is used). On
+    any failure (a full disk, say) the temp file is removed: no partial key is ever left,
+    under either name."""
     temp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, secrets.token_bytes(_KEY_BYTES).hex().encode("ascii") + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
+        try:
+            data = secrets.token_bytes(_KEY_BYTES).hex().encode("ascii") + b"\n"
+            maybe_fail("state_root.key_write")
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         with contextlib.suppress(FileExistsError):
             os.link(temp, path)
         dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
@@ -209,4 +221,72 @@ def _problem(
         return "does not follow the previous checkpoint: the chain is broken"
     if not key.verify(data, checkpoint.mac):
         return "has a signature that does not match this state root's key"
+    return None
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    """What the store committed as a run's chain end: how many checkpoints, the last one's
+    hash, and an HMAC over both (so the head itself cannot be rewritten without the key)."""
+
+    run_id: str
+    count: int
+    last_hash: str
+    mac: str
+
+
+def _head_document(run_id: str, count: int, last_hash: str) -> bytes:
+    return canonical_json(
+        {"format": HEAD_FORMAT, "run_id": run_id, "count": count, "last_hash": last_hash}
+    )
+
+
+def seal_head(key: CheckpointKey, last: Checkpoint) -> ChainHead:
+    """The head committing ``last`` as the end of its run's chain."""
+    mac = key.sign(_head_document(last.run_id, last.seq, last.hash))
+    return ChainHead(run_id=last.run_id, count=last.seq, last_hash=last.hash, mac=mac)
+
+
+def verify_committed(
+    run_id: str,
+    checkpoints: Sequence[Checkpoint],
+    head: ChainHead | None,
+    key: CheckpointKey,
+) -> None:
+    """``verify_chain``, then check the chain ends where its signed head says: raise
+    ``CheckpointRefused`` for a truncated chain, a missing head or a forged one."""
+    verify_chain(run_id, checkpoints, key)
+    problem = _head_problem(run_id, checkpoints, head, key)
+    if problem:
+        raise CheckpointRefused(f"run {run_id}: {problem}; refusing to resume")
+
+
+def _head_problem(
+    run_id: str,
+    checkpoints: Sequence[Checkpoint],
+    head: ChainHead | None,
+    key: CheckpointKey,
+) -> str | None:
+    if head is None:
+        if not checkpoints:
+            return None
+        return (
+            f"its {len(checkpoints)} checkpoint(s) have no committed head (removed, or "
+            "recorded before tidegate kept one), so a truncated chain cannot be ruled out"
+        )
+    if head.run_id != run_id or not key.verify(
+        _head_document(head.run_id, head.count, head.last_hash), head.mac
+    ):
+        return "the committed head of its checkpoint chain has a signature that does not match"
+    if len(checkpoints) < head.count:
+        return (
+            f"the checkpoint chain is truncated: {len(checkpoints)} of the {head.count} "
+            f"committed checkpoint(s) remain (the last {head.count - len(checkpoints)} were "
+            "removed)"
+        )
+    if len(checkpoints) > head.count or checkpoints[-1].hash != head.last_hash:
+        return (
+            f"the checkpoint chain does not end where its committed head says "
+            f"(checkpoint {head.count})"
+        )
     return None

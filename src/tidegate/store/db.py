@@ -25,16 +25,20 @@ import json
 import os
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidegate.errors import PersistenceError, UsageError
-from tidegate.store.checkpoints import Checkpoint, CheckpointKey
+from tidegate.store.chain_rows import ChainTip, rebuild
+from tidegate.store.checkpoints import ChainHead, Checkpoint, CheckpointKey
+from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.faults import StoreFaults
+from tidegate.store.group import GroupCommit, QueuedWrite
 from tidegate.store.holder import ProcessIdentity
-from tidegate.store.redact import redact_value
+from tidegate.store.redact import Redactor, redact_value
 from tidegate.store.rows import (
     ATTEMPT_COLUMNS,
     RESUMABLE,
@@ -50,8 +54,9 @@ from tidegate.store.rows import (
     stored_tool_call,
 )
 from tidegate.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
-from tidegate.store.trace import TraceEvent, now_ms
+from tidegate.store.trace import TraceEvent, check_event, now_ms
 from tidegate.store.writes import (
+    CHECKPOINT_ROW,
     insert_checkpoint,
     insert_events,
     redacted_report,
@@ -66,6 +71,7 @@ __all__ = [
     "RESUMABLE",
     "SCHEMA_VERSION",
     "TERMINAL",
+    "CorruptRecord",
     "ProcessIdentity",
     "RunStart",
     "RunStore",
@@ -75,6 +81,19 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
+    str,
+    int,
+    int,
+    str,
+    (str, type(None)),
+    str,
+    str,
+    str,
+    str,
+)
+"""The Python types of a ``checkpoints`` row as the store writes it (SQLite itself would
+keep anything in any column)."""
 
 
 class RunStore:
@@ -93,16 +112,34 @@ class RunStore:
         self.faults = faults if faults is not None else StoreFaults.from_env()
         self.read_only = False
         self.busy_timeout_s = busy_timeout_s
+        self._tips: dict[str, ChainTip] = {}
+        self._redactor = Redactor()
+        self._read_upto: dict[str, int] = {}
+        created = False
         try:
             if not path.exists():
                 # Private from the start (SQLite gives its -wal and -shm files the same mode).
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-            self._db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+                created = True
+            self._db = sqlite3.connect(
+                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+            self._lock = threading.RLock()
+            self._group = GroupCommit(self._db, self._lock, self._retrying)
             self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
+            # Reads and read-back acknowledgements go through a second connection: they
+            # see what is committed, and need not wait for another thread's commit.
+            self._reader = sqlite3.connect(
+                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+            self._read_lock = threading.RLock()
         except (sqlite3.Error, OSError) as exc:
+            with contextlib.suppress(OSError):
+                if created and path.stat().st_size == 0:  # nothing in it: leave no empty store
+                    path.unlink()
             raise PersistenceError(f"{path}: cannot open the run store: {exc}") from exc
 
     @classmethod
@@ -115,25 +152,31 @@ class RunStore:
         store.faults = StoreFaults()
         store.read_only = True
         store.busy_timeout_s = 30.0
+        store._tips = {}
+        store._redactor = Redactor()
+        store._read_upto = {}
+        store._lock = store._read_lock = threading.RLock()
         # With no WAL file no writer is active, and ``immutable`` reads the file without
         # creating the -wal and -shm files a read-only WAL reader would otherwise leave.
         wal = path.with_name(path.name + "-wal")
         query = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
         try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=30)
+            db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?{query}", uri=True, timeout=30, check_same_thread=False
+            )
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise UsageError(f"{path}: written by a newer tidegate (schema {version})")
             if version < SCHEMA_VERSION:
-                memory = sqlite3.connect(":memory:", isolation_level=None)
+                memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
                 db.backup(memory)
                 db.close()
                 db = memory
-                store._db = db
+                store._db = store._reader = db
                 store._migrate()
             else:
                 db.isolation_level = None
-                store._db = db
+                store._db = store._reader = db
         except sqlite3.Error as exc:
             raise PersistenceError(f"{path}: cannot read the run store: {exc}") from exc
         return store
@@ -160,25 +203,17 @@ class RunStore:
             delay = min(delay * 2, 0.2)
 
     def transaction(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one write transaction; any failure is a ``PersistenceError``."""
+        """Run ``fn`` in a write transaction -- with the writes other threads hand in at the
+        same time (``GroupCommit``) -- committed when this returns; any failure of the
+        write or of the commit is a ``PersistenceError``."""
         if self.read_only:
             raise PersistenceError(f"{self.path}: opened read-only; cannot {what}")
 
-        def attempt() -> T:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(self._db)
-                self._db.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-                raise
-            return result
-
         try:
-            return self._retrying(attempt)
+            result: T = self._group.run(fn)
         except (sqlite3.Error, OSError) as exc:
             raise PersistenceError(f"{self.path}: could not {what}: {exc}") from exc
+        return result
 
     def acknowledge(self, what: str, point: str, check: Callable[[], bool]) -> None:
         """Confirm a committed write by reading it back; a failure here still fails the
@@ -193,7 +228,8 @@ class RunStore:
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self._db.execute(sql, tuple(params)).fetchall()
+            with self._read_lock:
+                return self._reader.execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as exc:
             raise PersistenceError(f"{self.path}: could not read the run store: {exc}") from exc
 
@@ -271,12 +307,19 @@ class RunStore:
         points = ["trace"] + (["checkpoint"] if checkpoint is not None else [])
         self._inject([f"{p}.write" for p in points], f"flush the trace of run {run_id}")
 
+        tips: list[ChainTip] = []
+
         def write(db: sqlite3.Connection) -> Checkpoint | None:
             insert_events(db, events)
             sealed = None
+            tips.clear()
             if checkpoint is not None:
                 assert self.key is not None
-                sealed = insert_checkpoint(db, self.key, run_id, events, *checkpoint)
+                reason, state = checkpoint
+                sealed, tip = insert_checkpoint(
+                    db, self.key, run_id, reason, state, self._tips.get(run_id), self._redactor
+                )
+                tips.append(tip)
             if status is not None:
                 db.execute(
                     "UPDATE runs SET status = ?, updated_ms = ? WHERE run_id = ?",
@@ -285,6 +328,8 @@ class RunStore:
             return sealed
 
         sealed = self.transaction(f"flush the trace of run {run_id}", write)
+        if tips:  # committed: the next checkpoint of the run is a delta against this one
+            self._tips[run_id] = tips[0]
         last = max((e.seq for e in events), default=None)
         if last is not None:
             self.acknowledge(
@@ -299,6 +344,16 @@ class RunStore:
                 lambda: self._checkpoint_hash(run_id, sealed.seq) == sealed.hash,
             )
         return sealed
+
+    def queue_flush(self, run_id: str, events: Sequence[TraceEvent]) -> QueuedFlush:
+        """Hand ``events`` in for the next group commit and return at once, for a producer
+        that must not stall on each fsync; ``QueuedFlush.wait`` returns once they are
+        durable and acknowledged (as ``flush`` does), or raises ``PersistenceError``."""
+        if self.read_only:
+            raise PersistenceError(f"{self.path}: opened read-only; cannot flush run {run_id}")
+        self._inject(["trace.write"], f"flush the trace of run {run_id}")
+        queued = self._group.submit(lambda db: insert_events(db, events))
+        return QueuedFlush(self, run_id, max((e.seq for e in events), default=None), queued)
 
     def finish(self, run_id: str, report: FlowReport, events: Sequence[TraceEvent]) -> FlowReport:
         """Flush the last events and store the final report; it counts once acknowledged.
@@ -352,21 +407,36 @@ class RunStore:
             raise PersistenceError(f"{self.path}: could not {what}: {exc}") from exc
 
     def _has_event(self, run_id: str, seq: int) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM trace WHERE run_id = ? AND seq = ?", (run_id, seq)
-        ).fetchone()
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT 1 FROM trace WHERE run_id = ? AND seq = ?", (run_id, seq)
+            ).fetchone()
         return row is not None
 
+    def _trace_reaches(self, run_id: str, seq: int) -> bool:
+        """Whether the committed trace of the run reaches event ``seq``: read back once for
+        a whole batch of queued flushes (the highest event read is remembered)."""
+        if self._read_upto.get(run_id, 0) >= seq:
+            return True
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT MAX(seq) FROM trace WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        self._read_upto[run_id] = int(row[0] or 0)
+        return self._read_upto[run_id] >= seq
+
     def _checkpoint_hash(self, run_id: str, seq: int) -> str | None:
-        row = self._db.execute(
-            "SELECT hash FROM checkpoints WHERE run_id = ? AND seq = ?", (run_id, seq)
-        ).fetchone()
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT hash FROM checkpoints WHERE run_id = ? AND seq = ?", (run_id, seq)
+            ).fetchone()
         return None if row is None else str(row[0])
 
     def _report_digest(self, run_id: str) -> str | None:
-        row = self._db.execute(
-            "SELECT report_json FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT report_json FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
         if row is None or row[0] is None:
             return None
         return hashlib.sha256(str(row[0]).encode()).hexdigest()
@@ -399,7 +469,7 @@ class RunStore:
         rows = self.query("SELECT request_json FROM runs WHERE run_id = ?", [run_id])
         if not rows or rows[0][0] is None:
             return None
-        value = json.loads(rows[0][0])
+        value = stored_json(rows[0][0], f"run {run_id}: its stored request")
         return value if isinstance(value, dict) else None
 
     def events(self, run_id: str) -> list[TraceEvent]:
@@ -408,31 +478,77 @@ class RunStore:
             "phase, payload, meta, at_ms FROM trace WHERE run_id = ? ORDER BY seq",
             [run_id],
         )
-        return [TraceEvent(*row) for row in rows]
+        events = [TraceEvent(*row) for row in rows]
+        for event in events:
+            check_event(event)
+        return events
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """The run's checkpoints in order, each document rebuilt from its row (whole, or a
+        delta on the one before: ``chain_rows``); verify them with ``verify_committed``."""
         rows = self.query(
-            "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document "
-            "FROM checkpoints WHERE run_id = ? ORDER BY seq",
+            f"SELECT {CHECKPOINT_ROW} FROM checkpoints WHERE run_id = ? ORDER BY seq", [run_id]
+        )
+        for row in rows:
+            if not all(isinstance(v, t) for v, t in zip(row, _CHECKPOINT_TYPES, strict=True)):
+                raise CorruptRecord(
+                    f"run {run_id}: checkpoint row {row[1]!r} has a field of the wrong type"
+                )
+        return rebuild(run_id, rows)
+
+    def checkpoint_head(self, run_id: str) -> ChainHead | None:
+        """The run's committed chain head, or None when none was recorded."""
+        rows = self.query(
+            "SELECT run_id, count, last_hash, mac FROM checkpoint_heads WHERE run_id = ?",
             [run_id],
         )
-        return [Checkpoint(*row) for row in rows]
+        if not rows:
+            return None
+        if not all(isinstance(v, t) for v, t in zip(rows[0], (str, int, str, str), strict=True)):
+            raise CorruptRecord(f"run {run_id}: its checkpoint head has a field of the wrong type")
+        return ChainHead(*rows[0])
 
     def attempts(self, run_id: str) -> list[StoredAttempt]:
         rows = self.query(
             f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY attempt", [run_id]
         )
-        return [stored_attempt(r) for r in rows]
+        return [stored_attempt(run_id, r) for r in rows]
 
     def tool_calls(self, run_id: str) -> list[StoredToolCall]:
         rows = self.query(
             f"SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE run_id = ? ORDER BY request_seq",
             [run_id],
         )
-        return [stored_tool_call(r) for r in rows]
+        return [stored_tool_call(run_id, r) for r in rows]
 
     def integrity_check(self) -> str:
         return str(self.query("PRAGMA integrity_check")[0][0])
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock, self._read_lock:
+            self._reader.close()
+            self._db.close()
+
+
+class QueuedFlush:
+    """Events handed to ``RunStore.queue_flush``; ``wait`` until they are on disk."""
+
+    def __init__(self, store: RunStore, run_id: str, last: int | None, queued: QueuedWrite):
+        self._store, self._run_id, self._last, self._queued = store, run_id, last, queued
+
+    def wait(self) -> None:
+        """Return once the batch holding these events committed and the last one reads
+        back; ``PersistenceError`` otherwise."""
+        store, run_id, last = self._store, self._run_id, self._last
+        try:
+            self._queued.wait()
+        except (sqlite3.Error, OSError) as exc:
+            raise PersistenceError(
+                f"{store.path}: could not flush the trace of run {run_id}: {exc}"
+            ) from exc
+        if last is not None:
+            store.acknowledge(
+                f"the trace of run {run_id} up to event {last}",
+                "trace.ack",
+                lambda: store._trace_reaches(run_id, last),
+            )

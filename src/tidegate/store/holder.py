@@ -21,8 +21,12 @@ class ProcessIdentity:
     def current(cls) -> ProcessIdentity:
         return cls(os.getpid(), _start_time(os.getpid()) or "", socket.gethostname())
 
+    def local(self) -> bool:
+        """Whether the holder was recorded on this machine."""
+        return self.host == socket.gethostname()
+
     def alive(self) -> bool:
-        if self.host != socket.gethostname():
+        if not self.local():
             return True  # another machine's process: cannot tell, assume it lives
         start = _start_time(self.pid)
         if start is not None:

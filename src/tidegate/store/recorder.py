@@ -19,7 +19,8 @@ from typing import Any
 from tidegate.errors import UsageError
 from tidegate.flow.report import FlowReport
 from tidegate.flow.resume import ResumeTicket
-from tidegate.store.checkpoints import Checkpoint, verify_chain
+from tidegate.store.checkpoints import Checkpoint, verify_committed
+from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.db import RESUMABLE, TERMINAL, RunStart, RunStore
 from tidegate.store.replay import replay_hash
 from tidegate.store.trace import Trace, TraceEvent, new_execution_id
@@ -186,12 +187,19 @@ def resume_ticket(store: RunStore, run_id: str) -> ResumeTicket:
     """The run's last checkpoint, after checking the run can resume and its whole
     checkpoint chain verifies (``CheckpointRefused`` otherwise)."""
     run = store.get(run_id)
+    if run.problem is not None:
+        raise CorruptRecord(
+            f"cannot resume run {run.run_id}: it is corrupt in the store: {run.problem}"
+        )
     if run.status in TERMINAL:
         raise UsageError(f"run {run.run_id} already ended ({run.status}); nothing to resume")
     if run.status not in RESUMABLE:
-        pid = run.holder.pid if run.holder else "?"
+        holder = run.holder
+        where = "?" if holder is None else str(holder.pid)
+        if holder is not None and not holder.local():
+            where += f" on host {holder.host}"
         raise UsageError(
-            f"run {run.run_id} is still running (pid {pid}); Ctrl-C pauses it, then resume it"
+            f"run {run.run_id} is still running (pid {where}); Ctrl-C pauses it, then resume it"
         )
     if run.kind == "ledger":
         raise UsageError(
@@ -205,11 +213,13 @@ def resume_ticket(store: RunStore, run_id: str) -> ResumeTicket:
             "shows which calls finished)"
         )
     checkpoints = store.checkpoints(run.run_id)
-    if not checkpoints:
+    head = store.checkpoint_head(run.run_id)
+    if not checkpoints and head is None:
         raise UsageError(f"run {run.run_id} has no checkpoint to resume from")
     if store.key is None:
         raise UsageError(f"no checkpoint key in the state root; cannot verify run {run.run_id}")
-    verify_chain(run.run_id, checkpoints, store.key)
+    verify_committed(run.run_id, checkpoints, head, store.key)
+    store.events(run.run_id)  # a corrupt trace is named here, before anything continues it
     last = checkpoints[-1]
     state: dict[str, Any] = last.state
     return ResumeTicket(

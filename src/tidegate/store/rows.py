@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tidegate.errors import ErrorClass
+from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.holder import ProcessIdentity
 
 if TYPE_CHECKING:
@@ -17,6 +18,11 @@ if TYPE_CHECKING:
 TERMINAL = frozenset({"succeeded", "failed", "conflict"})
 """Statuses of runs that ended (their final report is stored)."""
 RESUMABLE = frozenset({"paused", "interrupted"})
+KNOWN_STATUSES = TERMINAL | RESUMABLE | {"running"}
+"""Every status the store writes; a row holding any other is corrupt."""
+CORRUPT = "corrupt"
+"""The derived status of a run whose row cannot be read as written (see ``problem``)."""
+
 
 RUN_COLUMNS = (
     "run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts, "
@@ -72,6 +78,8 @@ class StoredRun:
     started_ms: int = 0
     updated_ms: int = 0
     acknowledged: bool = True
+    problem: str | None = None
+    """Why the row is corrupt (``status`` is then ``corrupt``), else None."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,85 @@ class StoredToolCall:
 
 def stored_run(row: tuple[Any, ...], *, with_report: bool = True) -> StoredRun:
     """A ``runs`` row (``RUN_COLUMNS``) as a ``StoredRun``, its status derived; without
-    ``with_report`` the report is not parsed (``report`` is None)."""
+    ``with_report`` the report is not parsed (``report`` is None). A row that
+    cannot be read as the store writes it comes back with status ``corrupt`` and a
+    ``problem`` naming what is wrong, so a listing still shows every other run."""
+    try:
+        return _stored_run(row, with_report)
+    except (TypeError, ValueError, OverflowError) as exc:
+        return _corrupt_run(row, f"its row has a malformed field ({type(exc).__name__})")
+    except _Corrupt as exc:
+        return _corrupt_run(row, str(exc))
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _corrupt_run(row: tuple[Any, ...], problem: str) -> StoredRun:
+    def text(value: object) -> str:
+        return value if isinstance(value, str) else repr(value)
+
+    seq = row[1] if isinstance(row[1], int) else 0
+    started = row[18] if isinstance(row[18], int) else 0
+    return StoredRun(
+        run_id=text(row[0]),
+        seq=seq,
+        mode=text(row[5]),
+        status=CORRUPT,
+        error_class=None,
+        attempts=0,
+        duration_s=0.0,
+        report=None,
+        repo=text(row[2]),
+        task_id=text(row[3]),
+        kind=text(row[4]),
+        stored_status=text(row[6]),
+        started_ms=started,
+        updated_ms=started,
+        acknowledged=False,
+        problem=problem,
+    )
+
+
+def _holder(pid: object, pid_start: object, host: object) -> ProcessIdentity | None:
+    """The recorded holder; a pid no process can have (not a positive int below the
+    kernel's limit) is no holder at all, so the run reads as interrupted."""
+    if not isinstance(pid, int) or not 0 < pid < 2**22:
+        return None
+    return ProcessIdentity(pid, str(pid_start or ""), str(host or ""))
+
+
+def _report(report_json: str | bytes) -> FlowReport:
+    """The stored report parsed (pydantic: loaded only when a report is read), or
+    ``_Corrupt`` naming the first field that is not what a report holds."""
+    from pydantic import ValidationError
+
+    from tidegate.flow.report import FlowReport
+
+    try:
+        return FlowReport.model_validate_json(report_json)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the document"
+        raise _Corrupt(
+            f"its stored report is not a valid report ({where}: {first['msg']})"
+        ) from exc
+
+
+def _check_report_json(report_json: object) -> None:
+    """``_Corrupt`` unless the stored report is at least a JSON object."""
+    try:
+        value = json.loads(report_json)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise _Corrupt(
+            f"its stored report is not a valid report (not JSON: {type(exc).__name__})"
+        ) from exc
+    if not isinstance(value, dict):
+        raise _Corrupt("its stored report is not a valid report (not a JSON object)")
+
+
+def _stored_run(row: tuple[Any, ...], with_report: bool) -> StoredRun:
     (
         run_id,
         seq,
@@ -127,16 +213,14 @@ def stored_run(row: tuple[Any, ...], *, with_report: bool = True) -> StoredRun:
         report_json,
         acknowledged,
     ) = row
+    if status not in KNOWN_STATUSES:
+        raise _Corrupt(f"its stored status {status!r} is not one tidegate writes")
     report = None
     if report_json is not None and with_report:
-        from tidegate.flow.report import FlowReport  # pydantic: only when a report is read
-
-        report = FlowReport.model_validate_json(report_json)
-    holder = (
-        ProcessIdentity(int(pid), str(pid_start or ""), str(host or ""))
-        if pid is not None
-        else None
-    )
+        report = _report(report_json)
+    elif report_json is not None:
+        _check_report_json(report_json)  # a listing: stdlib JSON only, no report model
+    holder = _holder(pid, pid_start, host)
     derived = str(status)
     if derived == "running" and (holder is None or not holder.alive()):
         derived = "interrupted"
@@ -175,8 +259,11 @@ def stored_run(row: tuple[Any, ...], *, with_report: bool = True) -> StoredRun:
     )
 
 
-def stored_attempt(r: tuple[Any, ...]) -> StoredAttempt:
+def stored_attempt(run_id: str, r: tuple[Any, ...]) -> StoredAttempt:
     """An ``attempts`` row (``ATTEMPT_COLUMNS``) as a ``StoredAttempt``."""
+    event = stored_json(r[7], f"run {run_id}: the record of attempt {r[0]!r}")
+    if not isinstance(event, dict):
+        raise CorruptRecord(f"run {run_id}: the record of attempt {r[0]!r} is not an object")
     return StoredAttempt(
         attempt=r[0],
         execution_id=r[1],
@@ -185,12 +272,13 @@ def stored_attempt(r: tuple[Any, ...]) -> StoredAttempt:
         error_class=r[4],
         proposal_sha256=r[5],
         candidate_tree=r[6],
-        event=json.loads(r[7]),
+        event=event,
     )
 
 
-def stored_tool_call(r: tuple[Any, ...]) -> StoredToolCall:
+def stored_tool_call(run_id: str, r: tuple[Any, ...]) -> StoredToolCall:
     """A ``tool_calls`` row (``TOOL_CALL_COLUMNS``) as a ``StoredToolCall``."""
+    what = f"run {run_id}: the effects of tool call {r[0]!r}"
     return StoredToolCall(
         tool_call_id=r[0],
         canonical_tool=r[1],
@@ -198,7 +286,7 @@ def stored_tool_call(r: tuple[Any, ...]) -> StoredToolCall:
         attempt=r[3],
         execution_id=r[4],
         status=r[5],
-        effects=None if r[6] is None else json.loads(r[6]),
+        effects=None if r[6] is None else stored_json(r[6], what),
         result_sha256=r[7],
         request_seq=r[8],
         finish_seq=r[9],

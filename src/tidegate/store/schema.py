@@ -158,6 +158,22 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX artifacts_by_run ON artifacts(run_id, artifact_id);
     """,
+    # 3: each run's committed checkpoint head (count and last hash, signed), rewritten in
+    # the transaction that inserts a checkpoint, so removing the last ones shows. Runs
+    # recorded before it get no head: their chains read as unverifiable, never as verified.
+    """
+    CREATE TABLE checkpoint_heads (
+        run_id TEXT PRIMARY KEY REFERENCES runs(run_id),
+        count INTEGER NOT NULL,
+        last_hash TEXT NOT NULL,
+        mac TEXT NOT NULL
+    );
+    """,
+    # 4: a checkpoint row holds its whole document (``full``) or only what changed since
+    # the previous checkpoint (``delta``); see ``chain_rows``. Older rows are all whole.
+    """
+    ALTER TABLE checkpoints ADD COLUMN encoding TEXT NOT NULL DEFAULT 'full';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -7,15 +7,24 @@ its git directory (where a model working on the repository could reach it). It i
 canonicalised once; each repository gets its own subdirectory (named after the work tree
 and a digest of its git directory), holding ``runs.sqlite3``. The checkpoint key lives in
 the state root itself.
+
+A state root that cannot be written (read-only, full, not permitted) fails before any run
+starts, in one line naming it, what could not be done and the errno
+(``StateRootUnusable``): exit 2 when the operator must choose another one, 1 when the
+condition may pass (a full disk, an I/O error). A run store that cannot be opened stays a
+``PersistenceError`` (PERSISTENCE_ERROR, exit 1), named the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-from tidegate.errors import UsageError
+from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.store.checkpoints import KEY_FILE, CheckpointKey
 from tidegate.store.db import RunStore
 from tidegate.store.faults import StoreFaults
@@ -23,6 +32,36 @@ from tidegate.workspace.repo import Repository, discover
 
 STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
 STORE_FILE = "runs.sqlite3"
+_OPERATOR_ERRNOS = frozenset(
+    {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP}
+)
+"""Errors that stay until the operator gives another state root (exit 2)."""
+_SQLITE_OPERATOR = frozenset({"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM"})
+
+
+class StateRootUnusable(TidegateError):
+    """The state root cannot be created or written; nothing was run."""
+
+    def __init__(self, root: Path, what: str, cause: BaseException) -> None:
+        if isinstance(cause, OSError) and cause.errno is not None:
+            name = errno.errorcode.get(cause.errno, str(cause.errno))
+            reason = f"{cause.strerror or cause} ({name})"
+            operator = cause.errno in _OPERATOR_ERRNOS
+        else:
+            name = str(getattr(cause, "sqlite_errorname", "") or type(cause).__name__)
+            reason = f"{cause} ({name})"
+            operator = name in _SQLITE_OPERATOR
+        super().__init__(f"state root {root}: cannot {what}: {reason}")
+        self.exit_code = 2 if operator else 1
+
+
+@contextlib.contextmanager
+def _state_root_step(root: Path, what: str) -> Iterator[None]:
+    """Turn an OS or SQLite failure while setting up ``root`` into ``StateRootUnusable``."""
+    try:
+        yield
+    except OSError as exc:
+        raise StateRootUnusable(root, what, exc) from exc
 
 
 def _user_state_dir() -> str:
@@ -55,7 +94,8 @@ def resolve_state_root(
         if canonical == inside or inside in canonical.parents:
             raise UsageError(f"state root {canonical}: inside {what} {inside}; choose another")
     if create:
-        canonical.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with _state_root_step(canonical, "create it"):
+            canonical.mkdir(parents=True, exist_ok=True, mode=0o700)
     return canonical
 
 
@@ -64,7 +104,8 @@ def repository_store(state_root: Path, common_dir: Path, name: str, *, create: b
     identity = hashlib.sha256(str(common_dir.resolve()).encode()).hexdigest()[:12]
     directory = state_root / f"{name}-{identity}"
     if create:
-        directory.mkdir(mode=0o700, exist_ok=True)
+        with _state_root_step(state_root, f"create the repository's directory {directory.name}"):
+            directory.mkdir(mode=0o700, exist_ok=True)
     return directory
 
 
@@ -75,8 +116,20 @@ def open_run_store(
     checkpoint key loaded (or created)."""
     repo = discover(repo_path)
     root = resolve_state_root(explicit, repo.root, git_dir=repo.common_dir)
+    if os.statvfs(root).f_flag & os.ST_RDONLY:  # named as such, not as a failed write
+        raise StateRootUnusable(root, "write", OSError(errno.EROFS, os.strerror(errno.EROFS)))
     directory = repository_store(root, repo.common_dir, repo.root.name)
-    return RunStore(directory / STORE_FILE, key=CheckpointKey.load_or_create(root), faults=faults)
+    with _state_root_step(root, "create the checkpoint key"):
+        key = CheckpointKey.load_or_create(root)
+    try:
+        return RunStore(directory / STORE_FILE, key=key, faults=faults)
+    except PersistenceError as exc:
+        # Still PERSISTENCE_ERROR (the store cannot be written or read), but named by the
+        # state root and the SQLite or OS code, not by a bare path.
+        unusable = StateRootUnusable(
+            root, f"open the run store {directory.name}/{STORE_FILE}", exc.__cause__ or exc
+        )
+        raise PersistenceError(str(unusable)) from exc
 
 
 def read_run_store(repo: Repository, explicit: str | None) -> RunStore | None:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tidegate.store.canonical import canonical_json
-from tidegate.store.redact import redact_value
+from tidegate.store.corrupt import CorruptRecord
+from tidegate.store.redact import Redactor
 
 
 def new_execution_id() -> str:
@@ -77,8 +77,24 @@ class TraceEvent:
         }
 
 
-def _canonical(value: Mapping[str, object] | None) -> str:
-    return canonical_json(redact_value(dict(value or {}))).decode("ascii")
+def check_event(event: TraceEvent) -> None:
+    """Raise ``CorruptRecord`` unless the stored ``event`` is what the store writes: its
+    payload and meta JSON objects, its numbers integers."""
+    where = f"run {event.run_id}: trace event {event.seq!r}"
+    if not isinstance(event.seq, int) or not isinstance(event.kind, str):
+        raise CorruptRecord(f"{where} has a field of the wrong type")
+    for name in ("payload", "meta"):
+        text = getattr(event, name)
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise CorruptRecord(f"{where} has a {name} that is not a JSON object")
+
+
+def _canonical(value: Mapping[str, object] | None, redactor: Redactor) -> str:
+    return redactor.canonical(dict(value or {})).decode("ascii")
 
 
 class Trace:
@@ -99,7 +115,9 @@ class Trace:
         self._next = first_seq
         self._clock = clock
         self._events: list[TraceEvent] = []
+        self._first = first_seq
         self._flushed = first_seq - 1
+        self._redactor = Redactor()  # the same keys and texts, event after event
 
     @property
     def next_seq(self) -> int:
@@ -130,8 +148,8 @@ class Trace:
             tool_call_id=tool_call_id,
             kind=kind,
             phase=phase,
-            payload=_canonical(payload),
-            meta=_canonical(meta),
+            payload=_canonical(payload, self._redactor),
+            meta=_canonical(meta, self._redactor),
             at_ms=self._clock(),
         )
         self._events.append(event)
@@ -145,7 +163,7 @@ class Trace:
 
     def pending(self) -> list[TraceEvent]:
         """Events not yet acknowledged by the store, oldest first."""
-        return [e for e in self._events if e.seq > self._flushed]
+        return self._events[self._flushed + 1 - self._first :]  # numbered in order
 
     def mark_flushed(self, upto_seq: int) -> None:
         self._flushed = max(self._flushed, upto_seq)

@@ -1,7 +1,9 @@
 """Read-only views of recorded runs, in a stable order, for ``tidegate runs`` and ``read``.
 
 Building a view never writes: it reads the store (opened read-only by the CLI), verifies
-the checkpoint chain in memory and recomputes the replay hash from the stored trace.
+the checkpoint chain in memory and recomputes the replay hash from the stored trace. A
+listing shows a corrupt run as ``corrupt`` with its ``problem``; reading one raises
+``CorruptRecord`` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from tidegate.errors import TidegateError
-from tidegate.store.checkpoints import verify_chain
+from tidegate.store.checkpoints import Checkpoint, verify_committed
+from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.db import RESUMABLE, RunStore, StoredRun
 from tidegate.store.replay import replay_hash
 
@@ -27,42 +30,52 @@ def run_row(run: StoredRun) -> dict[str, Any]:
         "attempts": run.attempts,
         "duration_s": run.duration_s,
         "started_ms": run.started_ms,
+        "problem": run.problem,
+    }
+
+
+def _resume_hint(run: StoredRun, last: Checkpoint) -> dict[str, Any] | None:
+    """Where ``tidegate resume`` would continue a paused or interrupted run from."""
+    if run.status not in RESUMABLE:
+        return None
+    saved = last.state
+    attempt = saved.get("attempt", {})
+    counters = saved.get("counters", {})
+    completed = attempt.get("completed") or []
+    number, after = attempt.get("number"), completed[-1] if completed else None
+    if counters.get("attempt_closed") and not counters.get("stop"):
+        number, after = (number or 0) + 1, None  # the next attempt, from its start
+    return {
+        "command": f"tidegate resume {run.run_id}",
+        "attempt": number,
+        "after": after,
+        "checkpoint": last.seq,
     }
 
 
 def run_view(store: RunStore, run_id: str) -> dict[str, Any]:
     """Everything recorded about a run: the run, its phases, attempts, effects and evidence."""
     run = store.get(run_id)
+    if run.problem is not None:
+        raise CorruptRecord(f"run {run.run_id} is corrupt in the store: {run.problem}")
     report = run.report
     checkpoints = store.checkpoints(run.run_id)
+    head = store.checkpoint_head(run.run_id)
     events = store.events(run.run_id)
     chain = "none recorded"
-    if checkpoints:
+    if checkpoints or head is not None:
         if store.key is None:
             chain = "unverifiable: no checkpoint key in the state root"
         else:
             try:
-                verify_chain(run.run_id, checkpoints, store.key)
+                verify_committed(run.run_id, checkpoints, head, store.key)
                 chain = "verified"
             except TidegateError as exc:
                 chain = f"refused: {exc}"
     recomputed = replay_hash(events) if events else None
     last = checkpoints[-1] if checkpoints else None
-    resume = None
-    if run.status in RESUMABLE and last is not None:
-        saved = last.state
-        attempt = saved.get("attempt", {})
-        counters = saved.get("counters", {})
-        completed = attempt.get("completed") or []
-        number, after = attempt.get("number"), completed[-1] if completed else None
-        if counters.get("attempt_closed") and not counters.get("stop"):
-            number, after = (number or 0) + 1, None  # the next attempt, from its start
-        resume = {
-            "command": f"tidegate resume {run.run_id}",
-            "attempt": number,
-            "after": after,
-            "checkpoint": last.seq,
-        }
+    # Resuming is offered only from a chain that verified: `resume` refuses any other.
+    resume = _resume_hint(run, last) if chain == "verified" and last is not None else None
     phases = store.query(
         "SELECT seq, attempt, phase, effect, status, duration_ms, detail, error_class, "
         "execution_id FROM phase_events WHERE run_id = ? ORDER BY seq",

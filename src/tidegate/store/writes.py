@@ -9,8 +9,10 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal
-from tidegate.store.redact import redact_value
+from tidegate.faults import maybe_crash
+from tidegate.store.chain_rows import ChainTip, encode, tip_of
+from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal, seal_head
+from tidegate.store.redact import Redactor, redact_value
 from tidegate.store.trace import TraceEvent, now_ms
 
 if TYPE_CHECKING:
@@ -141,12 +143,16 @@ def insert_checkpoint(
     db: sqlite3.Connection,
     key: CheckpointKey,
     run_id: str,
-    events: Sequence[TraceEvent],
     reason: str,
     state: Mapping[str, object],
-) -> Checkpoint:
+    tip: ChainTip | None,
+    redactor: Redactor,
+) -> tuple[Checkpoint, ChainTip]:
     """Seal the redacted ``state`` as the run's next checkpoint, chained to its last one
-    and covering the trace up to its last event, and insert it."""
+    and covering the trace up to its last event, and insert it -- as a delta against
+    ``tip`` (the writer's copy of the last checkpoint) when that is still the run's last,
+    else rebuilt from the rows -- with the run's new committed head (in the caller's
+    transaction: both or neither). Returns the checkpoint and the new tip."""
     row = db.execute(
         "SELECT seq, hash FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
     ).fetchone()
@@ -154,7 +160,7 @@ def insert_checkpoint(
     event_seq = db.execute(
         "SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?", (run_id,)
     ).fetchone()[0]
-    redacted = redact_value(dict(state))
+    redacted = redactor(dict(state))
     assert isinstance(redacted, dict)
     sealed = seal(
         key,
@@ -165,8 +171,12 @@ def insert_checkpoint(
         prev_hash=prev,
         state=redacted,
     )
+    if prev is not None and (tip is None or (tip.seq, tip.hash) != (seq - 1, prev)):
+        tip = tip_of(run_id, _since_last_full(db, run_id))
+    encoding, text, new_tip = encode(tip, sealed)
     db.execute(
-        "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO checkpoints (run_id, seq, event_seq, reason, prev_hash, hash, mac, "
+        "document, encoding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             run_id,
             sealed.seq,
@@ -175,10 +185,31 @@ def insert_checkpoint(
             sealed.prev_hash,
             sealed.hash,
             sealed.mac,
-            sealed.document,
+            text,
+            encoding,
         ),
     )
-    return sealed
+    maybe_crash("checkpoint.before_head", sealed.seq)  # crash tests: the row, not the head
+    head = seal_head(key, sealed)
+    db.execute(
+        "INSERT INTO checkpoint_heads VALUES (?, ?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET "
+        "count = excluded.count, last_hash = excluded.last_hash, mac = excluded.mac",
+        (head.run_id, head.count, head.last_hash, head.mac),
+    )
+    return sealed, new_tip
+
+
+CHECKPOINT_ROW = "run_id, seq, event_seq, reason, prev_hash, hash, mac, document, encoding"
+"""The ``checkpoints`` columns ``chain_rows.rebuild`` reads, in its order."""
+
+
+def _since_last_full(db: sqlite3.Connection, run_id: str) -> list[tuple[object, ...]]:
+    return db.execute(
+        f"SELECT {CHECKPOINT_ROW} FROM checkpoints WHERE run_id = ? AND seq >= (SELECT "
+        "COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ? AND encoding = 'full') "
+        "ORDER BY seq",
+        (run_id, run_id),
+    ).fetchall()
 
 
 def redacted_report(report: FlowReport) -> FlowReport:

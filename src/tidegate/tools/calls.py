@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tidegate.errors import UnknownOutcome
-from tidegate.tools.effects import Effects
+from tidegate.tools.effects import Effects, json_safe
 
 Status = Literal[
     "ok", "error", "denied", "pending_approval", "paused", "cancelled", "skipped", "unknown_outcome"
@@ -84,8 +84,14 @@ class ToolResult(BaseModel):
     """The adapter's label when it is a double or a test adapter."""
     duration_ms: float = 0.0
 
+    @field_validator("output", mode="before")
+    @classmethod
+    def _json_safe_output(cls, value: Any) -> Any:
+        """An adapter's output naming a non-UTF-8 file shows it escaped (``\\xff``)."""
+        return json_safe(value)
+
     def to_json(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude={"effects"})
+        data: dict[str, Any] = json_safe(self.model_dump(mode="json", exclude={"effects"}))
         data["effects"] = self.effects.to_json()
         return data
 

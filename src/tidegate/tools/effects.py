@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -202,12 +203,60 @@ class EntryStateModel(_Frozen):
         return self
 
 
+def display_name(name: str) -> str:
+    """A file name as JSON-safe text: unchanged when it is UTF-8; else its undecodable bytes
+    shown as ``\\xff`` escapes (the name as read from the file system carries them as
+    surrogates, which no UTF-8 encoder accepts)."""
+    raw = os.fsencode(name)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every string (and key) that is not Unicode text -- a file name read
+    from the file system as surrogates -- replaced by its ``display_name``; everything
+    else unchanged. What a tool answers must survive any UTF-8 encoder (the store's, the
+    MCP transport's), or the session and the record die with it."""
+    if isinstance(value, str):
+        return display_name(value) if _has_surrogate(value) else value
+    if isinstance(value, Mapping):
+        return {json_safe(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _lossless_path(data: Any) -> Any:
+    """Before validation: a path that is not UTF-8 keeps its exact bytes (hex) beside an
+    escaped display form, so the record is JSON-safe and loses nothing."""
+    if isinstance(data, Mapping) and isinstance(data.get("path"), str):
+        shown = display_name(data["path"])
+        if shown != data["path"]:
+            return {**data, "path": shown, "path_bytes_hex": os.fsencode(data["path"]).hex()}
+    return data
+
+
 class WriteEffect(_Frozen):
-    """One durable path whose typed state changed, observed by the host before and after."""
+    """One durable path whose typed state changed, observed by the host before and after.
+    A name that is not UTF-8 is recorded as its escaped display form plus
+    ``path_bytes_hex``, the exact bytes."""
 
     path: str
     before: EntryStateModel
     after: EntryStateModel
+    path_bytes_hex: str | None = None
+
+    _lossless = model_validator(mode="before")(_lossless_path)
 
     @model_validator(mode="after")
     def _changed(self) -> WriteEffect:
@@ -225,6 +274,9 @@ class DerivedMutation(_Frozen):
     path: str
     before: str | None
     after: str | None
+    path_bytes_hex: str | None = None
+
+    _lossless = model_validator(mode="before")(_lossless_path)
 
 
 class InspectEffect(_Frozen):
@@ -327,7 +379,12 @@ class Effects(_Frozen):
         return {FIELD_CAPABILITY[name] for name in self.present()}
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        """JSON-safe: a non-UTF-8 name anywhere (an inspected listing, say) shows escaped;
+        ``write`` and ``derived`` entries also keep such a name's bytes losslessly."""
+        data: dict[str, Any] = json_safe(
+            self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        )
+        return data
 
 
 def undeclared(tool: str, effects: Effects) -> list[str]:

@@ -3,7 +3,9 @@
 For each call, in this order, and nothing is dispatched before the last check passes:
 
 1. resolve the name (model-facing or canonical) and refuse unknown, inactive or reused
-   call IDs; parse and validate the arguments against the tool's input model;
+   call IDs; parse the arguments as strict JSON (``arguments``: no NaN, no infinities,
+   64-bit integers, bounded nesting, Unicode text) and validate them against the tool's
+   input model;
 2. cancellation and the session's call budget;
 3. approval: ``policy.decide`` (pure); Ask goes to a grant, the approver (waited for at
    most ``ToolLimits.approval_timeout_s``, then a timed-out denial), or becomes a
@@ -43,6 +45,7 @@ from tidegate.errors import PersistenceError
 from tidegate.tools.adapters import default_adapters
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolAdapter, ToolFailure
 from tidegate.tools.adapters.sessions import SessionSupervisor
+from tidegate.tools.arguments import ArgumentsRejected, argument_problem, parse_arguments
 from tidegate.tools.calls import (
     ApprovalRequest,
     BatchResult,
@@ -292,13 +295,21 @@ class ToolExecutor:
 
     def _parse(self, call: ToolCall, spec: ToolSpec, started: float) -> BaseModel | ToolResult:
         raw: Any = call.arguments
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                return self._fail(
-                    call, spec, "invalid_arguments", f"arguments are not JSON: {exc}", started
-                )
+        try:
+            if isinstance(raw, str):
+                raw = parse_arguments(raw) if raw.strip() else {}
+            else:
+                problem = argument_problem(raw)
+                if problem is not None:
+                    raise ArgumentsRejected(problem)
+        except json.JSONDecodeError as exc:
+            return self._fail(
+                call, spec, "invalid_arguments", f"arguments are not JSON: {exc}", started
+            )
+        except ArgumentsRejected as exc:
+            return self._fail(
+                call, spec, "invalid_arguments", f"arguments are not strict JSON: {exc}", started
+            )
         if not isinstance(raw, dict):
             return self._fail(
                 call, spec, "invalid_arguments", "arguments must be a JSON object", started

@@ -20,6 +20,8 @@ opened it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +30,7 @@ from typing import Any, Literal, Protocol
 
 from tidegate.errors import ErrorClass
 from tidegate.flow.report import ChangedFile, FlowReport
+from tidegate.tools.arguments import argument_problem
 from tidegate.tools.calls import ToolCall, ToolResult
 from tidegate.tools.effects import sha256_json
 
@@ -73,7 +76,19 @@ class RunLog(ToolCallLog, Protocol):
 
 
 def input_digest(arguments: Any) -> str:
-    return sha256_json(arguments)
+    """The digest a call's input is recorded under. Arguments the executor refuses as not
+    strict JSON (NaN, unpaired surrogates, absurd nesting) still get one: of their text as
+    given, or of a lossless ASCII rendering, so the refused call is on record too."""
+    if argument_problem(arguments) is None:
+        return sha256_json(arguments)
+    if isinstance(arguments, str):
+        data = arguments.encode("utf-8", "surrogatepass")
+    else:
+        try:
+            data = json.dumps(arguments, sort_keys=True, default=repr).encode("ascii")
+        except (RecursionError, ValueError, TypeError):
+            data = ascii(type(arguments)).encode("ascii")
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)

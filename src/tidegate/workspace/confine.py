@@ -33,6 +33,7 @@ from tidegate.workspace.states import DIRECTORY, MISSING, EntryState, hash_fd
 RefusalReason = Literal[
     "empty",
     "nul",
+    "too_long",
     "absolute",
     "home",
     "parent",
@@ -48,6 +49,7 @@ RefusalReason = Literal[
 _REASONS: dict[str, str] = {
     "empty": "an empty path",
     "nul": "contains a NUL byte",
+    "too_long": "longer than the file system allows",
     "absolute": "an absolute path outside the workspace root",
     "home": "'~' paths are not expanded; give a path relative to the workspace root",
     "parent": "'..' components are not accepted",
@@ -61,6 +63,9 @@ _REASONS: dict[str, str] = {
 }
 
 MAX_SYMLINK_HOPS = 40
+NAME_MAX = 255
+"""Bytes in one path component (Linux and macOS); longer names fail with ENAMETOOLONG."""
+PATH_MAX = 4095
 _MAX_RETRIES = 16  # a component that flips between kinds while we look at it
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -97,7 +102,21 @@ def check_relative(path: str) -> PurePosixPath:
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise PathRefused(path, "parent")
+    _check_lengths(path, parts)
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
+
+
+def _check_lengths(path: str, parts: list[str]) -> None:
+    """Refuse, before any system call, a name the kernel would refuse with ENAMETOOLONG
+    (which would otherwise surface mid-operation as an error of unknown outcome)."""
+    for part in parts:
+        size = len(os.fsencode(part))
+        if size > NAME_MAX:
+            raise PathRefused(
+                path, "too_long", f"a component of {size} bytes (at most {NAME_MAX} allowed)"
+            )
+    if len(os.fsencode(path)) > PATH_MAX:
+        raise PathRefused(path, "too_long", f"a path of more than {PATH_MAX} bytes")
 
 
 def _strip_root(path: str, roots: tuple[PurePosixPath, ...]) -> str | None:

@@ -288,3 +288,35 @@ def test_stored_report_json_digest_is_what_was_acknowledged(tmp_path: Path) -> N
         == hashlib.sha256(stored.model_dump_json().encode()).hexdigest()
     )
     assert json.loads(text)["status"] == "succeeded"
+
+
+def test_a_version_2_paused_run_migrates_without_a_head_and_never_reads_verified(
+    tmp_path: Path,
+) -> None:
+    """Schema 3 adds committed chain heads. A run checkpointed before it has none, so its
+    chain reads as unverifiable (truncation cannot be ruled out), never as verified."""
+    from tidegate.store.checkpoints import CheckpointRefused, verify_committed
+
+    path = tmp_path / "runs.sqlite3"
+    store = _store(tmp_path)
+    trace = _begin(store)
+    _phase(trace, "PLAN")
+    store.flush("run-1", trace.pending(), checkpoint=("phase", {"n": 1}))
+    store.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TABLE checkpoint_heads")
+    db.execute("ALTER TABLE checkpoints DROP COLUMN encoding")  # added by schema 4
+    db.execute("PRAGMA user_version = 2")
+    db.close()
+
+    migrated = _store(tmp_path)
+    assert migrated.query("PRAGMA user_version")[0][0] == SCHEMA_VERSION == 4
+    assert migrated.checkpoint_head("run-1") is None
+    assert migrated.key is not None
+    with pytest.raises(CheckpointRefused, match="no committed head"):
+        verify_committed("run-1", migrated.checkpoints("run-1"), None, migrated.key)
+    # A checkpoint written after the migration commits a head covering the whole chain.
+    migrated.flush("run-1", [], checkpoint=("phase", {"n": 2}))
+    head = migrated.checkpoint_head("run-1")
+    assert head is not None and head.count == 2
+    verify_committed("run-1", migrated.checkpoints("run-1"), head, migrated.key)

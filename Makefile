@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# Bytecode once, even where PYTHONDONTWRITEBYTECODE is set: every start reads it.
+	$(BIN)/python -m compileall -q src
 	touch $@
 
 demo: $(BIN)/.installed

@@ -132,8 +132,9 @@ def test_an_edited_checkpoint_is_refused_on_the_fast_path_too(
     repo, _, failed = recorded
     _edit(
         repo,
-        "UPDATE checkpoints SET document = replace(document, '\"seq\":2', '\"seq\":9') "
-        "WHERE run_id = ? AND seq = 2",
+        # The row's own field, which the rebuilt document holds whether the row is stored
+        # whole or as a delta.
+        "UPDATE checkpoints SET event_seq = event_seq + 100 WHERE run_id = ? AND seq = 2",
         (failed,),
     )
     shown = same(["read", "latest"], repo)
@@ -364,3 +365,27 @@ def test_outside_a_repository_every_repositorys_runs_are_listed(
     assert str(repo.root) in full[1] and str(other.root) in full[1]
     with pytest.raises(Unsupported):  # a --repo that is not one: the full command's error
         quickread.runs_output({"--repo": str(outside)}, 20)
+
+
+def test_a_truncated_chain_or_an_edited_delta_is_refused_on_the_fast_path_too(
+    recorded: tuple[Repo, str, str],
+) -> None:
+    """Schema 4: the fast path rebuilds delta rows and checks the committed chain head."""
+    repo, ok, failed = recorded
+    _edit(
+        repo,
+        "DELETE FROM checkpoints WHERE run_id = ? AND seq = (SELECT max(seq) FROM checkpoints "
+        "WHERE run_id = ?)",
+        (failed, failed),
+    )
+    shown = same(["read", "latest"], repo)
+    assert "the checkpoint chain is truncated" in shown, shown
+    same(["read", "latest", "--json", "--detail"], repo)
+    _edit(
+        repo,
+        "UPDATE checkpoints SET document = replace(document, '\"=\"', '\"d\"') "
+        "WHERE run_id = ? AND encoding = 'delta'",
+        (ok,),
+    )
+    shown = same(["read", ok], repo)
+    assert "refused: checkpoint" in shown, shown

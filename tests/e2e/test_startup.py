@@ -153,11 +153,14 @@ def test_help_and_runs_load_no_cli_framework_no_sdk_and_no_models(recorded: Repo
 
 
 def test_read_loads_neither_rich_nor_the_report_model_nor_the_store(recorded: Repo) -> None:
-    plain = (*ALWAYS_HEAVY, "rich", "pydantic", "tidegate.flow", "tidegate.store", "subprocess")
+    plain = (*ALWAYS_HEAVY, "rich", "pydantic", "tidegate.flow", "subprocess", "typing")
     for args in (["read", "latest", "--json"], ["read", "latest"], ["runs"]):
         loaded = _loaded(*args, cwd=recorded.root)
         assert "tidegate.cli.quickread" in loaded, args
         assert _heavy(loaded, plain) == [], args
+        # Of the store, only the delta decoder (no typing, no dataclasses) for ``read``.
+        store = sorted(m for m in loaded if m.startswith("tidegate.store"))
+        assert store in ([], ["tidegate.store", "tidegate.store.delta"]), args
 
 
 def test_a_terminal_gets_the_styled_report_without_rich(recorded: Repo) -> None:

@@ -18,6 +18,7 @@ for byte.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -42,13 +43,14 @@ except ImportError:
     except ImportError:
         from hashlib import sha256 as sha256  # type: ignore[assignment, unused-ignore]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 """The store schema this module reads (``tidegate.store.schema.SCHEMA_VERSION``; a unit
 test keeps the two equal). Any other version goes to the full path."""
 STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
 STORE_FILE = "runs.sqlite3"
 KEY_FILE = "checkpoint.key"
 TERMINAL = frozenset({"succeeded", "failed", "conflict"})
+KNOWN_STATUSES = TERMINAL | {"paused", "interrupted", "running"}
 RUN_COLUMNS = (
     "run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts, "
     "replay_hash, duration_s, execution_id, pid, pid_start, host, started_ms, updated_ms, "
@@ -280,7 +282,13 @@ def run_record(row: tuple[Any, ...]) -> dict[str, Any]:
         report_json,
         acknowledged,
     ) = row
-    holder = (int(pid), str(pid_start or ""), str(host or "")) if pid is not None else None
+    if status not in KNOWN_STATUSES:
+        raise Unsupported("a corrupt row: the full command names what is wrong")
+    if report_json is not None and not isinstance(json.loads(report_json), dict):
+        raise Unsupported("a report that is not an object: the full command says so")
+    # A pid no process can have is no holder (``tidegate.store.rows._holder``).
+    valid = isinstance(pid, int) and 0 < pid < 2**22
+    holder = (pid, str(pid_start or ""), str(host or "")) if valid else None
     derived = str(status)
     if derived == "running" and (holder is None or not _alive(*holder)):
         derived = "interrupted"
@@ -320,6 +328,7 @@ def _row(run: dict[str, Any]) -> dict[str, Any]:
         "attempts": run["attempts"],
         "duration_s": run["duration_s"],
         "started_ms": run["started_ms"],
+        "problem": None,
     }
 
 

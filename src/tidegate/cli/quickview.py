@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHECKPOINT_FORMAT = "tidegate.checkpoint/1"
+HEAD_FORMAT = "tidegate.checkpoint-head/1"
 REPLAY_FORMAT = "tidegate.replay/1"
 RESUMABLE = frozenset({"paused", "interrupted"})
 
@@ -33,25 +34,37 @@ def run_view(db: sqlite3.Connection, key: bytes | None, run_id: str) -> dict[str
     run = run_record(found[0])
     report = _report(run)
     rid = run["run_id"]
-    checkpoints = db.execute(
-        "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document "
-        "FROM checkpoints WHERE run_id = ? ORDER BY seq",
-        (rid,),
+    checkpoints = _rebuild(
+        rid,
+        db.execute(
+            "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document, encoding "
+            "FROM checkpoints WHERE run_id = ? ORDER BY seq",
+            (rid,),
+        ).fetchall(),
+    )
+    heads = db.execute(
+        "SELECT run_id, count, last_hash, mac FROM checkpoint_heads WHERE run_id = ?", (rid,)
     ).fetchall()
+    if heads and not all(type(v) is t for v, t in zip(heads[0], (str, int, str, str), strict=True)):
+        raise Unsupported("a corrupt checkpoint head: the full command names it")
+    head = heads[0] if heads else None
     events = db.execute(
         "SELECT seq, kind, attempt, phase, payload FROM trace WHERE run_id = ? ORDER BY seq",
         (rid,),
     ).fetchall()
     chain = "none recorded"
-    if checkpoints:
+    if checkpoints or head is not None:
         if key is None:
             chain = "unverifiable: no checkpoint key in the state root"
         else:
-            problem = _chain_problem(rid, checkpoints, key)
+            problem = _chain_problem(rid, checkpoints, key) or _head_problem(
+                rid, checkpoints, head, key
+            )
             chain = "verified" if problem is None else f"refused: {problem}"
     recomputed = _replay_hash(events) if events else None
     last = checkpoints[-1] if checkpoints else None
-    resume = _resume(run, last)
+    # Resuming is offered only from a chain that verified, as ``run_view`` does.
+    resume = _resume(run, last) if chain == "verified" else None
     phases = db.execute(
         "SELECT seq, attempt, phase, effect, status, duration_ms, detail, error_class, "
         "execution_id FROM phase_events WHERE run_id = ? ORDER BY seq",
@@ -175,6 +188,73 @@ def _resume(run: dict[str, Any], last: tuple[Any, ...] | None) -> dict[str, Any]
 
 
 # -- evidence (tidegate.store.checkpoints, replay, canonical) ----------------------------
+
+
+def _rebuild(run_id: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows with each document rebuilt from whole documents and deltas
+    (``tidegate.store.chain_rows.rebuild``): a row that cannot be rebuilt keeps its stored
+    text, which then fails the hash check."""
+    from tidegate.store.delta import patch
+
+    out = []
+    state: Any = None
+    known = False
+    for row in rows:
+        stored, encoding = row[7], row[8]
+        document = stored
+        try:
+            if encoding == "full":
+                state, known = json.loads(stored)["state"], True
+            elif encoding == "delta" and known:
+                state = patch(state, json.loads(stored))
+                document = _document(run_id, row, state)
+            else:
+                known = False
+        except (ValueError, TypeError, KeyError, RecursionError):  # BadDelta is a ValueError
+            known = False
+        out.append((*row[:7], document))
+    return out
+
+
+def _document(run_id: str, row: tuple[Any, ...], state: Any) -> str:
+    """``chain_rows.document_of``: the canonical document of a row holding ``state``."""
+    header = {"format": CHECKPOINT_FORMAT, "run_id": run_id, "seq": row[1]}
+    header.update(event_seq=row[2], reason=row[3], prev_hash=row[4], state=state)
+    return json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _head_problem(
+    run_id: str, checkpoints: list[tuple[Any, ...]], head: tuple[Any, ...] | None, key: bytes
+) -> str | None:
+    """``checkpoints.verify_committed``'s refusal for the chain's committed head, or None."""
+    problem = None
+    if head is None:
+        if checkpoints:
+            problem = (
+                f"its {len(checkpoints)} checkpoint(s) have no committed head (removed, or "
+                "recorded before tidegate kept one), so a truncated chain cannot be ruled out"
+            )
+    else:
+        head_run, count, last_hash, mac = head
+        document = _canonical(
+            {"format": HEAD_FORMAT, "run_id": head_run, "count": count, "last_hash": last_hash}
+        )
+        if head_run != run_id or not _compare_digest(_hmac_sha256(key, document), mac):
+            problem = (
+                "the committed head of its checkpoint chain has a signature that does not match"
+            )
+        elif len(checkpoints) < count:
+            problem = (
+                f"the checkpoint chain is truncated: {len(checkpoints)} of the {count} "
+                f"committed checkpoint(s) remain (the last {count - len(checkpoints)} were "
+                "removed)"
+            )
+        elif len(checkpoints) > count or checkpoints[-1][5] != last_hash:
+            problem = (
+                "the checkpoint chain does not end where its committed head says "
+                f"(checkpoint {count})"
+            )
+    return None if problem is None else f"run {run_id}: {problem}; refusing to resume"
 
 
 def _chain_problem(run_id: str, checkpoints: list[tuple[Any, ...]], key: bytes) -> str | None:

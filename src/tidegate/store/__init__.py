@@ -7,9 +7,11 @@ the store without loading the recorder, and through it the whole engine."""
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # the CLI's fast path reads store.delta without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from tidegate.store.checkpoints import Checkpoint, CheckpointKey, CheckpointRefused
     from tidegate.store.corrupt import CorruptRecord
     from tidegate.store.db import RunStore, StoredRun

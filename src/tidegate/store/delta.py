@@ -17,7 +17,9 @@ with the canonical document it signed, and stores the whole document when they d
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # read by the CLI's fast path, which does not import typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class BadDelta(ValueError):

@@ -30,8 +30,11 @@ an empty ``diff.external`` makes git fail rather than not use one.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +105,26 @@ _UNTRUSTED_ENV = {
     "GIT_ATTR_NOSYSTEM": "1",
 }
 _FILTER_KEYS = ("clean=", "smudge=", "process=", "required=false")
+
+
+_no_index_dir: str | None = None
+
+
+def no_index() -> dict[str, str]:
+    """The environment for a command that only compares trees (``diff-tree --raw`` or
+    ``--name-only``): ``GIT_INDEX_FILE`` names an index that does not exist, which git
+    reads as empty. Such commands still load the work tree's index otherwise (on 50,000
+    files, ~8 ms a call) though nothing they print depends on it."""
+    global _no_index_dir
+    if _no_index_dir is None:
+        _no_index_dir = tempfile.mkdtemp(prefix="tidegate-no-index-")
+        atexit.register(_remove_no_index_dir, _no_index_dir)
+    return {"GIT_INDEX_FILE": os.path.join(_no_index_dir, "index")}
+
+
+def _remove_no_index_dir(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)  # empty: nothing ever writes the index it names
 
 
 @dataclass(frozen=True)
@@ -265,8 +288,16 @@ class Git:
 
     def _converted_paths(self, paths: Sequence[str]) -> set[str]:
         """Paths whose checkout may differ from the raw blob (filters, eol, encoding)."""
-        autocrlf = self.run("config", "--get", "core.autocrlf", check=False).text.strip().lower()
-        eol = self.run("config", "--get", "core.eol", check=False).text.strip().lower()
+        settings = self.run(
+            "config", "-z", "--get-regexp", r"^core\.(autocrlf|eol)$", check=False
+        ).text
+        values = dict(
+            item.split("\n", 1) if "\n" in item else (item, "true")
+            for item in settings.split("\0")
+            if item
+        )
+        autocrlf = values.get("core.autocrlf", "").strip().lower()
+        eol = values.get("core.eol", "").strip().lower()
         if autocrlf in ("true", "1", "yes", "on") or eol == "crlf":
             return set(paths)
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)

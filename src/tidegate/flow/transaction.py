@@ -573,7 +573,7 @@ def _report(
     diff, changed = "", []
     if attempt.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
         diff = final_diff(state.repo.git, state.snapshot.commit, attempt.candidate_tree)
-        changed = changed_files(state.repo.git, attempt.changes)
+        changed = changed_files(state.repo.git, attempt.changes, attempt.forms)
     verify = None
     if attempt.verify is not None and state.request.verify:
         verify = VerifyOut(
@@ -639,9 +639,15 @@ def final_diff(git: Git, t0: str, tree: str) -> str:
     return res.stdout.decode("utf-8", "surrogateescape")
 
 
-def changed_files(git: Git, changes: list[PathChange]) -> list[ChangedFile]:
-    """Each changed path with the SHA-256 of its work-tree content on both sides."""
-    forms = worktree_forms(git, changes)
+def changed_files(
+    git: Git,
+    changes: list[PathChange],
+    forms: dict[tuple[str, str], bytes] | None = None,
+) -> list[ChangedFile]:
+    """Each changed path with the SHA-256 of its work-tree content on both sides
+    (``forms``: the work-tree forms APPLY_BACK already read, when it ran)."""
+    if forms is None:
+        forms = worktree_forms(git, changes)
 
     def sha(version: Version | None, path: str) -> str | None:
         if version is None:

@@ -291,11 +291,10 @@ class Git:
         settings = self.run(
             "config", "-z", "--get-regexp", r"^core\.(autocrlf|eol)$", check=False
         ).text
-        values = dict(
-            item.split("\n", 1) if "\n" in item else (item, "true")
-            for item in settings.split("\0")
-            if item
-        )
+        values: dict[str, str] = {}
+        for item in settings.split("\0"):
+            key, sep, setting = item.partition("\n")  # a key without a value means "true"
+            values[key] = setting if sep else "true"
         autocrlf = values.get("core.autocrlf", "").strip().lower()
         eol = values.get("core.eol", "").strip().lower()
         if autocrlf in ("true", "1", "yes", "on") or eol == "crlf":

@@ -388,6 +388,11 @@ def main(argv: list[str] | None = None) -> int:
         help="after the rounds, one traced --warm-shadow CLI run: every git call and its time",
     )
     ap.add_argument("--tidegate", type=Path, default=ROOT / ".venv" / "bin" / "tidegate")
+    ap.add_argument(
+        "--src",
+        type=Path,
+        help="run the CLI on another checkout's src/ (PYTHONPATH), e.g. a baseline commit",
+    )
     ap.add_argument("--workdir", type=Path, help="where to build the repo (default: a temp dir)")
     ap.add_argument(
         "--shadow-dir",
@@ -430,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         "TMPDIR": str(shadows),
         "TIDEGATE_STATE_ROOT": str(state_root),
     }
+    if args.src is not None:
+        tide_env["PYTHONPATH"] = str(args.src.resolve())
     try:
         start = time.perf_counter()
         if args.from_repo is not None:
@@ -514,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
             "warmup": args.warmup,
             "machine": machine(),
+            "src": str(args.src) if args.src else "this checkout",
             "repo_build_s": round(build_s, 2),
             "floor_s": [round(x, 4) for x in floor],
             "tidegate_s": [round(r["seconds"], 4) for r in runs],
@@ -700,7 +708,8 @@ def print_table(r: dict[str, Any]) -> None:
     )
     print(f"machine: {m['nproc']} cpus, {m['memory_gib']} GiB, {m['git']}, python {m['python']}")
     print(
-        f"tidegate at {m['tidegate_commit']}; worktrees under {r['shadow_dir']} ({r['shadow_fs']})"
+        f"tidegate at {m['tidegate_commit']} (src: {r['src']}); "
+        f"worktrees under {r['shadow_dir']} ({r['shadow_fs']})"
     )
     print()
     rows = [

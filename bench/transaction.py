@@ -2,7 +2,8 @@
 """Benchmark: one guarded tidegate patch run against the raw git commands it cannot avoid.
 
     .venv/bin/python bench/transaction.py [--files 50000] [--ignored 20000] [--repeat 5]
-                                          [--make-repo PATH] [--json] [--profile]
+                                          [--make-repo PATH | --from-repo DIR] [--json]
+                                          [--profile] [--warm [--status] [--trace]]
 
 Builds the synthetic repository with the shared ``make_repo.py`` (deterministic: same
 arguments, same bytes), then measures on it, in the same run and interleaved:
@@ -17,6 +18,15 @@ arguments, same bytes), then measures on it, in the same run and interleaved:
   time from spawn to exit, and the peak RSS reported by ``wait4`` for the process (the
   kernel's figure is the maximum over the process and the git children it waited for).
   The edit is undone with ``git checkout -- FILE`` outside the timed region.
+
+* **git status** (``--status``) - ``git status --porcelain`` in the bench repository, as a
+  user types it, against the ``--warm-shadow`` run of the same round (issue #12: at most 3x).
+
+``--from-repo DIR`` copies a repository (``cp -a``) instead of building one; ``--src DIR``
+runs the CLI on another checkout's ``src/`` (a baseline); ``--trace`` ends with one traced
+``--warm-shadow`` CLI run that logs every git call tidegate makes, with its start, its time
+and its thread. The runs record into a private state root, with Python's bytecode cache on
+as in an installed tidegate.
 
 After each round (outside the timed region) the bench repository's own index is refreshed,
 so both contenders start every round from the same stat cache. The order of the two
@@ -731,7 +741,10 @@ def print_table(r: dict[str, Any]) -> None:
         print(f"  {'  peak RSS':<{width}}  {w['peak_rss_mb']:.1f} MB")
     if "status" in r:
         st = r["status"]
-        print(f"  {'git status --porcelain median':<{width}}  {st['median_s']:.3f} s")
+        print(
+            f"  {'git status --porcelain median':<{width}}  {st['median_s']:.3f} s  "
+            f"(CPU {st['cpu_median_s']:.3f} s; --warm-shadow CPU {r['warm']['cpu_median_s']:.3f} s)"
+        )
         print(
             f"  {'  median ratio (warm/status)':<{width}}  {st['median_ratio']:.2f}  "
             f"(target <= 3; ratio of medians {st['ratio_of_medians']:.2f}; "

@@ -30,11 +30,8 @@ an empty ``diff.external`` makes git fail rather than not use one.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +104,10 @@ _UNTRUSTED_ENV = {
 _FILTER_KEYS = ("clean=", "smudge=", "process=", "required=false")
 
 
-_no_index_dir: str | None = None
+_NO_INDEX = "/proc/self/tidegate-no-index"
+"""A path no one can create (nothing can be created in ``/proc/self``; where there is no
+``/proc``, its parent is missing): opening it fails with ENOENT, which git reads as an
+empty index."""
 
 
 def no_index() -> dict[str, str]:
@@ -115,16 +115,7 @@ def no_index() -> dict[str, str]:
     ``--name-only``): ``GIT_INDEX_FILE`` names an index that does not exist, which git
     reads as empty. Such commands still load the work tree's index otherwise (on 50,000
     files, ~8 ms a call) though nothing they print depends on it."""
-    global _no_index_dir
-    if _no_index_dir is None:
-        _no_index_dir = tempfile.mkdtemp(prefix="tidegate-no-index-")
-        atexit.register(_remove_no_index_dir, _no_index_dir)
-    return {"GIT_INDEX_FILE": os.path.join(_no_index_dir, "index")}
-
-
-def _remove_no_index_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(path)  # empty: nothing ever writes the index it names
+    return {"GIT_INDEX_FILE": _NO_INDEX}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 """Benchmark: a repeat ``tidegate run --warm-shadow`` against ``git status --porcelain``.
 
     .venv/bin/python bench/warm_run.py --from-repo DIR [--repeat 7] [--workdir DIR]
-                                       [--shadow-dir DIR] [--src OLD/src] [--trace] [--json]
+                                       [--shadow-dir DIR] [--src DIR] [--baseline OLD/src]
+                                       [--trace] [--json]
 
 The part of ``bench/transaction.py --warm --status`` that needs no cold run (a cold run on
 a slow disk is minutes of checkout): the repository is copied (``cp -a``), one untimed
@@ -49,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where the copy goes (default: a temp dir)")
     ap.add_argument("--shadow-dir", type=Path, help="TMPDIR for tidegate (its shadow goes there)")
     ap.add_argument("--src", type=Path, help="run the CLI on another checkout's src/")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout's src/ timed as a third contender in the same rounds",
+    )
     ap.add_argument("--tidegate", type=Path, default=ROOT / ".venv" / "bin" / "tidegate")
     ap.add_argument("--trace", action="store_true", help="end with one traced warm run")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
@@ -69,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.src is not None:
         env["PYTHONPATH"] = str(args.src.resolve())
+    base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())} if args.baseline else None
     try:
         log(f"copying {args.from_repo} to {repo}")
         subprocess.run(["cp", "-a", str(args.from_repo), str(repo)], check=True)
@@ -78,12 +85,18 @@ def main(argv: list[str] | None = None) -> int:
         log(f"warm-up (makes the pooled shadow): {first['seconds']:.3f}s")
         refresh(repo)
         warm: list[dict[str, Any]] = []
+        base: list[dict[str, Any]] = []
         status: list[dict[str, float]] = []
+        contenders = ["warm", "status"] + (["baseline"] if base_env else [])
         for n in range(1, args.repeat + 1):
-            order = ["warm", "status"] if n % 2 else ["status", "warm"]
-            for which in order:
+            shift = n % len(contenders)
+            for which in contenders[shift:] + contenders[:shift]:
                 os.sync()
-                if which == "warm":
+                if which == "baseline":
+                    assert base_env is not None
+                    base.append(tidegate_once(repo, scratch, args.tidegate, base_env, n, warm_args))
+                    log(f"round {n}: baseline --warm-shadow {base[-1]['seconds']:.3f}s")
+                elif which == "warm":
                     warm.append(tidegate_once(repo, scratch, args.tidegate, env, n, warm_args))
                     log(f"round {n}: --warm-shadow {warm[-1]['seconds']:.3f}s")
                 else:
@@ -100,6 +113,19 @@ def main(argv: list[str] | None = None) -> int:
             "warm_cpu_median_s": round(statistics.median(r["cpu_s"] for r in warm), 4),
             "status": status_summary(status, warm),
         }
+        if base:
+            result["baseline"] = {
+                "src": str(args.baseline),
+                "warm_s": [round(r["seconds"], 4) for r in base],
+                "status": status_summary(status, base),
+                "warm_cpu_median_s": round(statistics.median(r["cpu_s"] for r in base), 4),
+                "median_ratio_to_baseline": round(
+                    statistics.median(
+                        w["seconds"] / b["seconds"] for w, b in zip(warm, base, strict=True)
+                    ),
+                    3,
+                ),
+            }
         if args.trace:
             result["trace"] = traced_run(repo, scratch, args.tidegate, env)
         if args.json:
@@ -128,6 +154,20 @@ def print_result(r: dict[str, Any]) -> None:
     )
     print("  warm runs (s): " + " ".join(f"{x:.2f}" for x in r["warm_s"]))
     print("  git status (s): " + " ".join(f"{x:.2f}" for x in st["status_s"]))
+    if "baseline" in r:
+        b = r["baseline"]
+        bst = b["status"]
+        print(f"baseline ({b['src']}), same rounds:")
+        print(
+            f"  --warm-shadow median   {statistics.median(b['warm_s']):.3f} s  "
+            f"(CPU {b['warm_cpu_median_s']:.3f} s)"
+        )
+        print(
+            f"  median ratio           {bst['median_ratio']:.2f}  (to git status; of CPU "
+            f"medians {bst['cpu_ratio_of_medians']:.2f})"
+        )
+        print(f"  this / baseline        {b['median_ratio_to_baseline']:.2f}  (median per round)")
+        print("  baseline runs (s): " + " ".join(f"{x:.2f}" for x in b["warm_s"]))
     if "trace" in r:
         print_trace(r["trace"])
 

@@ -115,3 +115,27 @@ def test_a_shadow_a_command_committed_in_staged_in_and_littered_is_back_at_t0(re
     assert repo.git(*env, "status", "--porcelain", "--untracked-files=all", "--ignored") == (
         " M f.txt\n"
     )
+
+
+def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Repo) -> None:
+    """The synchronous way (``tidegate resume`` takes it): a second acquire reuses the
+    pooled shadow, cleaned, at the new commit."""
+    from tidegate.workspace.repo import discover
+    from tidegate.workspace.shadow import ShadowWorktree
+
+    repo.write("f.txt", "one\n")
+    first_commit = repo.commit_all()
+    root = discover(repo.root)
+    root.runtime_dir.mkdir(exist_ok=True)  # a run's lock makes it
+    first = ShadowWorktree.acquire(root, first_commit, "run-1", pool=True)
+    (first.path / "f.txt").write_text("scribbled\n")
+    (first.path / "stray.txt").write_text("left behind\n")
+    repo.write("f.txt", "two\n")
+    second_commit = repo.commit_all()
+
+    second = ShadowWorktree.acquire(discover(repo.root), second_commit, "run-2", pool=True)
+
+    assert second.reused and second.path == first.path
+    assert (second.path / "f.txt").read_text() == "two\n"
+    assert not (second.path / "stray.txt").exists()
+    assert second.git.out("rev-parse", "HEAD") == second_commit

@@ -110,3 +110,16 @@ def test_a_refused_diff_is_refused_in_the_index_ways_words(tree: Repo, tmp_path:
         build_candidate(git, head, Proposal(diff=bad), tmp_path / "p.index", paths={"top.txt"})
     assert str(by_paths.value) == str(whole.value)
     assert by_paths.value.feedback == whole.value.feedback
+
+
+def test_case_folding_repositories_take_the_whole_index_way(
+    tree: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree.git("config", "core.ignorecase", "true")
+    calls: list[str] = []
+    real = candidate.edit_tree
+    monkeypatch.setattr(candidate, "edit_tree", lambda *a: calls.append("x") or real(*a))
+    proposal = Proposal(edits=(FileEdit("TOP.txt", b"other spelling\n"),))
+    whole, by_paths = _both(tree, tmp_path, proposal, {"TOP.txt"})
+    assert by_paths == whole
+    assert not calls

@@ -74,6 +74,8 @@ def _by_paths(
     git: Git, t0_commit: str, proposal: Proposal, index_file: Path, paths: set[str]
 ) -> str | None:
     """The candidate through a scratch index holding only ``paths`` at T0, or None."""
+    if _folds_names(git):
+        return None  # the index would match a name to another spelling of it
     env = {"GIT_INDEX_FILE": str(index_file), **IDENTITY}
     index_file.unlink(missing_ok=True)
     try:
@@ -111,6 +113,20 @@ def _by_paths(
     if not set(changes) <= paths:
         return None
     return edit_tree(git, t0_commit, changes)
+
+
+def _folds_names(git: Git) -> bool:
+    """Does git match paths case-insensitively or unicode-normalised here? Then a path the
+    proposal spells differently from T0 finds T0's entry in a whole index, and only there."""
+    out = git.run(
+        "config",
+        "--type=bool",
+        "-z",
+        "--get-regexp",
+        r"^core\.(ignorecase|precomposeunicode)$",
+        check=False,
+    ).text
+    return any(item.partition("\n")[2] == "true" for item in out.split("\0"))
 
 
 def _entries(raw: bytes, staged: bool) -> dict[str, tuple[str, str]] | None:

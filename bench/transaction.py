@@ -2,7 +2,8 @@
 """Benchmark: one guarded tidegate patch run against the raw git commands it cannot avoid.
 
     .venv/bin/python bench/transaction.py [--files 50000] [--ignored 20000] [--repeat 5]
-                                          [--make-repo PATH] [--json] [--profile]
+                                          [--make-repo PATH | --from-repo DIR] [--json]
+                                          [--profile] [--warm [--status] [--trace]]
 
 Builds the synthetic repository with the shared ``make_repo.py`` (deterministic: same
 arguments, same bytes), then measures on it, in the same run and interleaved:
@@ -17,6 +18,15 @@ arguments, same bytes), then measures on it, in the same run and interleaved:
   time from spawn to exit, and the peak RSS reported by ``wait4`` for the process (the
   kernel's figure is the maximum over the process and the git children it waited for).
   The edit is undone with ``git checkout -- FILE`` outside the timed region.
+
+* **git status** (``--status``) - ``git status --porcelain`` in the bench repository, as a
+  user types it, against the ``--warm-shadow`` run of the same round (issue #12: at most 3x).
+
+``--from-repo DIR`` copies a repository (``cp -a``) instead of building one; ``--src DIR``
+runs the CLI on another checkout's ``src/`` (a baseline); ``--trace`` ends with one traced
+``--warm-shadow`` CLI run that logs every git call tidegate makes, with its start, its time
+and its thread. The runs record into a private state root, with Python's bytecode cache on
+as in an installed tidegate.
 
 After each round (outside the timed region) the bench repository's own index is refreshed,
 so both contenders start every round from the same stat cache. The order of the two
@@ -153,7 +163,30 @@ def tidegate_once(
     if NEW_LINE not in (repo / TARGET).read_text():
         raise SystemExit("tidegate: the edit did not reach the main work tree")
     git(repo, "checkout", "--", TARGET)
-    return {"seconds": elapsed, "maxrss_kib": usage.ru_maxrss, "report": report}
+    return {
+        "seconds": elapsed,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "maxrss_kib": usage.ru_maxrss,
+        "report": report,
+    }
+
+
+def status_once(repo: Path) -> dict[str, float]:
+    """``git status --porcelain`` as a user types it (it may refresh the index, as git
+    does by default): wall seconds and CPU seconds."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        ["git", "status", "--porcelain"],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit("git status failed in the bench repository")
+    return {"seconds": elapsed, "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def refresh(repo: Path) -> None:
@@ -349,7 +382,27 @@ def main(argv: list[str] | None = None) -> int:
         default=ROOT.parent / "shared" / "bench" / "make_repo.py",
         help="make_repo.py (default: ../shared/bench/make_repo.py from the project root)",
     )
+    ap.add_argument(
+        "--from-repo",
+        type=Path,
+        help="copy this repository (cp -a) instead of building one with make_repo.py",
+    )
+    ap.add_argument(
+        "--status",
+        action="store_true",
+        help="also time `git status --porcelain` each round, and print --warm-shadow / status",
+    )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="after the rounds, one traced --warm-shadow CLI run: every git call and its time",
+    )
     ap.add_argument("--tidegate", type=Path, default=ROOT / ".venv" / "bin" / "tidegate")
+    ap.add_argument(
+        "--src",
+        type=Path,
+        help="run the CLI on another checkout's src/ (PYTHONPATH), e.g. a baseline commit",
+    )
     ap.add_argument("--workdir", type=Path, help="where to build the repo (default: a temp dir)")
     ap.add_argument(
         "--shadow-dir",
@@ -370,8 +423,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--repeat must be at least 1")
     if args.warm and args.warmup < 1:
         ap.error("--warm needs --warmup >= 1 (the first warm run creates the pooled shadow)")
-    if not args.make_repo.is_file():
+    if args.from_repo is None and not args.make_repo.is_file():
         ap.error(f"--make-repo {args.make_repo}: no such file")
+    if args.from_repo is not None and not (args.from_repo / ".git").is_dir():
+        ap.error(f"--from-repo {args.from_repo}: not a git work tree")
+    if (args.status or args.trace) and not args.warm:
+        ap.error("--status and --trace measure the warm run: add --warm")
     if not args.tidegate.exists():
         ap.error(f"--tidegate {args.tidegate}: no such file (install the project in .venv)")
 
@@ -380,23 +437,36 @@ def main(argv: list[str] | None = None) -> int:
     scratch = workdir / "scratch"
     scratch.mkdir()
     shadows = Path(tempfile.mkdtemp(prefix="tidegate-bench-shadows-", dir=args.shadow_dir))
-    tide_env = {**os.environ, "TMPDIR": str(shadows)}
+    state_root = workdir / "state"
+    # The runs' records go to a private state root; Python keeps its bytecode cache as an
+    # installed tidegate does (PYTHONDONTWRITEBYTECODE would recompile every module per run).
+    tide_env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        "TMPDIR": str(shadows),
+        "TIDEGATE_STATE_ROOT": str(state_root),
+    }
+    if args.src is not None:
+        tide_env["PYTHONPATH"] = str(args.src.resolve())
     try:
-        log(f"building {args.files} files / {args.ignored} ignored in {repo}")
         start = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                str(args.make_repo),
-                str(repo),
-                "--files",
-                str(args.files),
-                "--ignored",
-                str(args.ignored),
-            ],
-            check=True,
-            stdout=sys.stderr,
-        )
+        if args.from_repo is not None:
+            log(f"copying {args.from_repo} to {repo}")
+            subprocess.run(["cp", "-a", str(args.from_repo), str(repo)], check=True)
+        else:
+            log(f"building {args.files} files / {args.ignored} ignored in {repo}")
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(args.make_repo),
+                    str(repo),
+                    "--files",
+                    str(args.files),
+                    "--ignored",
+                    str(args.ignored),
+                ],
+                check=True,
+                stdout=sys.stderr,
+            )
         build_s = time.perf_counter() - start
         log(f"repository built in {build_s:.1f}s")
         if OLD_LINE not in (repo / TARGET).read_text():
@@ -407,7 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         floor_steps: dict[str, list[float]] = defaultdict(list)
         runs: list[dict[str, Any]] = []
         warm_runs: list[dict[str, Any]] = []
+        status_runs: list[dict[str, float]] = []
         contenders = ["floor", "tidegate"] + (["tidegate --warm-shadow"] if args.warm else [])
+        contenders += ["git status"] if args.status else []
         rounds = args.warmup + args.repeat
         for n in range(rounds):
             timed = n >= args.warmup
@@ -415,7 +487,12 @@ def main(argv: list[str] | None = None) -> int:
             shift = n % len(contenders)  # rotate who goes first
             for which in contenders[shift:] + contenders[:shift]:
                 os.sync()  # no write-back left over from the other contender
-                if which == "floor":
+                if which == "git status":
+                    st = status_once(repo)
+                    log(f"{tag}: git status {st['seconds']:.3f}s")
+                    if timed:
+                        status_runs.append(st)
+                elif which == "floor":
                     seconds, steps = floor_once(repo, scratch, shadows, n)
                     log(f"{tag}: floor {seconds:.3f}s")
                     if timed:
@@ -454,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
             "warmup": args.warmup,
             "machine": machine(),
+            "src": str(args.src) if args.src else "this checkout",
             "repo_build_s": round(build_s, 2),
             "floor_s": [round(x, 4) for x in floor],
             "tidegate_s": [round(r["seconds"], 4) for r in runs],
@@ -492,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
                     warm_phases[event["phase"]].append(event["duration_ms"])
             result["warm"] = {
                 "tidegate_s": [round(r["seconds"], 4) for r in warm_runs],
+                "cpu_median_s": round(statistics.median(r["cpu_s"] for r in warm_runs), 4),
                 "tidegate_median_s": round(warm_median, 4),
                 "median_ratio": round(statistics.median(warm_ratios), 3),
                 "ratio_of_medians": round(warm_median / floor_median, 3),
@@ -503,6 +582,10 @@ def main(argv: list[str] | None = None) -> int:
                     k: round(statistics.median(v), 2) for k, v in warm_phases.items()
                 },
             }
+        if status_runs:
+            result["status"] = status_summary(status_runs, warm_runs)
+        if args.trace:
+            result["trace"] = traced_run(repo, scratch, args.tidegate, tide_env)
         if args.profile:
             try:
                 result["profile"] = profile(repo, args.repeat, shadows)
@@ -524,6 +607,109 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def status_summary(
+    status_runs: list[dict[str, float]], warm_runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """``git status --porcelain`` against the warm repeat run of the same rounds."""
+    st_median = statistics.median(r["seconds"] for r in status_runs)
+    warm_median = statistics.median(r["seconds"] for r in warm_runs)
+    st_cpu = statistics.median(r["cpu_s"] for r in status_runs)
+    warm_cpu = statistics.median(r["cpu_s"] for r in warm_runs)
+    ratios = [w["seconds"] / s["seconds"] for w, s in zip(warm_runs, status_runs, strict=True)]
+    return {
+        "status_s": [round(r["seconds"], 4) for r in status_runs],
+        "median_s": round(st_median, 4),
+        "cpu_median_s": round(st_cpu, 4),
+        "median_ratio": round(statistics.median(ratios), 3),
+        "ratio_of_medians": round(warm_median / st_median, 3),
+        "cpu_ratio_of_medians": round(warm_cpu / st_cpu, 3),
+        "target": 3.0,
+        "target_met": statistics.median(ratios) <= 3.0,
+    }
+
+
+# Run in the child: tidegate's CLI with every git call timed (threads included).
+TRACE_CHILD = r"""
+import json, sys, threading, time
+start = time.perf_counter()
+from tidegate import git as git_module
+calls = []
+original = git_module.Git.run
+def run(self, *args, **kwargs):
+    t = time.perf_counter()
+    try:
+        return original(self, *args, **kwargs)
+    finally:
+        calls.append({
+            "at_ms": round((t - start) * 1000, 1),
+            "ms": round((time.perf_counter() - t) * 1000, 1),
+            "argv": " ".join(args)[:100],
+            "thread": threading.current_thread().name,
+        })
+git_module.Git.run = run
+from tidegate.cli import main
+try:
+    code = main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+done = time.perf_counter()
+with open(sys.argv[1], "w") as fh:
+    json.dump({"calls": calls, "main_ms": round((done - start) * 1000, 1)}, fh)
+sys.exit(code)
+"""
+
+
+def traced_run(repo: Path, scratch: Path, tidegate: Path, env: dict[str, str]) -> dict[str, Any]:
+    """One --warm-shadow CLI run with every git call it makes (and its time) logged."""
+    python = tidegate.parent / "python"
+    out = scratch / "trace.json"
+    argv = [
+        str(python),
+        "-c",
+        TRACE_CHILD,
+        str(out),
+        "run",
+        "--repo",
+        str(repo),
+        "--objective",
+        OBJECTIVE,
+        "--verify",
+        "true",
+        "--json",
+        "--warm-shadow",
+    ]
+    refresh(repo)
+    os.sync()
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"traced run failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    report = json.loads(proc.stdout)
+    git(repo, "checkout", "--", TARGET)
+    trace = json.loads(out.read_text())
+    trace["wall_s"] = round(wall, 4)
+    trace["report_duration_s"] = report["duration_s"]
+    trace["phases_ms"] = {e["phase"]: e["duration_ms"] for e in report["phases"]}
+    trace["git_calls"] = len(trace["calls"])
+    trace["git_ms"] = round(sum(c["ms"] for c in trace["calls"]), 1)
+    return trace
+
+
+def print_trace(t: dict[str, Any]) -> None:
+    print()
+    print(
+        f"traced --warm-shadow run: wall {t['wall_s']:.3f} s, in main() {t['main_ms']:.0f} ms, "
+        f"execute() {t['report_duration_s'] * 1000:.0f} ms; {t['git_calls']} git calls, "
+        f"{t['git_ms']:.0f} ms in git (background thread included)"
+    )
+    print("  start ms   took ms  thread  git")
+    for c in t["calls"]:
+        where = "main" if c["thread"] == "MainThread" else "bg"
+        print(f"  {c['at_ms']:8.1f}  {c['ms']:8.1f}  {where:<6}  {c['argv']}")
+    print("  phases (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in t["phases_ms"].items()))
+
+
 def print_table(r: dict[str, Any]) -> None:
     m = r["machine"]
     print(
@@ -532,7 +718,8 @@ def print_table(r: dict[str, Any]) -> None:
     )
     print(f"machine: {m['nproc']} cpus, {m['memory_gib']} GiB, {m['git']}, python {m['python']}")
     print(
-        f"tidegate at {m['tidegate_commit']}; worktrees under {r['shadow_dir']} ({r['shadow_fs']})"
+        f"tidegate at {m['tidegate_commit']} (src: {r['src']}); "
+        f"worktrees under {r['shadow_dir']} ({r['shadow_fs']})"
     )
     print()
     rows = [
@@ -552,6 +739,17 @@ def print_table(r: dict[str, Any]) -> None:
         print(f"  {'tidegate --warm-shadow median':<{width}}  {w['tidegate_median_s']:.3f} s")
         print(f"  {'  median ratio (warm/floor)':<{width}}  {w['median_ratio']:.2f}")
         print(f"  {'  peak RSS':<{width}}  {w['peak_rss_mb']:.1f} MB")
+    if "status" in r:
+        st = r["status"]
+        print(
+            f"  {'git status --porcelain median':<{width}}  {st['median_s']:.3f} s  "
+            f"(CPU {st['cpu_median_s']:.3f} s; --warm-shadow CPU {r['warm']['cpu_median_s']:.3f} s)"
+        )
+        print(
+            f"  {'  median ratio (warm/status)':<{width}}  {st['median_ratio']:.2f}  "
+            f"(target <= 3; ratio of medians {st['ratio_of_medians']:.2f}; "
+            f"CPU {st['cpu_ratio_of_medians']:.2f})"
+        )
     print()
     print("floor steps (medians):")
     for name, seconds in r["floor_steps_median_s"].items():
@@ -569,6 +767,8 @@ def print_table(r: dict[str, Any]) -> None:
         print(f"  --warm-shadow: inside execute() {w['report_duration_median_s']:.3f} s")
         for phase, ms in w["phases_median_ms"].items():
             print(f"    {phase:<14} {ms:9.1f} ms")
+    if "trace" in r:
+        print_trace(r["trace"])
     if "profile" in r:
         p = r["profile"]
         print()

@@ -77,3 +77,65 @@ def test_pool_from_config_and_fresh_shadows_still_removed(repo: Repo) -> None:
     repo.write(".tidegate/config.toml", "[shadow]\npool = true\n")
     assert repo.run(EDIT).status == "succeeded"
     assert _pool(repo).name.startswith("tidegate-pool-")
+
+
+def test_a_shadow_a_command_committed_in_staged_in_and_littered_is_back_at_t0(repo: Repo) -> None:
+    """Whatever state a run left the pooled shadow in (a new commit on its HEAD, staged
+    and unstaged edits, untracked and ignored files, a deleted file), the next run's
+    shadow is exactly its T0."""
+    repo.write(".gitignore", "*.log\n")
+    repo.write("f.txt", "one\ntwo\n")
+    repo.write("keep.txt", "kept\n")
+    repo.commit_all()
+    assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
+    shadow = _pool(repo)
+    git_dir = (shadow / ".git").read_text().split(":", 1)[1].strip()
+    env = ["--git-dir", git_dir, "--work-tree", str(shadow)]
+    (shadow / "keep.txt").write_text("changed by a command\n")
+    repo.git(*env, "commit", "-qam", "a command committed in the shadow")
+    (shadow / "staged.txt").write_text("staged\n")
+    repo.git(*env, "add", "staged.txt")
+    (shadow / "f.txt").write_text("edited\n")
+    (shadow / "keep.txt").unlink()
+    (shadow / "build.log").write_text("ignored\n")
+    (shadow / "junk").mkdir()
+    (shadow / "junk" / "x").write_text("untracked\n")
+
+    repo.git("checkout", "--", "f.txt")
+    report = repo.run(
+        EDIT,
+        verify="grep -qx kept keep.txt && test ! -e staged.txt && test ! -e build.log "
+        "&& test ! -e junk && git diff --quiet HEAD -- keep.txt",
+        warm_shadow=True,
+    )
+    assert report.status == "succeeded", report.message
+    assert any("reused the warm shadow" in n for n in report.notes)
+    assert repo.git(*env, "rev-parse", "HEAD").strip() == report.t0_commit
+    # Only the run's own candidate edit is left in it.
+    assert repo.git(*env, "status", "--porcelain", "--untracked-files=all", "--ignored") == (
+        " M f.txt\n"
+    )
+
+
+def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Repo) -> None:
+    """The synchronous way (``tidegate resume`` takes it): a second acquire reuses the
+    pooled shadow, cleaned, at the new commit."""
+    from tidegate.workspace.repo import discover
+    from tidegate.workspace.shadow import ShadowWorktree
+
+    repo.write("f.txt", "one\n")
+    first_commit = repo.commit_all()
+    root = discover(repo.root)
+    root.runtime_dir.mkdir(exist_ok=True)  # a run's lock makes it
+    first = ShadowWorktree.acquire(root, first_commit, "run-1", pool=True)
+    (first.path / "f.txt").write_text("scribbled\n")
+    (first.path / "stray.txt").write_text("left behind\n")
+    repo.write("f.txt", "two\n")
+    second_commit = repo.commit_all()
+
+    second = ShadowWorktree.acquire(discover(repo.root), second_commit, "run-2", pool=True)
+
+    assert second.reused and second.path == first.path
+    assert (second.path / "f.txt").read_text() == "two\n"
+    assert not (second.path / "stray.txt").exists()
+    assert second.git.out("rev-parse", "HEAD") == second_commit

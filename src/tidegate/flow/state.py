@@ -68,6 +68,8 @@ class AttemptState:
     error: PhaseError | None = None
     failed_phase: str | None = None
     feedback_chars: int = 0
+    forms: dict[tuple[str, str], bytes] | None = None
+    """APPLY_BACK's work-tree forms of ``changes`` (not checkpointed: recomputed if absent)."""
 
 
 @dataclass

@@ -76,7 +76,7 @@ from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import LockFileError, RunLock
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import ShadowWorktree, make_scratch
+from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree, make_scratch
 from tidegate.workspace.snapshot import T0Snapshot, ensure_excluded, take_snapshot
 
 
@@ -134,14 +134,16 @@ def execute(
         )
     scratch: Path | None = None
     shadow: ShadowWorktree | None = None
+    warm: PoolCleaning | None = None
+    pool = request.warm_shadow or config.shadow.pool
     try:
         try:
             scratch = make_scratch(repo, run_id)
             excluded = ensure_excluded(repo)
+            # The warm shadow's own scan runs beside T0's scan of the main tree.
+            warm = PoolCleaning.start(repo) if pool else None
             snapshot = take_snapshot(repo, run_id, scratch)
-            shadow = ShadowWorktree.acquire(
-                repo, snapshot.commit, run_id, pool=request.warm_shadow or config.shadow.pool
-            )
+            shadow = ShadowWorktree.acquire(repo, snapshot.commit, run_id, pool=pool, warm=warm)
         except (GitError, OSError) as exc:
             return finish_report(
                 recorder,
@@ -171,6 +173,8 @@ def execute(
         driver = Driver(state, recorder, started)
         return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
+        if warm is not None:
+            warm.wait()  # no git may still run in the pooled shadow once the lock is gone
         if shadow is not None:
             shadow.release(keep=request.keep_shadow)
         if scratch is not None:
@@ -569,7 +573,7 @@ def _report(
     diff, changed = "", []
     if attempt.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
         diff = final_diff(state.repo.git, state.snapshot.commit, attempt.candidate_tree)
-        changed = changed_files(state.repo.git, attempt.changes)
+        changed = changed_files(state.repo.git, attempt.changes, attempt.forms)
     verify = None
     if attempt.verify is not None and state.request.verify:
         verify = VerifyOut(
@@ -635,9 +639,15 @@ def final_diff(git: Git, t0: str, tree: str) -> str:
     return res.stdout.decode("utf-8", "surrogateescape")
 
 
-def changed_files(git: Git, changes: list[PathChange]) -> list[ChangedFile]:
-    """Each changed path with the SHA-256 of its work-tree content on both sides."""
-    forms = worktree_forms(git, changes)
+def changed_files(
+    git: Git,
+    changes: list[PathChange],
+    forms: dict[tuple[str, str], bytes] | None = None,
+) -> list[ChangedFile]:
+    """Each changed path with the SHA-256 of its work-tree content on both sides
+    (``forms``: the work-tree forms APPLY_BACK already read, when it ran)."""
+    if forms is None:
+        forms = worktree_forms(git, changes)
 
     def sha(version: Version | None, path: str) -> str | None:
         if version is None:

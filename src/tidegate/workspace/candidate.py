@@ -8,13 +8,15 @@ reproduce exactly T1 in the shadow.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 from tidegate.errors import ErrorClass, GitError, PhaseError
-from tidegate.git import IDENTITY, Git
+from tidegate.git import IDENTITY, Git, no_index
 from tidegate.planners.base import Proposal
 from tidegate.workspace.fs import UnsafePathError, check_relative
+from tidegate.workspace.tree_edit import edit_tree
 
 
 class DiffRefused(PhaseError):
@@ -31,17 +33,123 @@ class DiffRefused(PhaseError):
 
 
 def build_candidate(
-    git: Git, t0_commit: str, proposal: Proposal, index_file: Path, t0_index: Path | None = None
+    git: Git,
+    t0_commit: str,
+    proposal: Proposal,
+    index_file: Path,
+    t0_index: Path | None = None,
+    paths: set[str] | None = None,
 ) -> str:
     """Return the tree id of T0 + proposal. Raises AST_VALIDATION_ERROR if it cannot apply.
 
-    ``t0_index``, an index already holding T0, saves reading the whole tree again."""
+    ``paths``, every path the proposal names, lets the candidate be built from an index
+    of those paths alone and T0's trees along them (``tree_edit``): a cost that follows
+    the change, not the repository. Whenever that way is not certain to give the same
+    tree (or refuses the proposal), the whole-index way below decides. ``t0_index``, an
+    index already holding T0, saves reading the whole tree again."""
+    if paths:
+        tree = _by_paths(git, t0_commit, proposal, index_file, paths)
+        if tree is not None:
+            return tree
     env = {"GIT_INDEX_FILE": str(index_file), **IDENTITY}
     index_file.unlink(missing_ok=True)
     if t0_index is not None and t0_index.exists():
         shutil.copyfile(t0_index, index_file)
     else:
         git.run("read-tree", t0_commit, env=env)
+    _apply(git, proposal, env)
+    try:
+        tree = git.out("write-tree", env=env)
+    except GitError as exc:
+        raise PhaseError(
+            ErrorClass.AST_VALIDATION_ERROR,
+            "the proposal leaves the tree in an unmergeable state",
+            f"Applying the proposal left conflicts: {exc.stderr.strip()}",
+        ) from exc
+    index_file.unlink(missing_ok=True)
+    return tree
+
+
+def _by_paths(
+    git: Git, t0_commit: str, proposal: Proposal, index_file: Path, paths: set[str]
+) -> str | None:
+    """The candidate through a scratch index holding only ``paths`` at T0, or None."""
+    if _folds_names(git):
+        return None  # the index would match a name to another spelling of it
+    env = {"GIT_INDEX_FILE": str(index_file), **IDENTITY}
+    index_file.unlink(missing_ok=True)
+    try:
+        listed = git.run(
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            t0_commit,
+            "--",
+            *sorted(paths),
+            env={"GIT_LITERAL_PATHSPECS": "1", **no_index()},
+        ).stdout
+        before = _entries(listed, staged=False)
+        if before is None or not set(before) <= paths:
+            return None  # a named path is a directory at T0
+        if before:
+            info = b"".join(
+                f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0"
+                for path, (mode, oid) in before.items()
+            )
+            git.run("update-index", "-z", "--index-info", env=env, input=info)
+        _apply(git, proposal, env)
+        after = _entries(git.run("ls-files", "-s", "-z", env=env).stdout, staged=True)
+    except (GitError, PhaseError):
+        return None  # the whole-index way refuses it, in its own words
+    finally:
+        index_file.unlink(missing_ok=True)
+    if after is None:
+        return None  # unmerged
+    changes: dict[str, tuple[str, str] | None] = {}
+    for path in set(before) | set(after):
+        if after.get(path) != before.get(path):
+            changes[path] = after.get(path)
+    if not set(changes) <= paths:
+        return None
+    return edit_tree(git, t0_commit, changes)
+
+
+def _folds_names(git: Git) -> bool:
+    """Does git match paths case-insensitively or unicode-normalised here? Then a path the
+    proposal spells differently from T0 finds T0's entry in a whole index, and only there."""
+    out = git.run(
+        "config",
+        "--type=bool",
+        "-z",
+        "--get-regexp",
+        r"^core\.(ignorecase|precomposeunicode)$",
+        check=False,
+    ).text
+    return any(item.partition("\n")[2] == "true" for item in out.split("\0"))
+
+
+def _entries(raw: bytes, staged: bool) -> dict[str, tuple[str, str]] | None:
+    """``ls-tree -z`` (mode type oid) or ``ls-files -s -z`` (mode oid stage) records as
+    path -> (mode, oid); None if an entry is unmerged."""
+    out: dict[str, tuple[str, str]] = {}
+    for record in raw.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        fields = meta.decode().split()
+        if staged:
+            mode, oid, stage = fields
+            if stage != "0":
+                return None
+        else:
+            mode, _kind, oid = fields
+        out[os.fsdecode(path)] = (mode, oid)
+    return out
+
+
+def _apply(git: Git, proposal: Proposal, env: dict[str, str]) -> None:
+    """The proposal's diff and whole-file edits, into the index ``env`` names."""
     if proposal.diff and proposal.diff.strip():
         diff = proposal.diff if proposal.diff.endswith("\n") else proposal.diff + "\n"
         try:
@@ -83,13 +191,3 @@ def build_candidate(
                 ErrorClass.AST_VALIDATION_ERROR,
                 f"the proposed edits are inconsistent: {exc.stderr}",
             ) from exc
-    try:
-        tree = git.out("write-tree", env=env)
-    except GitError as exc:
-        raise PhaseError(
-            ErrorClass.AST_VALIDATION_ERROR,
-            "the proposal leaves the tree in an unmergeable state",
-            f"Applying the proposal left conflicts: {exc.stderr.strip()}",
-        ) from exc
-    index_file.unlink(missing_ok=True)
-    return tree

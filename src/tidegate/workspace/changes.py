@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tidegate.git import Git
+from tidegate.git import Git, no_index
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class PathChange:
 
 def diff_trees(git: Git, old: str, new: str) -> list[PathChange]:
     """Every path that differs between two trees (renames as delete + create)."""
-    raw = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new).stdout
+    raw = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new, env=no_index()).stdout
     fields = raw.split(b"\0")
     changes: list[PathChange] = []
     i = 0

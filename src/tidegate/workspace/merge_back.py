@@ -47,12 +47,14 @@ class MergePlan:
     ops: list[PlannedOp] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    forms: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    """Both sides of every change in work-tree form (``worktree_forms``), for the report."""
 
 
 def plan_merge(git: Git, fs: WorkspaceFS, changes: list[PathChange], scratch: Path) -> MergePlan:
     """Compute every path's outcome. Pure with respect to the work tree: only reads."""
-    plan = MergePlan()
     forms = worktree_forms(git, changes)
+    plan = MergePlan(forms=forms)
     for change in changes:
         _plan_one(git, fs, change, scratch, plan, forms)
     return plan

@@ -75,7 +75,8 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
         index_file=temp_index,
         tree=tree,
     )
-    git.run("update-ref", snapshot.ref, commit, "")
+    # Both refs in one transaction; "create": neither may exist yet.
+    refs = [(snapshot.ref, commit)]
     if index_tree is not None:
         staged = git.out(
             "commit-tree",
@@ -86,7 +87,9 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
             f"tidegate T0 index for {run_id}",
             env=env,
         )
-        git.run("update-ref", f"{REF_PREFIX}/{run_id}/index", staged, "")
+        refs.append((f"{REF_PREFIX}/{run_id}/index", staged))
+    commands = "".join(f"create {ref}\0{oid}\0" for ref, oid in refs)
+    git.run("update-ref", "-z", "--stdin", input=commands.encode())
     return snapshot
 
 

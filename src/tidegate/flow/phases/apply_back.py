@@ -24,6 +24,7 @@ from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
 def apply_back(state: RunState) -> str:
     _policy_unchanged(state)
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
+    state.attempt.forms = plan.forms
     if plan.conflicts:
         _write_rejects(state, plan.conflicts)
         first = plan.conflicts[0]

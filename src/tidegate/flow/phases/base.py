@@ -6,6 +6,7 @@ import re
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
+from tidegate.git import no_index
 
 _PATH_TOKEN = re.compile(r"[\w./-]+\.[A-Za-z0-9]+|[\w.-]+/[\w./-]+")
 
@@ -24,12 +25,15 @@ def context(state: RunState) -> str:
     """Summarise the dirty state T0 captured: what differs from HEAD, what is staged."""
     git = state.repo.git
     snap = state.snapshot
-    dirty = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.commit).stdout
-    dirty_count = len([p for p in dirty.split(b"\0") if p])
+    tree_only = no_index()  # a tree-to-tree listing: the work tree's index is not needed
+    dirty = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.commit, env=tree_only)
+    dirty_count = len([p for p in dirty.stdout.split(b"\0") if p])
     staged_count = 0
     if snap.index_tree is not None:
-        staged = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.index_tree).stdout
-        staged_count = len([p for p in staged.split(b"\0") if p])
+        staged = git.run(
+            "diff-tree", "-r", "--name-only", "-z", snap.head, snap.index_tree, env=tree_only
+        )
+        staged_count = len([p for p in staged.stdout.split(b"\0") if p])
     return f"T0 differs from HEAD in {dirty_count} path(s), {staged_count} staged"
 
 

@@ -38,16 +38,15 @@ def validate(state: RunState) -> str:
             "The change was refused by the diff policy:\n" + "\n".join(f"  {p}" for p in nested),
         )
     index_file = state.scratch / f"candidate-{state.attempt.number}.index"
+    t0, t0_index = state.snapshot.commit, state.snapshot.index_file
     try:
-        tree = build_candidate(
-            git, state.snapshot.commit, proposal, index_file, state.snapshot.index_file
-        )
+        tree = build_candidate(git, t0, proposal, index_file, t0_index, paths=named)
     except DiffRefused as exc:
         proposal, relaxed = relax_diff(proposal, state.tree, exc.stderr)
         notes += relaxed
-        tree = build_candidate(
-            git, state.snapshot.commit, proposal, index_file, state.snapshot.index_file
-        )
+        named = diff_paths(git, proposal.diff) if proposal.diff else set()
+        named |= {e.path for e in proposal.edits}
+        tree = build_candidate(git, t0, proposal, index_file, t0_index, paths=named)
     state.attempt.proposal = proposal  # APPLY reproduces exactly what is judged here
     state.notes.extend(f"attempt {state.attempt.number}: {note}" for note in notes)
     changes = diff_trees(git, state.snapshot.commit, tree)

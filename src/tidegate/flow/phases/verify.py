@@ -160,17 +160,24 @@ def _share(state: RunState, contained: bool) -> list[SharedDir]:
     read-only: bubblewrap binds them (returned for the policy); uncontained, a symlink
     is the only way, and nothing enforces read-only then."""
     shared: list[SharedDir] = []
+    candidates: list[str] = []
+    linked: set[str] = set()
     for rel in state.config.containment.share:
         source = state.repo.root / rel
         target = state.shadow.path / rel
         if not source.is_dir() or not target.parent.is_dir():
             continue
         if os.path.islink(target) and os.readlink(target) == str(source):
-            pass  # linked by an earlier attempt that ROLLBACK has not cleaned yet
+            linked.add(rel)  # linked by an earlier attempt that ROLLBACK has not cleaned yet
         elif os.path.lexists(target) and not _empty_dir(target):
             continue  # the shadow has its own (tracked, or built by the command)
-        elif not _ignored(state, rel):
+        candidates.append(rel)
+    ignored = _ignored(state, [rel for rel in candidates if rel not in linked])
+    for rel in candidates:
+        if rel not in linked and rel not in ignored:
             continue
+        source = state.repo.root / rel
+        target = state.shadow.path / rel
         if not contained:
             if os.path.islink(target):
                 os.unlink(target)
@@ -188,9 +195,13 @@ def _empty_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
 
 
-def _ignored(state: RunState, rel: str) -> bool:
-    res = state.repo.git.run("check-ignore", "-q", "--", rel, check=False)
-    return res.returncode == 0
+def _ignored(state: RunState, rels: list[str]) -> set[str]:
+    """Which of ``rels`` git ignores in the main work tree (one ``check-ignore`` for all)."""
+    if not rels:
+        return set()
+    payload = b"".join(os.fsencode(rel) + b"\0" for rel in rels)
+    res = state.repo.git.run("check-ignore", "-z", "--stdin", input=payload, check=False)
+    return {os.fsdecode(p) for p in res.stdout.split(b"\0") if p}
 
 
 def _record(state: RunState, report: ContainmentReport, shared: list[SharedDir]) -> None:

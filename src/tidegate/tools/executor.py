@@ -33,7 +33,7 @@ import json
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -595,6 +595,7 @@ class ToolExecutor:
             return writes, []
         if before.capture is not None:
             captured = self.last_capture = before.capture.finish()
+            self._note_changed(c.path for c in captured.changes)
             writes = [_write(c.path, c.before, c.after, c.before_mode, c.after_mode)
                       for c in captured.changes]  # fmt: skip
             derived = [DerivedMutation(path=d.path, before=d.before, after=d.after)
@@ -607,6 +608,7 @@ class ToolExecutor:
                 self.context.root, previous=before.inventory, exact=True, view=self.context.git_view
             )
             changes, derived_dirs = diff_inventory(before.inventory, after_inv)
+            self._note_changed(c.path for c in changes)
             self._baseline = after_inv if self.sessions.any_running else None
             writes = [_write(c.path, c.before, c.after, c.before_mode, c.after_mode)
                       for c in changes]  # fmt: skip
@@ -620,6 +622,11 @@ class ToolExecutor:
             ]
             return writes, derived
         return [], []
+
+    def _note_changed(self, paths: Iterable[str]) -> None:
+        """Tell the contained commands' secret mask which paths a command changed: their
+        directories are listed again before the next command (it is exact without it)."""
+        self.context.workspace.secrets.note_changed(self.context.root, list(paths))
 
     def _patch_baseline(self, path: str, state: Any) -> None:
         """Keep a running session's baseline in step with writes other tools made."""

@@ -10,14 +10,22 @@ The decision is made on the resolved path (a symlink ``notes.txt -> .env`` is wi
 too), by the file's name. Templates (``.env.example``) and public keys (``*.pub``) are
 not secrets. The user allows a file with ``[tool.tidegate.tools] readable_secrets``
 (globs over root-relative paths, or bare names matched anywhere).
+
+``find_in(root)`` lists them for a contained command's mask, through one
+``SecretIndex`` per root held by this object for its life (the tool context's): one full
+walk, then an exact incremental refresh per command (``workspace/secret_index.py``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
+import re
+import threading
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase, translate
 from pathlib import Path, PurePosixPath
+
+from tidegate.workspace.secret_index import SecretIndex
 
 SECRET_FILE_NAMES = (
     ".env",
@@ -56,9 +64,12 @@ SECRET_FILE_NAMES = (
 NOT_SECRET = ("*.example", "*.sample", "*.template", "*.dist", "*.pub", "*.md", "*.txt")
 """Names that match the list above but are templates, public keys or documentation."""
 WITHHELD = "withheld: secret-shaped file"
-MAX_SCANNED = 100_000
-"""``find_in`` stops after this many directory entries (a huge tree is not walked whole)."""
-_NOT_ENTERED = frozenset({".git", "node_modules", "__pycache__", ".tox", ".mypy_cache"})
+_SECRET_NAME = re.compile("|".join(translate(pattern) for pattern in SECRET_FILE_NAMES))
+
+
+def secret_shaped(name: str) -> bool:
+    """A fast first test of a file name: whether it matches ``SECRET_FILE_NAMES`` at all."""
+    return _SECRET_NAME.match(name) is not None
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,12 @@ class SecretFiles:
     ``readable_secrets`` globs."""
 
     allowed: tuple[str, ...] = ()
+    _indexes: dict[str, SecretIndex] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False, hash=False
+    )
 
     def withheld(self, rel: str | PurePosixPath) -> bool:
         """Whether the file at root-relative ``rel`` (resolved) is withheld."""
@@ -83,25 +100,19 @@ class SecretFiles:
         )
 
     def find_in(self, root: Path) -> list[Path]:
-        """The withheld regular files under ``root`` (not following symlinks, not entering
-        ``.git`` or dependency caches, at most ``MAX_SCANNED`` entries): what a model's
-        command must not read either."""
-        found: list[Path] = []
-        seen = 0
-        stack = [root]
-        while stack and seen < MAX_SCANNED:
-            here = stack.pop()
-            try:
-                entries = list(os.scandir(here))
-            except OSError:
-                continue
-            for entry in entries:
-                seen += 1
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in _NOT_ENTERED:
-                        stack.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    rel = Path(entry.path).relative_to(root).as_posix()
-                    if self.withheld(rel):
-                        found.append(Path(entry.path))
-        return sorted(found)
+        """The withheld regular files under ``root`` (symlinks not followed, ``.git`` not
+        entered, no cap on the walk): what a model's command must not read either. Exact
+        at each call; after the first, only changed directories are listed again."""
+        real = os.path.realpath(root)
+        with self._lock:
+            index = self._indexes.get(real)
+            if index is None:
+                index = self._indexes[real] = SecretIndex(real, secret_shaped, self.withheld)
+        return [Path(real, rel) for rel in index.refresh()]
+
+    def note_changed(self, root: Path, paths: list[str]) -> None:
+        """Root-relative paths a command changed (its captured effects), if known: their
+        directories are listed again at the next ``find_in`` (exact without it too)."""
+        index = self._indexes.get(os.path.realpath(root))
+        if index is not None:
+            index.note_changed(paths)

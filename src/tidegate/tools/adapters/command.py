@@ -27,7 +27,9 @@ from tidegate.tools.schemas import command as cmd
 def containment_policy(ctx: ToolContext) -> ContainmentPolicy | None:
     """The containment a command of this context runs under: the workspace is writable
     (its ``.git`` stays read-only), the network only when the run allows it, and the
-    workspace's secret-shaped files, withheld from the workspace tools, read as empty."""
+    workspace's secret-shaped files, withheld from the workspace tools, read as empty. The
+    list is exact at each call, with no cap: the workspace's ``SecretFiles`` keeps an
+    index of them for the session and re-lists only the directories that changed."""
     policy = policy_for(
         ctx.containment, network=ctx.network == "allowed", writable=(ctx.root.resolve(),)
     )

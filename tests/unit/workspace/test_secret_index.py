@@ -1,0 +1,171 @@
+"""The secret-file index behind a contained command's mask, on real directories: exact
+after every change a user makes between two commands, with no cap on the walk, and
+listing again only the directories whose stat changed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tidegate.workspace.secret_files import SecretFiles, secret_shaped
+from tidegate.workspace.secret_index import SecretIndex
+
+HOUR_NS = 3600 * 10**9
+
+
+def age(root: Path) -> None:
+    """Every directory's mtime an hour back: none of them is racily listed."""
+    then = time.time_ns() - HOUR_NS
+    for here, dirs, _files in os.walk(root):
+        for d in dirs:
+            os.utime(os.path.join(here, d), ns=(then, then), follow_symlinks=False)
+    os.utime(root, ns=(then, then))
+
+
+def index(root: Path, allowed: tuple[str, ...] = ()) -> SecretIndex:
+    return SecretIndex(str(root.resolve()), secret_shaped, SecretFiles(allowed).withheld)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel, text in {
+        "README.md": "x",
+        ".env": "KEY=1",
+        ".env.example": "KEY=",
+        "app/config/prod.env": "KEY=2",
+        "app/src/main.py": "print()",
+        "deploy/id_ed25519": "k",
+        "deploy/id_ed25519.pub": "pub",
+        "node_modules/pkg/.npmrc": "token",  # dependency trees are entered too
+        ".git/credentials": "not entered",
+    }.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    os.symlink(".env", root / "link.env")  # a symlink is not a regular file of the tree
+    age(root)
+    return root
+
+
+EXPECTED = [".env", "app/config/prod.env", "deploy/id_ed25519", "node_modules/pkg/.npmrc"]
+
+
+def test_the_first_refresh_walks_everything_but_git(tree: Path) -> None:
+    idx = index(tree)
+    assert idx.refresh() == EXPECTED
+    assert index(tree, allowed=(".env", "deploy/*")).refresh() == [
+        "app/config/prod.env",
+        "node_modules/pkg/.npmrc",
+    ]
+
+
+def test_an_unchanged_tree_is_only_stat_ed(tree: Path) -> None:
+    idx = index(tree)
+    idx.refresh()
+    first = idx.listed
+    assert idx.refresh() == EXPECTED
+    assert first > 5 and idx.listed == 0
+
+
+def test_a_secret_created_between_refreshes_is_found(tree: Path) -> None:
+    idx = index(tree)
+    idx.refresh()
+    (tree / "app/src/.envrc").write_text("export KEY=3")
+    (tree / "newdir/deeper").mkdir(parents=True)
+    (tree / "newdir/deeper/server.key").write_text("k")
+    found = idx.refresh()
+    assert "app/src/.envrc" in found and "newdir/deeper/server.key" in found
+    # only the changed directories and the new ones were listed
+    assert idx.listed == 4  # root (newdir), app/src, newdir, newdir/deeper
+
+
+def test_a_deleted_or_renamed_secret_is_dropped_or_renamed(tree: Path) -> None:
+    idx = index(tree)
+    idx.refresh()
+    (tree / ".env").unlink()
+    (tree / "deploy/id_ed25519").rename(tree / "deploy/id_ed25519.old")
+    (tree / "app").rename(tree / "application")
+    assert idx.refresh() == [
+        "application/config/prod.env",
+        "deploy/id_ed25519.old",
+        "node_modules/pkg/.npmrc",
+    ]
+
+
+def test_a_directory_replaced_by_a_symlink_to_outside_is_not_followed(
+    tree: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    (outside / "config").mkdir(parents=True)
+    (outside / "config/other.env").write_text("elsewhere")
+    idx = index(tree)
+    assert "app/config/prod.env" in idx.refresh()
+    shutil.rmtree(tree / "app")
+    os.symlink(outside, tree / "app")
+    found = idx.refresh()
+    assert not any(rel.startswith("app/") for rel in found), found
+    shutil.rmtree(tree / "node_modules")  # a directory replaced by a file
+    (tree / "node_modules").write_text("a file now")
+    assert idx.refresh() == [".env", "deploy/id_ed25519"]
+
+
+def test_a_directory_changed_in_the_tick_of_its_listing_is_listed_again(tree: Path) -> None:
+    """The racy case: a directory whose mtime is not older than the listing's start may
+    change again within the same timestamp, leaving its stat as listed; it is listed
+    again on the next refresh, even though its stat did not move."""
+    now = time.time_ns()
+    os.utime(tree / "app/src", ns=(now, now))
+    idx = index(tree)
+    idx.refresh()
+    assert idx.refresh() == EXPECTED
+    assert idx.listed == 1  # app/src, whose stat did not change
+    # Listed now, more than the slack after its mtime: no longer racy.
+    old = now - HOUR_NS
+    os.utime(tree / "app/src", ns=(old, old))
+    idx.refresh()
+    assert idx.refresh() == EXPECTED and idx.listed == 0
+
+
+@pytest.mark.slow
+def test_a_secret_past_100k_entries_is_found(tmp_path: Path) -> None:
+    """The old walk stopped after 100,000 entries: a repository padded past that hid its
+    ``.env`` from the mask. 120,000 entries (hard links: no inode each, so the tree is
+    made in seconds) come before it in the walk's order."""
+    root = tmp_path / "padded"
+    root.mkdir()
+    sources = [f"s{n}" for n in range(4)]  # ext4 allows 65,000 links to one inode
+    for name in sources:
+        (root / name).touch()
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for n in range(120_000):
+            os.link(sources[n % 4], f"f{n}", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+    (root / "deep/er").mkdir(parents=True)
+    (root / "deep/er/.env").write_text("KEY=padded")
+    assert index(root).refresh() == ["deep/er/.env"]
+    assert SecretFiles().find_in(root) == [root.resolve() / "deep/er/.env"]
+
+
+def test_noted_changes_are_listed_again(tree: Path) -> None:
+    idx = index(tree)
+    idx.refresh()
+    idx.note_changed(["app/src/main.py"])
+    idx.refresh()
+    assert idx.listed == 1  # app/src, though its stat did not change
+
+
+def test_find_in_keeps_one_index_per_root(tree: Path) -> None:
+    secrets = SecretFiles()
+    assert secrets.find_in(tree) == [tree.resolve() / rel for rel in EXPECTED]
+    (tree / "app/src/.pgpass").write_text("pw")
+    assert tree.resolve() / "app/src/.pgpass" in secrets.find_in(tree)
+    (index_of,) = secrets._indexes.values()
+    assert index_of.listed == 1
+    assert SecretFiles() == SecretFiles() and hash(secrets) == hash(SecretFiles())

@@ -290,3 +290,15 @@ def test_recover_json_on_a_clean_repo(committed_repo: Repo) -> None:
     summary = _one_json_object(res.stdout)
     assert summary["journals"] == [] and summary["removed_shadows"] == []
     assert summary["clean"] is True
+
+
+def test_a_change_without_verify_is_not_called_verified(committed_repo: Repo) -> None:
+    unverified = tidegate_cli("run", "--objective", FIX, "--json", cwd=committed_repo.root)
+    assert unverified.returncode == 0, unverified.stderr
+    message = _one_json_object(unverified.stdout)["message"]
+    assert "unverified (no --verify)" in message and not message.startswith("verified"), message
+    (committed_repo.root / "calc.py").write_text(CALC)
+    verified = tidegate_cli(
+        "run", "--objective", FIX, "--verify", "true", "--json", cwd=committed_repo.root
+    )
+    assert _one_json_object(verified.stdout)["message"].startswith("verified change applied")

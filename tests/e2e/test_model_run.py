@@ -175,3 +175,56 @@ def test_bad_model_options_are_usage_errors(repo: Repo, tmp_path: Path) -> None:
         assert res.stderr.startswith("tidegate: error: ") and res.stderr.count("\n") == 1
         assert expected in res.stderr, res.stderr
     assert repo.status() == ""
+
+
+def test_run_with_a_sub_agent_keeps_it_read_only_and_isolated(repo: Repo, tmp_path: Path) -> None:
+    """``--sub-agent tidegate``: the model hands PLAN's exploration to a sub-agent (the same
+    scripted model, one shared budget); its write attempt finds no write tool, the audit
+    events are in the run's trace, and only the verified change reaches the tree."""
+    repo.write("calc.py", CALC)
+    repo.commit_all("initial")
+    repo.write("notes.txt", "my untracked notes\n")
+    index_before = repo.index_bytes()
+    script = tmp_path / "model.json"
+    write = tool("w1", "workspace_write", path="calc.py", content="boom\n", expect="x")
+    script.write_text(
+        json.dumps(
+            {
+                "model": "e2e-model",
+                "turns": [
+                    {"tool_calls": [tool("d1", "agent_dispatch", task="Find the bug in add().")]},
+                    {"tool_calls": [tool("r1", "workspace_read", path="calc.py")]},
+                    {"tool_calls": [write]},
+                    {"text": "add() subtracts; it should add."},
+                    {
+                        "expect_tool_results": [{"id": "d1", "contains": "add() subtracts"}],
+                        "text": "Plan: make add() add.",
+                    },
+                    {"text": block("    return a - b", "    return a + b")},
+                ],
+            }
+        )
+    )
+    res = tidegate_cli(
+        "run", "--repo", str(repo.root), "--json", "--objective", "Fix add().",
+        "--model", f"scripted:{script}", "--sub-agent", "tidegate", "--verify", CHECK,
+        "--max-attempts", "1",
+    )  # fmt: skip
+    report = json.loads(_ok(res))
+    assert report["status"] == "succeeded", report["message"]
+    assert repo.read("calc.py") == CALC.replace("a - b", "a + b")
+    assert repo.read("notes.txt") == "my untracked notes\n"
+    assert repo.index_bytes() == index_before
+    kinds = [e.kind for e in open_run_store(repo.root, None).events(report["run_id"])]
+    assert "sub_agent.dispatch.read_only_forced_isolated" in kinds
+    assert "sub_agent.dispatch.read_only_tool_guard_filtered" in kinds
+
+
+def test_a_sub_agent_without_a_model_is_a_usage_error(repo: Repo) -> None:
+    repo.write("calc.py", CALC)
+    repo.commit_all("initial")
+    res = tidegate_cli(
+        "run", "--repo", str(repo.root), "--objective", "edit-file: calc.py\nreplace: a\nwith: b\n",
+        "--sub-agent", "tidegate",
+    )  # fmt: skip
+    assert res.returncode == 2 and "--sub-agent needs --model" in res.stderr, res.stderr

@@ -123,6 +123,14 @@ AgentOpt = Annotated[
 AgentModelOpt = Annotated[
     str | None, typer.Option("--agent-model", help="The model the agent uses (its default).")
 ]
+SubAgentOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sub-agent",
+        help="Let the model hand sub-tasks to this sub-agent (repeatable): tidegate, codex "
+        "or aider; each works isolated on its own copy. Needs --model.",
+    ),
+]
 MaxCostOpt = Annotated[
     float | None,
     typer.Option("--max-cost", min=0, help="Hard cap in USD on the model's spending for the run."),
@@ -238,6 +246,7 @@ def run(
     model: ModelOpt = None,
     agent: AgentOpt = None,
     agent_model: AgentModelOpt = None,
+    sub_agent: SubAgentOpt = None,
     max_cost: MaxCostOpt = None,
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
@@ -262,6 +271,7 @@ def run(
         model=model,
         agent=agent,
         agent_model=agent_model,
+        sub_agents=tuple(sub_agent or ()),
         max_cost_usd=max_cost,
         max_steps=max_steps,
     )
@@ -321,6 +331,7 @@ def debug(
     model: ModelOpt = None,
     agent: AgentOpt = None,
     agent_model: AgentModelOpt = None,
+    sub_agent: SubAgentOpt = None,
     max_cost: MaxCostOpt = None,
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
@@ -345,6 +356,7 @@ def debug(
         model=model,
         agent=agent,
         agent_model=agent_model,
+        sub_agents=tuple(sub_agent or ()),
         max_cost_usd=max_cost,
         max_steps=max_steps,
     )

@@ -43,5 +43,9 @@ class RunRequest(BaseModel):
     on an isolated copy of T0 (``tidegate.planners.agent``) instead of ``planner``."""
     agent_model: str | None = None
     """The model the agent is told to use (default: its contract's)."""
+    sub_agents: tuple[str, ...] = ()
+    """Offer the model ``agent_dispatch`` to these sub-agents: ``tidegate`` (a session of
+    the same loop and model) and agent contract names; each runs isolated on its own copy
+    (``tidegate.agent.dispatch``). Needs ``model``."""
     max_steps: int | None = Field(default=None, ge=1)
     """Most model requests the run may make (all phases and attempts together)."""

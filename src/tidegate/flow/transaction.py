@@ -621,6 +621,9 @@ def _success_message(state: RunState) -> str:
     if state.request.mode is Mode.REVIEW:
         return f"review finished with {len(state.findings)} finding(s); nothing was changed"
     written = sum(1 for f in state.applied_files if f.action != "unchanged")
+    if not state.request.verify:
+        # Validated (and its content checks passed), but no command verified it.
+        return f"validated change applied, unverified (no --verify), as unstaged edits to {written} path(s)"
     return f"verified change applied as unstaged edits to {written} path(s)"
 
 

@@ -22,6 +22,7 @@ from tidegate.planners.scripted import ScriptedPlanner
 from tidegate.planners.structured import StructuredPlanner
 
 if TYPE_CHECKING:
+    from tidegate.agent.dispatch import DispatchSettings
     from tidegate.config import TidegateConfig
     from tidegate.flow.request import RunRequest
 
@@ -80,6 +81,8 @@ def planner_for(
         if request.model or request.planner != "structured":
             raise UsageError("give one of --agent, --model and --planner")
         return agent_planner(request, recorder)
+    if request.sub_agents and not request.model:
+        raise UsageError("--sub-agent needs --model: only a model can hand a sub-task over")
     if request.model and config is None:
         config = load_config(discover(request.repo).root)
     settings = config.model if (config is not None and request.model) else None
@@ -99,7 +102,35 @@ def planner_for(
     )
     if config is not None and hasattr(planner, "readable_secrets"):
         planner.readable_secrets = config.tools.readable_secrets
+    if request.sub_agents and hasattr(planner, "dispatch"):
+        planner.dispatch = dispatch_settings(request)
     return planner
+
+
+def dispatch_settings(request: RunRequest) -> DispatchSettings:
+    """``agent_dispatch`` for ``request.sub_agents``: ``tidegate`` and installed agent
+    contracts, each CLI contained unless the user chose ``--containment none``."""
+    from tidegate.agent.dispatch import TIDEGATE
+    from tidegate.agent.dispatch import DispatchSettings as Settings
+    from tidegate.agents.contracts import load_contract
+    from tidegate.agents.launch import AgentEndpoint
+    from tidegate.planners.agent import CliSubAgent
+
+    clis = []
+    for name in dict.fromkeys(request.sub_agents):
+        if name == TIDEGATE:
+            continue
+        contract = load_contract(name)
+        if contract.find_program() is None:
+            raise UsageError(
+                f"sub-agent {contract.name!r}: `{contract.program}` is not installed; install "
+                f"it with: {contract.install}"
+            )
+        containment = request.containment or "required"
+        clis.append(
+            CliSubAgent(contract, AgentEndpoint.of(contract, None), containment=containment)
+        )
+    return Settings(clis=tuple(clis))
 
 
 def agent_planner(request: RunRequest, recorder: Any = None) -> Planner:

@@ -88,8 +88,9 @@ def _full(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def test_the_lazy_application_says_what_the_full_one_says(
     committed_repo: Repo, columns: str
 ) -> None:
+    """Every case at 80 columns; the help, which click wraps, at a narrow width too."""
     env = {"COLUMNS": columns}
-    for args in CASES:
+    for args in CASES if columns == "80" else [c for c in CASES if "--help" in c]:
         lazy = tidegate_cli(*args, cwd=committed_repo.root, env=env)
         full = _full(*args, cwd=committed_repo.root, env=env)
         assert (lazy.returncode, lazy.stdout, lazy.stderr) == (

@@ -3,7 +3,8 @@
 Prints, from one run, the median wall time (and the median CPU time, user + system, which
 a busy machine disturbs less) of ``python -c pass``, ``tidegate --help``, ``tidegate
 runs`` and ``tidegate read latest``, and each command's ratio to ``python -c pass`` (issue
-#12's target: at most 3x). The commands run interleaved, ``--repeat`` times each, after
+#12's target: at most 3x); ``tidegate run --help`` too, the start of an engine command
+(typer and the engine commands alone, not the command groups). The commands run interleaved, ``--repeat`` times each, after
 one untimed round, in a temporary repository whose temporary state root holds a few
 recorded runs.
 
@@ -34,6 +35,7 @@ COMMANDS = {
     "tidegate --help": ["{tidegate}", "--help"],
     "tidegate runs": ["{tidegate}", "runs"],
     "tidegate read latest": ["{tidegate}", "read", "latest"],
+    "tidegate run --help": ["{tidegate}", "run", "--help"],
 }
 """Each run as ``PYTHON ARGS``; ``{tidegate}`` is the console script next to PYTHON (what a
 user runs), or ``-m tidegate`` when there is none."""

@@ -1,8 +1,9 @@
 """The ``tidegate`` command line. Thin: parse, call a service, render.
 
 ``main`` first tries the fast path (``tidegate.cli.fast``: help, ``runs``, ``read``
-without importing typer or the engine), then the typer application. ``app`` is loaded on
-first use."""
+without importing typer or the engine), then the typer application: the engine commands
+alone for a command line naming one of them, every command otherwise
+(``tidegate.cli.groups``). ``app`` (every command) is loaded on first use."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ TYPE_CHECKING = False  # not typing's: importing typing is a fifth of this path'
 if TYPE_CHECKING:
     from typing import Any
 
-    from tidegate.cli.app import app
+    import typer
+
+    app: typer.Typer
 
 __all__ = ["app", "main"]
 
@@ -32,10 +35,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        from tidegate.cli.app import app as typer_app
+        from tidegate.cli.app import full_app
 
         # Importing the submodule bound the package's ``app`` to it; the name means the
-        # typer application, as it did when this module imported it eagerly.
+        # whole typer application (every command), as it did when this module imported it
+        # eagerly.
+        typer_app = full_app()
         globals()["app"] = typer_app
         return typer_app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,6 @@
-"""Commands: run, review, debug, recover, runs, read, resume.
+"""Commands: run, review, debug, recover, runs, read, resume (the engine's); the command
+groups are added by ``full_app`` only for a command line that needs them
+(``tidegate.cli.groups``).
 
 Exit codes: 0 succeeded, 1 the run failed (PERSISTENCE_ERROR included: a run whose record
 was not stored durably never reports success), 2 usage error (a refused resume included),
@@ -16,12 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from tidegate.cli.gym import gym_app
-from tidegate.cli.ledger import ledger_app
-from tidegate.cli.mcp import mcp_app
-from tidegate.cli.operator import OPERATOR_REVIEW, operator_apps, route_review
+from tidegate.cli.groups import add_groups, needs_groups, route_review
 from tidegate.cli.output import dump_json
-from tidegate.cli.tools import tools_app
 from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.flow.modes import Mode
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
@@ -29,29 +27,39 @@ from tidegate.pathtext import is_utf8
 from tidegate.sanitize import sanitize
 
 if TYPE_CHECKING:
+    from tidegate.cli.render import ProgressPrinter
     from tidegate.flow.report import FlowReport
     from tidegate.store import RunStore
 
-# The engine, the store's writing side, rich and the model SDKs are imported inside the
-# commands that use them: a command pays only for what it runs (docs/benchmarks.md).
+# The engine, the store's writing side, rich, the model SDKs and the command groups are
+# imported where they are used: a command pays only for what it runs (docs/benchmarks.md).
 
 EXIT_USAGE = 2
 
-app = typer.Typer(
-    name="tidegate",
-    help="Apply AI-proposed changes to your git repository safely: shadow worktree, "
+_SETTINGS: dict[str, Any] = {
+    "name": "tidegate",
+    "help": "Apply AI-proposed changes to your git repository safely: shadow worktree, "
     "verification, retries, and a three-way merge back that never touches your index.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-app.add_typer(ledger_app, name="ledger")
-app.add_typer(tools_app, name="tools")
-app.add_typer(mcp_app, name="mcp")
-app.add_typer(gym_app, name="gym")
-for _operator_app in operator_apps():
-    app.add_typer(_operator_app, hidden=_operator_app.info.name == OPERATOR_REVIEW)
+    "no_args_is_help": True,
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
+app = typer.Typer(**_SETTINGS)
+"""The engine commands alone (``full_app``: with the command groups)."""
+_full: typer.Typer | None = None
+
+
+def full_app() -> typer.Typer:
+    """Every command: the engine's (the same objects as ``app``'s) and every group."""
+    global _full
+    if _full is None:
+        full = typer.Typer(**_SETTINGS)
+        full.registered_commands = app.registered_commands
+        add_groups(full)
+        _full = full
+    return _full
+
 
 RepoOpt = Annotated[
     Path, typer.Option("--repo", help="The repository (default: current directory).")
@@ -171,6 +179,15 @@ def _store(repo: Path, state_root: str | None) -> RunStore:
     return open_run_store(repo, state_root)
 
 
+def _observer(as_json: bool) -> ProgressPrinter | None:
+    """Phase lines on stderr; none with --json, which so never loads rich."""
+    if as_json:
+        return None
+    from tidegate.cli.render import ProgressPrinter, console
+
+    return ProgressPrinter(console(stderr=True))
+
+
 def _print(report: FlowReport) -> None:
     from tidegate.cli.render import console, print_report
 
@@ -186,7 +203,6 @@ def _run(
     **fields: Any,
 ) -> None:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render, exit."""
-    from tidegate.cli.render import ProgressPrinter, console
     from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
@@ -197,8 +213,7 @@ def _run(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
     store = _store(request.repo, state_root)
-    err = console(stderr=True)
-    observer = None if as_json else ProgressPrinter(err)
+    observer = _observer(as_json)
     recorder = StoreRecorder(store)
     planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
     if observer is not None and hasattr(planner, "progress"):
@@ -357,13 +372,14 @@ def recover(
     as_json: JsonOpt = False,
 ) -> None:
     """Finish (or --rollback) apply-backs a crash interrupted; remove stale shadows."""
-    from tidegate.cli.render import console
     from tidegate.recovery import recover_repository
 
     summary = recover_repository(repo, rollback=rollback)
     if as_json:
         sys.stdout.write(dump_json(summary.as_dict()) + "\n")
     else:
+        from tidegate.cli.render import console
+
         out = console()
         if not (
             summary.journals or summary.removed_shadows or summary.removed_scratch or summary.errors
@@ -449,14 +465,12 @@ def resume(
     """Continue a paused or interrupted run from its last checkpoint. Refused (exit 2) when
     the workspace, the request, the planner's inputs or the configuration changed, or when
     a checkpoint fails verification."""
-    from tidegate.cli.render import ProgressPrinter, console
     from tidegate.flow.resume import resume_run
     from tidegate.store import StoreRecorder, resume_ticket
 
     store = _store(repo, state_root)
     ticket = resume_ticket(store, run_id)
-    err = console(stderr=True)
-    observer = None if as_json else ProgressPrinter(err)
+    observer = _observer(as_json)
     report = resume_run(ticket, StoreRecorder(store, task_id=ticket.task_id), observer)
     if as_json:
         sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
@@ -477,12 +491,17 @@ def _is_validation_error(exc: Exception) -> bool:
     return pydantic is not None and isinstance(exc, pydantic.ValidationError)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: turns every usage error into one line on stderr and exit code 2."""
-    args = route_review(sys.argv[1:] if argv is None else argv)
+def main(argv: list[str] | None = None, *, full: bool = False) -> int:
+    """Entry point: turns every usage error into one line on stderr and exit code 2.
+
+    An engine command runs on the engine commands alone, anything else (or ``full``) on
+    every command (``tidegate.cli.groups``)."""
+    args = sys.argv[1:] if argv is None else argv
+    application = full_app() if full or needs_groups(args) else app
+    args = route_review(args)
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        result = app(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)
+        result = application(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from tidegate.cli.groups import OPERATOR_REVIEW
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the view as one JSON object.")]
 Topology = Annotated[str, typer.Argument(help="single-process (ray: the gym only).")]
 BaseTypeArg = Annotated[str, typer.Argument(help="local-harness, openai or anthropic.")]
@@ -47,7 +49,6 @@ engineer_app = _app("engineer", "One bounded, verified engineer action; its audi
 meeting_app = _app("meeting", "Capture meeting decisions and goals; read the latest meeting.")
 goals_app = _app("goal-curation", "Curate the goal register; read it.")
 improvement_app = _app("improvement-curation", "Approve or defer review proposals; read them.")
-OPERATOR_REVIEW = "review-records"
 review_records_app = _app(OPERATOR_REVIEW, "Review records: run a review and persist it; read it.")
 
 
@@ -60,14 +61,6 @@ def operator_apps() -> list[typer.Typer]:
         improvement_app,
         review_records_app,
     ]
-
-
-def route_review(args: list[str]) -> list[str]:
-    """``tidegate review run|read ...`` are the review records; ``tidegate review --...``
-    stays the engine's review command."""
-    if len(args) >= 2 and args[0] == "review" and args[1] in ("run", "read"):
-        return [OPERATOR_REVIEW, *args[1:]]
-    return args
 
 
 def _emit(command: str, view: dict[str, Any], as_json: bool, exit_code: int = 0) -> None:

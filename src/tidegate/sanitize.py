@@ -162,7 +162,7 @@ def _may_match(text: str, name: str) -> bool:
 # Every pattern above needs one of these; most text has none, and one search is cheap.
 TRIGGER = re.compile(
     r"(?i:bearer|authorization|sk-|[sr]k_|whsec_|gh[pousr]_|github_pat_|glpat-|xox|xapp-"
-    r"|-----begin|://|pass|pwd|secret|token|key|credential|auth|session|cookie)"
+    r"|-----begin|://|pass|pw|secret|token|key|credential|auth|session|cookie)"
     r"|AKIA|ASIA|AGPA|AIDA|AROA|AIza|eyJ"
 )
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
+
 from tests.adversarial.test_secret_redaction import SECRETS
 from tidegate import sanitize
 from tidegate.sanitize import REDACTED, redact
@@ -46,3 +48,14 @@ def test_the_guards_never_skip_a_pattern_that_would_redact() -> None:
     for _ in range(6000):
         text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 8)))
         assert redact(text) == _unguarded(text), repr(text)
+
+
+@pytest.mark.parametrize("name", ["DB_PW", "db-pw", "SMTP_PW", "--admin-pw"])
+def test_a_name_ending_in_pw_is_redacted_through_the_trigger_search(name: str) -> None:
+    """``secret_name`` treats ``pw`` as a secret tail; the trigger search that runs first
+    must let such text through to the assignment pattern."""
+    from tidegate.sanitize import redact
+
+    sep = " " if name.startswith("--") else "="
+    shown = redact(f"{name}{sep}hunter2-value")
+    assert "hunter2-value" not in shown, shown

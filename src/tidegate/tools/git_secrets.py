@@ -1,0 +1,297 @@
+"""git.exec keeps secret-shaped files withheld: git never reads them for the model.
+
+The workspace tools withhold secret-shaped files (``workspace.secret_files``), but git
+also holds the tracked ones: in commits, in the index, as loose or packed blobs. Three
+rules keep them out of git.exec, each applied before git runs (containment of what git
+reads, not a filter of what it prints, so an output format, a missing file name or a
+yes/no search answer cannot carry them either):
+
+1. **Path limits.** diff, log, show and grep get one pathspec exclusion per secret name
+   pattern (``:(exclude,glob,top)**/.env`` ...), so git neither prints nor searches those
+   files in any commit, tree, index or work tree. Options that make git look past its path
+   limits (``--follow``, ``--full-diff``) are refused by the allowlist. Pathspecs cannot
+   re-include, so templates whose names match a pattern (``.env.example``) are left out
+   too; a bare-name allowance equal to a pattern (``readable_secrets = [".env"]``) drops
+   that exclusion.
+2. **Object names.** An operand that names a path (``HEAD:.env``, ``:.env``,
+   ``:0:.npmrc``, ``HEAD^{tree}:./x/../.env``, either end of ``A..B``) is refused when the
+   path, normalised, is withheld.
+3. **Object ids.** An operand that resolves to a blob without naming its path (an id, an
+   abbreviation, a tag, a ref) is shown only if git finds it at a readable path in the
+   objects reachable from any ref, reflog or the index (``rev-list --objects``), which
+   names each object by the first path it meets. A blob met first at a withheld path, or
+   not met at all (unreachable), is refused.
+
+Tree listings (``ls-tree``, ``rev-list --objects``, ``ls-files -s``, ``status``) still
+name withheld files and their blob ids, as a workspace listing names them: names, never
+content.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tidegate.git import Git
+from tidegate.tools.git_allowlist import Accepted
+from tidegate.workspace.secret_files import SECRET_FILE_NAMES, SecretFiles
+
+PATH_LIMITED = frozenset({"diff", "log", "show", "grep"})
+"""Subcommands that print or search file content across paths: they get the exclusions."""
+OBJECT_READERS = frozenset({"diff", "log", "show", "grep", "cat-file"})
+"""Subcommands whose operands may name a blob whose content git would print."""
+LEFT_OUT = (
+    "secret-shaped files (.env, *.pem, id_rsa ... and templates matching those names) "
+    "are left out of this output; the user allows one with readable_secrets"
+)
+
+
+class Withheld(Exception):
+    """The argument would show a withheld file; the message names it."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    argv: tuple[str, ...]
+    left_out: str | None
+    """Why some paths are missing from the output, or None when nothing was excluded."""
+
+
+def exclusions(secrets: SecretFiles) -> tuple[str, ...]:
+    """Exclusion pathspecs from the repository's top, at any depth, for every withheld
+    name: the secret name patterns less the user's bare-name allowances. A literal
+    allowance (``.env``, ``.env.local``) is cut out of each pattern exactly (``*.env``
+    becomes ``?*.env``, see ``_minus``); a glob allowance drops a pattern only when it is
+    that pattern or ``*``. A path allowance (``config/dev.key``) cannot be cut out of a
+    pathspec, so that file stays out of path-limited output (it is readable as
+    ``<rev>:<path>``)."""
+    bare = [glob for glob in secrets.allowed if "/" not in glob]
+    if "*" in bare:
+        return ()
+    literal = [name for name in bare if not _GLOB_CHARS.search(name)]
+    out: list[str] = []
+    for pattern in SECRET_FILE_NAMES:
+        if pattern in bare:
+            continue
+        globs = [_tokens(pattern)]
+        for name in literal:
+            globs = [g2 for g in globs for g2 in (_minus(g, name) if _fits(g, name) else [g])]
+        out += [f":(exclude,glob,top)**/{_render(g)}" for g in globs]
+    return tuple(out)
+
+
+# A glob as tokens: a literal character, "?" (any one), a set of characters one may not
+# be ("[!...]"), or "*". Every glob here has at most one "*".
+Token = str | frozenset[str]
+_GLOB_CHARS = re.compile(r"[*?\[\]\\]")
+
+
+def _tokens(pattern: str) -> list[Token]:
+    return [frozenset() if ch == "?" else ch for ch in pattern]  # "?" is "none excluded"
+
+
+def _fits(glob: list[Token], name: str) -> bool:
+    if "*" not in glob:
+        return len(glob) == len(name) and all(_one(t, c) for t, c in zip(glob, name, strict=True))
+    star = glob.index("*")
+    head, tail = glob[:star], glob[star + 1 :]
+    if len(name) < len(head) + len(tail):
+        return False
+    end = name[len(name) - len(tail) :] if tail else ""
+    return _fits(head, name[: len(head)]) and _fits(tail, end)
+
+
+def _one(token: Token, ch: str) -> bool:
+    return ch not in token if isinstance(token, frozenset) else token == ch
+
+
+def _minus(glob: list[Token], name: str) -> list[list[Token]]:
+    """Globs that together match exactly what ``glob`` matches except ``name`` (which it
+    matches): differ from ``name`` at one position, or have another length."""
+
+    def differ(tokens: list[Token], at: int, ch: str) -> list[list[Token]]:
+        token = tokens[at]
+        if not isinstance(token, frozenset):
+            return []  # a literal character cannot differ
+        return [[*tokens[:at], token | {ch}, *tokens[at + 1 :]]]
+
+    if "*" not in glob:
+        return [g for i, ch in enumerate(name) for g in differ(glob, i, ch)]
+    star = glob.index("*")
+    head, tail = glob[:star], glob[star + 1 :]
+    middle = name[len(head) : len(name) - len(tail)]
+    tail_at = len(name) - len(tail)
+    any_: Token = frozenset()
+    out: list[list[Token]] = []
+    for i in range(len(head)):
+        out += differ(glob, i, name[i])
+    for j in range(len(tail)):
+        out += differ(glob, star + 1 + j, name[tail_at + j])
+    out += [[*head, *[any_] * k, *tail] for k in range(len(middle))]
+    out.append([*head, *[any_] * (len(middle) + 1), "*", *tail])
+    for i, ch in enumerate(middle):
+        rest = len(middle) - i - 1
+        out.append([*head, *[any_] * i, frozenset({ch}), *[any_] * rest, *tail])
+    return out
+
+
+def _render(glob: list[Token]) -> str:
+    def escape(ch: str) -> str:
+        return "\\" + ch if ch in "*?[]\\!" else ch
+
+    parts = []
+    for token in glob:
+        if isinstance(token, frozenset):
+            parts.append("[!" + "".join(escape(c) for c in sorted(token)) + "]" if token else "?")
+        else:
+            parts.append(token if token == "*" else escape(token))
+    return "".join(parts)
+
+
+def plan(verdict: Accepted, git: Git, secrets: SecretFiles) -> Plan:
+    """The argv to run for ``verdict``, or ``Withheld`` when an argument would show a
+    withheld file."""
+    name = verdict.head[0] if verdict.head else verdict.argv[0]
+    for arg in verdict.operands:
+        _check_spelled(arg, secrets)
+    for arg in verdict.paths or ():
+        _check_path(arg, arg, secrets)
+        _check_spelled(arg, secrets)  # pathspec magic: ':(glob)**/.env'
+    if name not in OBJECT_READERS:
+        return Plan(verdict.argv, None)
+    operands = list(verdict.operands)
+    if name == "cat-file":
+        revs, paths = operands, []
+    elif verdict.paths is not None:
+        revs, paths = operands, list(verdict.paths)
+    else:
+        revs, paths = _split(git, operands)
+    blobs = ObjectPaths(git)
+    for rev in revs:
+        if not _names_its_path(rev):
+            _check_objects(git, rev, blobs, secrets)
+    if name not in PATH_LIMITED:
+        return Plan(verdict.argv, None)
+    excluded = exclusions(secrets)
+    if not excluded:
+        return Plan(verdict.argv, None)
+    head = list(verdict.head)
+    tail = ["--end-of-options"] if name != "grep" and revs else []
+    argv = (*head, *tail, *revs, "--", *paths, *excluded)
+    return Plan(argv, LEFT_OUT)
+
+
+# -- object names that spell a path ------------------------------------------------------
+
+_STAGE = re.compile(r"^:[0-3]:")
+_RANGE = re.compile(r"\.\.\.?")
+_SUFFIX = re.compile(r"\^(!|@|-\d*)$")
+
+
+def _readings(arg: str) -> list[str]:
+    """``arg`` and each end of it read as a range, the way git tries both."""
+    body = arg[1:] if arg.startswith("^") else arg
+    body = _SUFFIX.sub("", body)
+    found = [arg, body]
+    match = _RANGE.search(body)
+    if match:
+        found += [body[: match.start()], body[match.end() :]]
+    return [r for r in found if r]
+
+
+def _spelled_path(name: str) -> str | None:
+    """The path an object name spells (``<rev>:<path>``, ``:<path>``, ``:<n>:<path>``),
+    or None. ``:/<text>`` searches commit messages; a colon inside ``@{...}`` or
+    ``^{...}`` is not a separator (git scans the same way)."""
+    if name.startswith(":/"):
+        return None
+    if name.startswith(":"):
+        return _STAGE.sub("", name) if _STAGE.match(name) else name[1:]
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "{":
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+        elif ch == ":" and not depth:
+            return name[i + 1 :]
+    return None
+
+
+def _check_spelled(arg: str, secrets: SecretFiles) -> None:
+    """Each reading of ``arg``: the path it spells, or itself read as a path."""
+    for reading in _readings(arg):
+        spelled = _spelled_path(reading)
+        _check_path(arg, reading if spelled is None else spelled, secrets)
+
+
+def _check_path(arg: str, path: str, secrets: SecretFiles) -> None:
+    norm = posixpath.normpath(path).lstrip("/") if path else ""
+    if norm not in ("", ".") and secrets.withheld(norm):
+        raise Withheld(f"{arg}: names {norm}, a secret-shaped file withheld from the "
+                       "model's tools")  # fmt: skip
+
+
+def _names_its_path(arg: str) -> bool:
+    """One object named by its path: the path check above has already judged it."""
+    return _RANGE.search(arg) is None and _spelled_path(arg) is not None
+
+
+# -- object ids --------------------------------------------------------------------------
+
+
+def _split(git: Git, operands: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Revisions, then paths, as git reads operands without ``--``: up to the first one
+    that is not a revision, the rest are paths."""
+    for i, arg in enumerate(operands):
+        if not _resolve(git, arg):
+            return list(operands[:i]), list(operands[i:])
+    return list(operands), []
+
+
+def _resolve(git: Git, arg: str) -> list[str]:
+    res = git.run("rev-parse", "--revs-only", arg, check=False)
+    if res.returncode != 0:
+        return []
+    return [line.lstrip("^") for line in res.stdout.decode("ascii", "replace").split()]
+
+
+def _check_objects(git: Git, arg: str, blobs: ObjectPaths, secrets: SecretFiles) -> None:
+    ids = _resolve(git, arg)
+    if not ids:
+        return
+    query = "".join(f"{i}^{{}}\n" for i in ids).encode()
+    res = git.run("cat-file", "--batch-check", input=query, check=False)
+    for line in res.stdout.decode("ascii", "replace").splitlines():
+        oid, _, kind = line.partition(" ")
+        if not kind.startswith("blob"):
+            continue
+        path = blobs.path_of(oid)
+        if not path:  # unreachable, or reached only as a ref's own target
+            raise Withheld(f"{arg}: blob {oid[:12]} is at no path git.exec can check "
+                           "(a ref's own target, or not reachable), withheld")  # fmt: skip
+        if secrets.withheld(path):
+            raise Withheld(f"{arg}: blob {oid[:12]} is stored at {path}, a secret-shaped "
+                           "file withheld from the model's tools")  # fmt: skip
+
+
+class ObjectPaths:
+    """Object id -> the first path ``rev-list --objects`` names it by, over every ref,
+    reflog entry and the index; read once, on first use."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+        self._paths: dict[str, str] | None = None
+
+    def path_of(self, oid: str) -> str | None:
+        if self._paths is None:
+            res = self._git.run(
+                "rev-list", "--objects", "--all", "--reflog", "--indexed-objects", check=False
+            )
+            self._paths = {}
+            for line in res.stdout.decode("utf-8", "surrogateescape").splitlines():
+                oid_, _, path = line.partition(" ")
+                self._paths.setdefault(oid_, path)
+        return self._paths.get(oid)

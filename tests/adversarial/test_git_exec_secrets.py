@@ -139,6 +139,8 @@ DIFF_LIKE = [
     ["diff", "HEAD~2"],
     ["diff", "HEAD~2", "HEAD"],
     ["diff", "HEAD~2", "--", "."],
+    ["diff", "HEAD~2", "calc.py"],  # paths without '--': git.exec moves them after it
+    ["log", "-p", "calc.py"],
     ["diff", "--cached"],  # the staged key
     ["diff", "--cached", "--no-prefix"],
     ["diff"],  # the local edit of .env (tracked)

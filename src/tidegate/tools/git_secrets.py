@@ -14,7 +14,7 @@ yes/no search answer cannot carry them either):
    too; a bare-name allowance equal to a pattern (``readable_secrets = [".env"]``) drops
    that exclusion.
 2. **Object names.** An operand that names a path (``HEAD:.env``, ``:.env``,
-   ``:0:.npmrc``, ``HEAD^{tree}:./x/../.env``, either end of ``A..B``) is refused when the
+   ``:0:.npmrc``, ``HEAD^{tree}:./x/../.env``) is refused when the
    path, normalised, is withheld.
 3. **Object ids.** An operand that resolves to a blob without naming its path (an id, an
    abbreviation, a tag, a ref) is shown only if git finds it at a readable path in the
@@ -162,16 +162,16 @@ def plan(verdict: Accepted, git: Git, secrets: SecretFiles) -> Plan:
     if name not in OBJECT_READERS:
         return Plan(verdict.argv, None)
     operands = list(verdict.operands)
+    objects = Objects(git)
     if name == "cat-file":
         revs, paths = operands, []
     elif verdict.paths is not None:
         revs, paths = operands, list(verdict.paths)
     else:
-        revs, paths = _split(git, operands)
-    blobs = ObjectPaths(git)
+        revs, paths = _split(objects, operands)
     for rev in revs:
         if not _names_its_path(rev):
-            _check_objects(git, rev, blobs, secrets)
+            _check_objects(objects, rev, secrets)
     if name not in PATH_LIMITED:
         return Plan(verdict.argv, None)
     excluded = exclusions(secrets)
@@ -187,18 +187,6 @@ def plan(verdict: Accepted, git: Git, secrets: SecretFiles) -> Plan:
 
 _STAGE = re.compile(r"^:[0-3]:")
 _RANGE = re.compile(r"\.\.\.?")
-_SUFFIX = re.compile(r"\^(!|@|-\d*)$")
-
-
-def _readings(arg: str) -> list[str]:
-    """``arg`` and each end of it read as a range, the way git tries both."""
-    body = arg[1:] if arg.startswith("^") else arg
-    body = _SUFFIX.sub("", body)
-    found = [arg, body]
-    match = _RANGE.search(body)
-    if match:
-        found += [body[: match.start()], body[match.end() :]]
-    return [r for r in found if r]
 
 
 def _spelled_path(name: str) -> str | None:
@@ -221,10 +209,10 @@ def _spelled_path(name: str) -> str | None:
 
 
 def _check_spelled(arg: str, secrets: SecretFiles) -> None:
-    """Each reading of ``arg``: the path it spells, or itself read as a path."""
-    for reading in _readings(arg):
-        spelled = _spelled_path(reading)
-        _check_path(arg, reading if spelled is None else spelled, secrets)
+    """The path ``arg`` spells, or ``arg`` itself read as a path. (Either end of a range
+    ``A..B`` is a blob id to the check below unless the whole names one path.)"""
+    spelled = _spelled_path(arg)
+    _check_path(arg, arg if spelled is None else spelled, secrets)
 
 
 def _check_path(arg: str, path: str, secrets: SecretFiles) -> None:
@@ -242,33 +230,26 @@ def _names_its_path(arg: str) -> bool:
 # -- object ids --------------------------------------------------------------------------
 
 
-def _split(git: Git, operands: Sequence[str]) -> tuple[list[str], list[str]]:
+def _split(objects: Objects, operands: Sequence[str]) -> tuple[list[str], list[str]]:
     """Revisions, then paths, as git reads operands without ``--``: up to the first one
     that is not a revision, the rest are paths."""
     for i, arg in enumerate(operands):
-        if not _resolve(git, arg):
+        if not objects.resolve(arg):
             return list(operands[:i]), list(operands[i:])
     return list(operands), []
 
 
-def _resolve(git: Git, arg: str) -> list[str]:
-    res = git.run("rev-parse", "--revs-only", arg, check=False)
-    if res.returncode != 0:
-        return []
-    return [line.lstrip("^") for line in res.stdout.decode("ascii", "replace").split()]
-
-
-def _check_objects(git: Git, arg: str, blobs: ObjectPaths, secrets: SecretFiles) -> None:
-    ids = _resolve(git, arg)
+def _check_objects(objects: Objects, arg: str, secrets: SecretFiles) -> None:
+    ids = objects.resolve(arg)
     if not ids:
         return
     query = "".join(f"{i}^{{}}\n" for i in ids).encode()
-    res = git.run("cat-file", "--batch-check", input=query, check=False)
+    res = objects.git.run("cat-file", "--batch-check", input=query, check=False)
     for line in res.stdout.decode("ascii", "replace").splitlines():
         oid, _, kind = line.partition(" ")
         if not kind.startswith("blob"):
             continue
-        path = blobs.path_of(oid)
+        path = objects.path_of(oid)
         if not path:  # unreachable, or reached only as a ref's own target
             raise Withheld(f"{arg}: blob {oid[:12]} is at no path git.exec can check "
                            "(a ref's own target, or not reachable), withheld")  # fmt: skip
@@ -277,17 +258,27 @@ def _check_objects(git: Git, arg: str, blobs: ObjectPaths, secrets: SecretFiles)
                            "file withheld from the model's tools")  # fmt: skip
 
 
-class ObjectPaths:
-    """Object id -> the first path ``rev-list --objects`` names it by, over every ref,
-    reflog entry and the index; read once, on first use."""
+class Objects:
+    """What git says about the objects of one call: the ids an operand resolves to
+    (``rev-parse --revs-only``: none when it is not a revision), and object id -> the
+    first path ``rev-list --objects`` names it by, over every ref, reflog entry and the
+    index (read once, on first use)."""
 
     def __init__(self, git: Git) -> None:
-        self._git = git
+        self.git = git
+        self._ids: dict[str, list[str]] = {}
         self._paths: dict[str, str] | None = None
+
+    def resolve(self, arg: str) -> list[str]:
+        if arg not in self._ids:
+            res = self.git.run("rev-parse", "--revs-only", arg, check=False)
+            out = res.stdout.decode("ascii", "replace").split() if res.returncode == 0 else []
+            self._ids[arg] = [line.lstrip("^") for line in out]
+        return self._ids[arg]
 
     def path_of(self, oid: str) -> str | None:
         if self._paths is None:
-            res = self._git.run(
+            res = self.git.run(
                 "rev-list", "--objects", "--all", "--reflog", "--indexed-objects", check=False
             )
             self._paths = {}

@@ -7,7 +7,7 @@ reads, not a filter of what it prints, so an output format, a missing file name 
 yes/no search answer cannot carry them either):
 
 1. **Path limits.** diff, log, show and grep get one pathspec exclusion per secret name
-   pattern (``:(exclude,glob,top)**/.env`` ...), so git neither prints nor searches those
+   pattern (``:(exclude,top).env``, ``:(exclude,top)*/.env`` ...), so git neither prints nor searches those
    files in any commit, tree, index or work tree. Options that make git look past its path
    limits (``--follow``, ``--full-diff``) are refused by the allowlist. Pathspecs cannot
    re-include, so templates whose names match a pattern (``.env.example``) are left out
@@ -61,7 +61,12 @@ class Plan:
 
 def exclusions(secrets: SecretFiles) -> tuple[str, ...]:
     """Exclusion pathspecs from the repository's top, at any depth, for every withheld
-    name: the secret name patterns less the user's bare-name allowances. A literal
+    name: the secret name patterns less the user's bare-name allowances. They are plain
+    (not ``glob``) pathspecs, whose ``*`` and ``?`` also match ``/``: ``*.pem`` reaches
+    every depth alone, ``.env`` needs ``*/.env`` beside it; a file under a directory with
+    a secret-shaped name (``x/.env.d/a.py``) is left out too. (``:(glob)**/.env`` says the
+    same exactly, and makes ``git diff`` on 50,000 files take 0.2 s longer; a pattern an
+    allowance was cut out of needs it, since there ``?`` must not match ``/``.) A literal
     allowance (``.env``, ``.env.local``) is cut out of each pattern exactly (``*.env``
     becomes ``?*.env``, see ``_minus``); a glob allowance drops a pattern only when it is
     that pattern or ``*``. A path allowance (``config/dev.key``) cannot be cut out of a
@@ -78,7 +83,12 @@ def exclusions(secrets: SecretFiles) -> tuple[str, ...]:
         globs = [_tokens(pattern)]
         for name in literal:
             globs = [g2 for g in globs for g2 in (_minus(g, name) if _fits(g, name) else [g])]
-        out += [f":(exclude,glob,top)**/{_render(g)}" for g in globs]
+        if globs != [_tokens(pattern)]:  # cut: its "?" and "[!x]" must not match "/"
+            out += [f":(exclude,glob,top)**/{_render(g)}" for g in globs]
+            continue
+        out.append(f":(exclude,top){pattern}")
+        if not pattern.startswith("*"):
+            out.append(f":(exclude,top)*/{pattern}")
     return tuple(out)
 
 

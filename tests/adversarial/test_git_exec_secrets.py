@@ -153,6 +153,8 @@ DIFF_LIKE = [
     ["grep", "--cached", FIND],
     ["grep", FIND],
     ["grep", "-e", FIND, "HEAD~1:"],  # a tree
+    ["grep", "-e", FIND, "HEAD~1:deploy"],  # a subtree: paths within it
+    ["diff", "HEAD~2:", "HEAD~1:deploy"],
 ]
 
 
@@ -241,3 +243,16 @@ def test_an_allowed_secret_is_readable_through_git_too(history: Repo) -> None:
     for result in (log, grep):
         assert f"{MARK}-npm" not in result["output"]["stdout"]
     assert npm["error"]["code"] == "secret_withheld"
+
+
+def test_a_workspace_below_the_top_keeps_the_whole_repository_out(history: Repo) -> None:
+    """The workspace is a subdirectory: git's history still spans the repository, and the
+    exclusions count from its top (without ``top`` they would start at the workspace)."""
+    history.write("pkg/mod.py", "x = 1\n")
+    history.commit_all("a package")
+    context = ToolContext(workspace=WorkspacePort(history.root / "pkg"))
+    with ToolExecutor(context, activate_all=True) as ex:
+        results = [_git(ex, *args) for args in (["log", "-p"], ["grep", FIND, "HEAD~2"])]
+    for result in results:
+        assert result["ok"] and MARK not in json.dumps(result), result
+    assert "return a + b" in results[0]["output"]["stdout"]

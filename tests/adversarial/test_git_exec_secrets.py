@@ -256,3 +256,19 @@ def test_a_workspace_below_the_top_keeps_the_whole_repository_out(history: Repo)
     for result in results:
         assert result["ok"] and MARK not in json.dumps(result), result
     assert "return a + b" in results[0]["output"]["stdout"]
+
+
+def test_the_remembered_object_map_is_read_again_for_new_objects(history: Repo) -> None:
+    """git.exec keeps the object -> path map between calls; objects committed after it was
+    read make it be read again, so a new secret blob is still refused and a new readable
+    one shown."""
+    with _host(history) as ex:
+        assert _git(ex, "cat-file", "-p", _blob(history, "HEAD:calc.py"))["ok"]
+        history.write(".env", f"API_TOKEN={MARK}-rotated\n")
+        history.write("new.py", "print('new')\n")
+        history.commit_all("rotate the token, add new.py")
+        secret = _git(ex, "cat-file", "-p", _blob(history, "HEAD:.env"))
+        readable = _git(ex, "cat-file", "-p", _blob(history, "HEAD:new.py"))
+    assert secret["error"]["code"] == "secret_withheld" and MARK not in json.dumps(secret)
+    assert "stored at .env" in secret["error"]["message"]
+    assert readable["ok"] and "print('new')" in readable["output"]["stdout"], readable

@@ -160,9 +160,12 @@ def _render(glob: list[Token]) -> str:
     return "".join(parts)
 
 
-def plan(verdict: Accepted, git: Git, secrets: SecretFiles) -> Plan:
+def plan(
+    verdict: Accepted, git: Git, secrets: SecretFiles, known: dict[str, str] | None = None
+) -> Plan:
     """The argv to run for ``verdict``, or ``Withheld`` when an argument would show a
-    withheld file."""
+    withheld file. ``known``: the repository's object -> path map, kept by the caller
+    between calls (see ``Objects``)."""
     name = verdict.head[0] if verdict.head else verdict.argv[0]
     for arg in verdict.operands:
         _check_spelled(arg, secrets)
@@ -172,7 +175,7 @@ def plan(verdict: Accepted, git: Git, secrets: SecretFiles) -> Plan:
     if name not in OBJECT_READERS:
         return Plan(verdict.argv, None)
     operands = list(verdict.operands)
-    objects = Objects(git)
+    objects = Objects(git, known)
     if name == "cat-file":
         revs, paths = operands, []
     elif verdict.paths is not None:
@@ -268,16 +271,23 @@ def _check_objects(objects: Objects, arg: str, secrets: SecretFiles) -> None:
                            "file withheld from the model's tools")  # fmt: skip
 
 
+MAX_REMEMBERED = 500_000
+"""Object -> path maps up to this size are kept between calls (about 100 bytes each)."""
+
+
 class Objects:
     """What git says about the objects of one call: the ids an operand resolves to
     (``rev-parse --revs-only``: none when it is not a revision), and object id -> the
     first path ``rev-list --objects`` names it by, over every ref, reflog entry and the
-    index (read once, on first use)."""
+    index. ``known`` is the map from an earlier call on the same repository: an object
+    is immutable, so a path it was met at stays true; an object it lacks makes the map
+    be read again (once per call)."""
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, known: dict[str, str] | None = None) -> None:
         self.git = git
         self._ids: dict[str, list[str]] = {}
-        self._paths: dict[str, str] | None = None
+        self._paths = {} if known is None else known
+        self._read = False
 
     def resolve(self, arg: str) -> list[str]:
         if arg not in self._ids:
@@ -287,12 +297,17 @@ class Objects:
         return self._ids[arg]
 
     def path_of(self, oid: str) -> str | None:
-        if self._paths is None:
+        if oid not in self._paths and not self._read:
+            self._read = True
             res = self.git.run(
                 "rev-list", "--objects", "--all", "--reflog", "--indexed-objects", check=False
             )
-            self._paths = {}
+            self._paths.clear()
             for line in res.stdout.decode("utf-8", "surrogateescape").splitlines():
                 oid_, _, path = line.partition(" ")
                 self._paths.setdefault(oid_, path)
+            if len(self._paths) > MAX_REMEMBERED:
+                found = self._paths.get(oid)
+                self._paths.clear()
+                return found
         return self._paths.get(oid)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.exec.git_sandbox import git_sandbox_prefix
@@ -67,6 +67,8 @@ def _is_full_diff(argv: list[str]) -> bool:
 class GitExec:
     tool_id: str = "git.exec"
     label: str | None = None
+    object_paths: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    """Per git dir, the object -> path map git.exec's secret check read last."""
 
     def run(self, args: GitInput, call: Dispatch) -> AdapterResult:
         verdict = canonical(args.args)
@@ -74,7 +76,8 @@ class GitExec:
             raise ToolFailure("git_refused", verdict.reason)
         git, contained = _git_for(call.context)
         try:
-            planned = plan(verdict, git, call.context.workspace.secrets)
+            known = self.object_paths.setdefault(str(git.git_dir), {})
+            planned = plan(verdict, git, call.context.workspace.secrets, known)
         except Withheld as exc:
             raise ToolFailure("secret_withheld", str(exc)) from exc
         argv = list(planned.argv)

@@ -272,3 +272,17 @@ def test_the_remembered_object_map_is_read_again_for_new_objects(history: Repo) 
     assert secret["error"]["code"] == "secret_withheld" and MARK not in json.dumps(secret)
     assert "stored at .env" in secret["error"]["message"]
     assert readable["ok"] and "print('new')" in readable["output"]["stdout"], readable
+
+
+def test_a_path_allowance_reads_the_file_by_name_and_id(history: Repo) -> None:
+    """``readable_secrets = ["config/prod.pem"]``: readable as ``:<path>`` and by its id;
+    a pathspec cannot re-include one path, so ``diff --cached`` still leaves it out and
+    says so."""
+    pem = _blob(history, ":config/prod.pem")
+    with _host(history, allowed=("config/prod.pem",)) as ex:
+        by_name, by_id = _git(ex, "show", ":config/prod.pem"), _git(ex, "cat-file", "-p", pem)
+        staged = _git(ex, "diff", "--cached")
+    for result in (by_name, by_id):
+        assert result["ok"] and f"{MARK}-pem" in result["output"]["stdout"], result
+    assert f"{MARK}-pem" not in staged["output"]["stdout"]
+    assert "secret-shaped" in staged["output"]["withheld"]

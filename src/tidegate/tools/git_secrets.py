@@ -20,7 +20,8 @@ yes/no search answer cannot carry them either):
    abbreviation, a tag, a ref) is shown only if git finds it at a readable path in the
    objects reachable from any ref, reflog or the index (``rev-list --objects``), which
    names each object by the first path it meets. A blob met first at a withheld path, or
-   not met at all (unreachable), is refused.
+   not met at all (unreachable), is refused. (git 2.39 cuts a name there at its first
+   newline: a committed secret named ``x\n.env`` would be taken for ``x``.)
 
 Tree listings (``ls-tree``, ``rev-list --objects``, ``ls-files -s``, ``status``) still
 name withheld files and their blob ids, as a workspace listing names them: names, never

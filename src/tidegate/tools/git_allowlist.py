@@ -257,6 +257,15 @@ SUBCOMMANDS: Mapping[str, Subcommand] = {
     ),
 }
 
+_PATH_LIMIT_ESCAPES = {
+    "follow": "follows one file back across renames, past the path limits that keep "
+    "withheld (secret-shaped) files out of git.exec's output; use -- <path> without it",
+    "full-diff": "shows whole commits, past the path limits that keep withheld "
+    "(secret-shaped) files out of git.exec's output",
+}
+"""Options that make git ignore the pathspec exclusions git.exec adds for secret-shaped
+files (``tidegate.tools.git_secrets``): refused rather than filtered."""
+
 _SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
 """``%G?``, ``%GS``, ... (and ref-filter's ``%(signature)``) make git run the configured
 gpg program to verify signatures."""
@@ -271,6 +280,12 @@ class Refused:
 class Accepted:
     argv: tuple[str, ...]
     """The argv tidegate runs (subcommand first), rebuilt from what was understood."""
+    head: tuple[str, ...] = field(default=(), compare=False)
+    """``argv``'s subcommand and options (grep's pattern included), without operands."""
+    operands: tuple[str, ...] = field(default=(), compare=False)
+    """The operands before ``--``: revisions, objects, trees or (without ``--``) paths."""
+    paths: tuple[str, ...] | None = field(default=None, compare=False)
+    """The paths given after ``--``, or None when there was no ``--``."""
 
 
 def canonical(argv: Sequence[str]) -> Accepted | Refused:
@@ -283,10 +298,11 @@ def canonical(argv: Sequence[str]) -> Accepted | Refused:
         allowed = ", ".join(sorted(SUBCOMMANDS))
         return Refused(f"git {name!r} is not an allowed subcommand (allowed: {allowed})")
     try:
-        parsed = _Parser(name, spec).parse(rest)
+        parser = _Parser(name, spec)
+        parsed = parser.parse(rest)
     except _Refusal as exc:
         return Refused(str(exc))
-    return Accepted(parsed)
+    return Accepted(parsed, *parser.parts)
 
 
 class _Refusal(Exception):
@@ -300,6 +316,7 @@ class _Parser:
     options: list[str] = field(default_factory=list)
     operands: list[str] = field(default_factory=list)
     paths: list[str] | None = None
+    parts: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | None] = ((), (), None)
 
     def parse(self, args: list[str]) -> tuple[str, ...]:
         i, only_operands = 0, False
@@ -375,6 +392,8 @@ class _Parser:
     def _add(self, opt: Opt, value: str | None) -> None:
         if value is not None and "\0" in value:
             raise _Refusal(f"git {self.name} option {opt.name}: a value may not hold NUL")
+        if opt.long in _PATH_LIMIT_ESCAPES:
+            raise _Refusal(f"git {self.name} {opt.name}: {_PATH_LIMIT_ESCAPES[opt.long]}")
         if opt.long in ("format", "pretty") and value and _SIGNATURE_PLACEHOLDER.search(value):
             raise _Refusal(f"git {self.name}: %G placeholders would run a signature program")
         self.options.extend(opt.emit(value))
@@ -392,6 +411,10 @@ class _Parser:
         if spec.max_operands is not None and len(operands) > spec.max_operands:
             raise _Refusal(f"git {self.name} takes at most {spec.max_operands} operands")
         head = [self.name, *spec.forced, *self.options]
+        if pattern is not None and spec.operands == "grep":
+            self.parts = ((*head, "-e" + pattern), tuple(operands[1:]), _tuple(paths))
+        else:
+            self.parts = (tuple(head), tuple(operands), _tuple(paths))
         if spec.operands == "paths":
             every = operands + (paths or [])
             return (*head, *(["--", *every] if every else []))
@@ -452,6 +475,10 @@ _BRANCH_LISTING = (
     "--no-merged=",
     "--points-at=",
 )
+
+
+def _tuple(paths: list[str] | None) -> tuple[str, ...] | None:
+    return None if paths is None else tuple(paths)
 
 
 def _checked_operand(arg: str) -> str:

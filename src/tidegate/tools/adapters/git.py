@@ -17,10 +17,10 @@ Output is bounded; a ``diff`` whose whole patch fits is complete, and only then 
 ``diff_review`` claimed, with the digest of the exact bytes and the paths named by the
 patch's own headers.
 
-Secret-shaped files stay withheld here too (``workspace.secret_files``): an argument that
-names one (``.env``, ``HEAD:.env``) is refused, and the sections of a diff, show or log
-and the lines of a grep that belong to one are cut from the output. (An object read by
-its id, ``cat-file -p <blob>``, is not traced back to its path.)
+Secret-shaped files stay withheld here too (``tools.git_secrets``): git is kept from
+reading them at all. diff, log, show and grep run with pathspec exclusions for every
+secret name (``withheld`` in the output says so); an object named by a withheld path
+(``HEAD:.env``, ``:0:.npmrc``) or a blob id git finds only at one is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.exec.git_sandbox import git_sandbox_prefix
@@ -37,8 +37,8 @@ from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import DiffReviewEffect, Effects, InspectEffect
 from tidegate.tools.git_allowlist import Refused, canonical
+from tidegate.tools.git_secrets import Withheld, plan
 from tidegate.tools.schemas.git import GitInput, GitOutput
-from tidegate.workspace.secret_files import SecretFiles
 from tidegate.workspace.states import sha256_bytes
 
 # The options a diff may carry and still be the whole patch, as ``git diff`` would show it
@@ -52,32 +52,6 @@ _NEUTRAL = frozenset({"--no-ext-diff", "--no-textconv", "--ignore-submodules=dir
                       "--end-of-options", "-u"})  # fmt: skip
 _NEUTRAL_VALUED = ("--unified=", "--find-renames", "--diff-algorithm=", "--abbrev")
 _HEADER = re.compile(rb"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
-_DIFF_LIKE = frozenset({"diff", "show", "log"})
-
-
-_SECTION = re.compile(rb"(?=^diff --git )", re.MULTILINE)
-
-
-def _without_secrets(sub: str, data: bytes, secrets: SecretFiles) -> bytes:
-    """``data`` without the diff sections or grep lines of withheld files."""
-    if sub in _DIFF_LIKE:
-        kept = []
-        for part in _SECTION.split(data):
-            header = _HEADER.match(part)
-            names = [header.group(1), header.group(2)] if header else []
-            if not any(secrets.withheld(n.decode("utf-8", "surrogateescape")) for n in names):
-                kept.append(part)
-        return b"".join(kept)
-    if sub == "grep":
-        lines = data.splitlines(keepends=True)
-        return b"".join(
-            line
-            for line in lines
-            if not any(
-                secrets.withheld(f.decode("utf-8", "surrogateescape")) for f in line.split(b":")[:2]
-            )
-        )
-    return data
 
 
 def _is_full_diff(argv: list[str]) -> bool:
@@ -93,25 +67,23 @@ def _is_full_diff(argv: list[str]) -> bool:
 class GitExec:
     tool_id: str = "git.exec"
     label: str | None = None
+    object_paths: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    """Per git dir, the object -> path map git.exec's secret check read last."""
 
     def run(self, args: GitInput, call: Dispatch) -> AdapterResult:
         verdict = canonical(args.args)
         if isinstance(verdict, Refused):
             raise ToolFailure("git_refused", verdict.reason)
-        argv = list(verdict.argv)
-        secrets = call.context.workspace.secrets
-        for arg in argv[1:]:
-            if not arg.startswith("-") and any(
-                secrets.withheld(p) for p in (arg, arg.partition(":")[2]) if p
-            ):
-                raise ToolFailure(
-                    "secret_withheld",
-                    f"{arg}: names a secret-shaped file, withheld from the model's tools",
-                )
         git, contained = _git_for(call.context)
+        try:
+            known = self.object_paths.setdefault(str(git.git_dir), {})
+            planned = plan(verdict, git, call.context.workspace.secrets, known)
+        except Withheld as exc:
+            raise ToolFailure("secret_withheld", str(exc)) from exc
+        argv = list(planned.argv)
         with tempfile.TemporaryDirectory(prefix="tidegate-git-exec-") as scratch:
             res = git.run(*argv, env=_index_copy(git, Path(scratch)), check=False)
-        data = _without_secrets(argv[0], res.stdout, secrets)
+        data = res.stdout
         truncated = len(data) > args.max_bytes
         shown = data[: args.max_bytes]
         complete = _is_full_diff(argv) and not truncated and res.returncode in (0, 1)
@@ -132,6 +104,7 @@ class GitExec:
             truncated=truncated,
             complete_diff=complete,
             contained=contained,
+            withheld=planned.left_out,
         )
         return AdapterResult(self.tool_id, output, Effects(inspect=tuple(claims), diff_review=diff))
 

@@ -28,3 +28,5 @@ class GitOutput(ToolOutput):
     contained: bool = False
     """True when git ran in the read-only sandbox (repository read-only, nothing else
     visible, no network); False: uncontained, the allowlist alone held."""
+    withheld: str | None = None
+    """Set when git ran with secret-shaped files excluded: why some paths are missing."""

@@ -306,18 +306,21 @@ def _bubblewrap(
     for source, target in policy.shares:
         binds.append(("--ro-bind", _real(source), _real(target)))
         shared.append(f"{source} -> {target}")
-    masked = _masks(policy.masked)
-    for place in masked:
-        if os.path.isdir(place):
-            binds += [("--tmpfs", "", place), ("--remount-ro", "", place)]
-        else:
-            binds.append(("--ro-bind", "/dev/null", place))
     # A hidden path inside something bound (the state root in a writable tree) is covered
     # by an empty read-only tmpfs.
     sources = [src for flag, src, _ in binds if flag != "--symlink"]
+    masked = _masks(policy.masked)
+    covered = [p for p in masked if os.path.isdir(p)]  # no mount point inside these
     for secret in hidden:
+        if any(_within(secret, c) for c in covered):
+            continue
         if any(_within(secret, src) for src in sources) and os.path.isdir(secret):
             binds += [("--tmpfs", "", secret), ("--remount-ro", "", secret)]
+    for place in masked:
+        if place in covered:
+            binds += [("--tmpfs", "", place), ("--remount-ro", "", place)]
+        else:
+            binds.append(("--ro-bind", "/dev/null", place))
     # Deeper mount points go later so that they win over the trees that contain them.
     binds.sort(key=lambda b: len(Path(b[2]).parts))
     argv = [exe, *_base_flags(network=policy.network), *_flags(binds)]

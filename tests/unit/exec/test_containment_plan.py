@@ -151,7 +151,13 @@ def test_a_masked_directory_is_an_empty_read_only_tmpfs_covering_what_is_in_it(
     (work / "private/.env").write_text("x")
     (work / ".env").write_text("x")
     masked = (work / ".env", work / "private", work / "private/.env", work / "private/inner")
-    policy = ContainmentPolicy(required=True, network=False, writable=(work,), masked=masked)
+    policy = ContainmentPolicy(
+        required=True,
+        network=False,
+        writable=(work,),
+        hidden=(work / "private/inner",),  # hidden, but already under the masked tmpfs
+        masked=masked,
+    )
     with launch(policy, work) as sandbox:
         prefix = sandbox.prefix
     private = str(work / "private")

@@ -33,7 +33,6 @@ spent, the parent's round ends with the parent's own budget decision.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,7 +198,9 @@ class SubAgentDispatch:
         if isinstance(approval, HostResult):
             return SessionToolRun(approval)
         self._audit(session, call, args, profile, read_only)
-        scratch = Path(tempfile.mkdtemp(prefix="tidegate-subagent-"))
+        from tidegate.workspace.owned_temp import SUBAGENT_PREFIX, make_owned_temp
+
+        scratch = make_owned_temp(SUBAGENT_PREFIX)  # `tidegate recover` removes it if we die
         try:
             return self._isolated(
                 session, call, args, cli, profile, read_only, approval, scratch, started
@@ -293,6 +294,7 @@ class SubAgentDispatch:
         started: float,
     ) -> SessionToolRun:
         from tidegate.agents.workspace import capture, prepare
+        from tidegate.faults import maybe_crash
 
         root = session.executor.context.root
         if cli is not None:
@@ -300,6 +302,7 @@ class SubAgentDispatch:
         try:
             (scratch / "ws").mkdir()
             ws = prepare(root, scratch / "ws")
+            maybe_crash("dispatch.copy_made")  # crash tests: die while the copy exists
         except (GitError, OSError) as exc:
             why = f"a sub-agent needs the workspace to be a git work tree with a commit: {exc}"
             return self._refuse(session, call, "no_isolation", why, started)

@@ -95,7 +95,8 @@ class ContainmentPolicy:
     """Paths the command must not see, besides the state root (always hidden)."""
     masked: tuple[Path, ...] = ()
     """Files inside the writable paths that the command sees empty and read-only (the
-    secret-shaped files of a workspace, for a model's command)."""
+    secret-shaped files of a workspace, for a model's command), and directories it sees
+    as an empty read-only tmpfs (those the secret index could not list)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class ContainmentReport:
     visible: tuple[str, ...] = ()
     """Toolchain directories outside the system ones that the command could read."""
     masked: tuple[str, ...] = ()
-    """Files the command saw empty (withheld secret-shaped files)."""
+    """Files the command saw empty (withheld secret-shaped files) and directories it saw
+    empty (unlistable ones, which may hold secrets)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -304,13 +306,21 @@ def _bubblewrap(
     for source, target in policy.shares:
         binds.append(("--ro-bind", _real(source), _real(target)))
         shared.append(f"{source} -> {target}")
-    binds += [("--ro-bind", "/dev/null", _real(p)) for p in policy.masked if os.path.isfile(p)]
     # A hidden path inside something bound (the state root in a writable tree) is covered
     # by an empty read-only tmpfs.
     sources = [src for flag, src, _ in binds if flag != "--symlink"]
+    masked = _masks(policy.masked)
+    covered = [p for p in masked if os.path.isdir(p)]  # no mount point inside these
     for secret in hidden:
+        if any(_within(secret, c) for c in covered):
+            continue
         if any(_within(secret, src) for src in sources) and os.path.isdir(secret):
             binds += [("--tmpfs", "", secret), ("--remount-ro", "", secret)]
+    for place in masked:
+        if place in covered:
+            binds += [("--tmpfs", "", place), ("--remount-ro", "", place)]
+        else:
+            binds.append(("--ro-bind", "/dev/null", place))
     # Deeper mount points go later so that they win over the trees that contain them.
     binds.sort(key=lambda b: len(Path(b[2]).parts))
     argv = [exe, *_base_flags(network=policy.network), *_flags(binds)]
@@ -323,12 +333,23 @@ def _bubblewrap(
         writable=tuple(writable),
         readonly=tuple(dict.fromkeys(readonly)),
         shared=tuple(shared),
-        masked=tuple(_real(p) for p in policy.masked if os.path.isfile(p)),
+        masked=tuple(masked),
         private_dirs=("TMPDIR", "HOME"),
         visible=tuple(tools),
         reason=probed,
     )
     return Launch(argv, env, report)
+
+
+def _masks(paths: tuple[Path, ...]) -> list[str]:
+    """The masked files and directories that are there (resolved), minus any inside a masked directory: its tmpfs already hides them, and a mount point cannot be
+    made inside a read-only tmpfs."""
+    places = []
+    for p in paths:
+        if os.path.isfile(p) or os.path.isdir(p):
+            places.append(_real(p))
+    dirs = [p for p in places if os.path.isdir(p)]
+    return [p for p in dict.fromkeys(places) if not any(d != p and _within(p, d) for d in dirs)]
 
 
 def _within(path: str, root: str) -> bool:

@@ -6,6 +6,10 @@ time of the process. The claims sit in the common git dir because every linked w
 sees every shadow (``git worktree list``): ``tidegate recover`` in one work tree must be
 able to tell a dead run's leftovers from the shadow of a run that is alive in another.
 A claim whose process is gone (or whose pid now belongs to a younger process) is dead.
+
+A temporary directory that belongs to no run (a sub-agent's private copy) carries the
+same record, ``OWNER_FILE`` inside it (``mark_owner``), so that recovery can tell a dead
+process's leftover from a live one's (``directory_owner``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from tidegate.workspace.repo import Repository
 
 CLAIMS_DIR = "claims"
+OWNER_FILE = ".tidegate-owner.json"
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,27 @@ def claim(repo: Repository, run_id: str, **paths: str) -> None:
         json.dumps({"run_id": run_id, "pid": pid, "start": process_start(pid), "paths": merged})
     )
     os.replace(tmp, record)
+
+
+def mark_owner(directory: Path) -> None:
+    """Record this process as the owner of ``directory`` (a fresh temporary directory),
+    inside it (temp file + rename: a reader sees a whole record or none)."""
+    pid = os.getpid()
+    tmp = directory / f".{OWNER_FILE}.{pid}.tmp"
+    tmp.write_text(json.dumps({"pid": pid, "start": process_start(pid)}))
+    os.replace(tmp, directory / OWNER_FILE)
+
+
+def directory_owner(directory: Path) -> Claim | None:
+    """The owner ``mark_owner`` recorded in ``directory``; None when there is no readable
+    record (a symlinked record is not followed)."""
+    try:
+        fd = os.open(directory / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            data = json.loads(handle.read(4096))
+        return Claim(directory.name, int(data["pid"]), data.get("start"), {})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def release(repo: Repository, run_id: str) -> None:

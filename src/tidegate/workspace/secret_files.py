@@ -101,14 +101,18 @@ class SecretFiles:
 
     def find_in(self, root: Path) -> list[Path]:
         """The withheld regular files under ``root`` (symlinks not followed, ``.git`` not
-        entered, no cap on the walk): what a model's command must not read either. Exact
-        at each call; after the first, only changed directories are listed again."""
+        entered, no cap on the walk): what a model's command must not read either; then
+        the directories that could not be listed, which the containment covers whole (they
+        may hold secrets the walk could not see). Exact at each call; after the first, only
+        changed directories are listed again. Raises ``UnlistableRoot`` (a
+        ``PermissionError``) when ``root`` itself cannot be listed."""
         real = os.path.realpath(root)
         with self._lock:
             index = self._indexes.get(real)
             if index is None:
                 index = self._indexes[real] = SecretIndex(real, secret_shaped, self.withheld)
-        return [Path(real, rel) for rel in index.refresh()]
+        files = index.refresh()
+        return [Path(real, rel) for rel in (*files, *index.unlistable)]
 
     def note_changed(self, root: Path, paths: list[str]) -> None:
         """Root-relative paths a command changed (its captured effects), if known: their

@@ -18,6 +18,13 @@ stat. A directory replaced by a symlink or a file is dropped with everything und
 symlinks are never followed (each directory is opened with ``O_NOFOLLOW`` and its stat
 taken from that descriptor). Only ``.git`` directories are not entered.
 
+A directory that cannot be listed (``EACCES``: a mode-000 directory of the user's) may
+hold secrets the walk cannot see, and a contained command runs as the same user, so it
+could ``chmod`` the directory open and read them. Such directories are reported
+(``unlistable``) for the containment to cover whole with an empty read-only tmpfs, and
+are tried again at every refresh: once readable they are listed like any other. A root
+that cannot be listed is refused (``UnlistableRoot``): nothing under it could be masked.
+
 ``note_changed(paths)`` lets a caller that knows what a command changed (its captured
 effects) force those directories to be listed again; the index is exact without it.
 """
@@ -38,12 +45,23 @@ NOT_ENTERED = frozenset({".git"})
 _OPEN_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+class UnlistableRoot(PermissionError):
+    """The workspace root itself cannot be listed: its secrets cannot be named."""
+
+
+def _open_dir(path: str) -> int:
+    """Open a directory for listing (one place, so tests can make a listing fail: as root,
+    ``CAP_DAC_OVERRIDE`` lists even a mode-000 directory)."""
+    return os.open(path, _OPEN_FLAGS)
+
+
 @dataclass(frozen=True, slots=True)
 class _Dir:
     key: tuple[int, int, int]  # st_mtime_ns, st_ctime_ns, st_ino when listed
     racy: bool  # listed too close to its last change: list again next time
     subdirs: tuple[str, ...]  # names
     secrets: tuple[str, ...]  # root-relative paths of the withheld regular files in it
+    unlistable: bool = False  # there, but could not be listed: masked whole
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int]:
@@ -65,6 +83,9 @@ class SecretIndex:
         self._lock = threading.Lock()
         self.listed = 0
         """Directories listed by the last refresh (the rest were only stat-ed)."""
+        self.unlistable: list[str] = []
+        """Root-relative directories the last refresh could not list, sorted (masked whole
+        by the containment)."""
 
     def note_changed(self, paths: Iterable[str]) -> None:
         """Root-relative paths a command changed: their directories are listed again."""
@@ -101,24 +122,24 @@ class SecretIndex:
                     listed += 1
                     if state is None:
                         continue
+                    if state.unlistable and not rel:
+                        raise UnlistableRoot(
+                            f"{self.root}: the workspace root cannot be listed, so its "
+                            "secret-shaped files cannot be masked"
+                        )
                 new[rel] = state
                 prefix = f"{rel}/" if rel else ""
                 stack.extend(prefix + name for name in state.subdirs)
             self._dirs = new
             self.listed = listed
+            self.unlistable = sorted(rel for rel, d in new.items() if d.unlistable)
             return sorted(s for d in new.values() for s in d.secrets)
 
     def _list(self, rel: str, path: str, start: int) -> _Dir | None:
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = _open_dir(path)
         except OSError:
-            try:  # unreadable but there: remembered empty, listed again when it changes
-                st = os.lstat(path)
-            except OSError:
-                return None
-            if not stat.S_ISDIR(st.st_mode):
-                return None  # a symlink (O_NOFOLLOW) or a file
-            return _Dir(_key(st), st.st_mtime_ns >= start - RACY_SLACK_NS, (), ())
+            return _unlistable(path)
         try:
             st = os.fstat(fd)
             subdirs: list[str] = []
@@ -140,8 +161,20 @@ class SecretIndex:
                     except OSError:
                         continue  # vanished while listed: the directory's mtime moved
         except OSError:
-            return None
+            return _unlistable(path)
         finally:
             os.close(fd)
         racy = st.st_mtime_ns >= start - RACY_SLACK_NS
         return _Dir(_key(st), racy, tuple(subdirs), tuple(secrets))
+
+
+def _unlistable(path: str) -> _Dir | None:
+    """A directory that is there but could not be listed: masked whole, tried again at
+    every refresh. None when it is gone, a file, or a symlink (``O_NOFOLLOW``)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return _Dir(_key(st), True, (), (), unlistable=True)

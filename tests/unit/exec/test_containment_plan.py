@@ -140,3 +140,32 @@ def test_config_defaults_and_validation(tmp_path: Path) -> None:
         local.write_text(f"[containment]\n{bad}\n")
         with pytest.raises(UsageError, match="containment"):
             load_config(tmp_path)
+
+
+@requires_containment
+def test_a_masked_directory_is_an_empty_read_only_tmpfs_covering_what_is_in_it(
+    tree: dict[str, Path],
+) -> None:
+    work = tree["work"]
+    (work / "private/inner").mkdir(parents=True)
+    (work / "private/.env").write_text("x")
+    (work / ".env").write_text("x")
+    masked = (work / ".env", work / "private", work / "private/.env", work / "private/inner")
+    policy = ContainmentPolicy(
+        required=True,
+        network=False,
+        writable=(work,),
+        hidden=(work / "private/inner",),  # hidden, but already under the masked tmpfs
+        masked=masked,
+    )
+    with launch(policy, work) as sandbox:
+        prefix = sandbox.prefix
+    private = str(work / "private")
+    tmpfs = [prefix[i + 1] for i, arg in enumerate(prefix) if arg == "--tmpfs"]
+    assert private in tmpfs and prefix[prefix.index(private) - 1] == "--tmpfs"
+    assert prefix[prefix.index(private) + 1 :][:2] == ["--remount-ro", private]
+    # What the directory's tmpfs hides gets no mount of its own (none could be made in it).
+    assert str(work / "private/inner") not in tmpfs
+    assert ("--ro-bind", "/dev/null", str(work / "private/.env")) not in _binds(prefix)
+    assert ("--ro-bind", "/dev/null", str(work / ".env")) in _binds(prefix)
+    assert sandbox.report.masked == (str(work / ".env"), private)

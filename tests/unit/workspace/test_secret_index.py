@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tidegate.workspace import secret_index
 from tidegate.workspace.secret_files import SecretFiles, secret_shaped
-from tidegate.workspace.secret_index import SecretIndex
+from tidegate.workspace.secret_index import SecretIndex, UnlistableRoot
 
 HOUR_NS = 3600 * 10**9
 
@@ -169,3 +170,48 @@ def test_find_in_keeps_one_index_per_root(tree: Path) -> None:
     (index_of,) = secrets._indexes.values()
     assert index_of.listed == 1
     assert SecretFiles() == SecretFiles() and hash(secrets) == hash(SecretFiles())
+
+
+def refuse_listing(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Make the index's listing of directories named ``names`` fail with EACCES, as a
+    mode-000 directory does for its non-root owner (root lists it: CAP_DAC_OVERRIDE)."""
+    real = secret_index._open_dir
+
+    def fake(path: str) -> int:
+        if os.path.basename(path) in names:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(secret_index, "_open_dir", fake)
+
+
+def test_an_unlistable_directory_is_reported_and_picked_up_once_readable(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tree / "private").mkdir()
+    (tree / "private/.env").write_text("KEY=3")
+    age(tree)
+    idx = index(tree)
+    refuse_listing(monkeypatch, "private")
+    assert "private/.env" not in idx.refresh()
+    assert idx.unlistable == ["private"]
+    assert idx.refresh() and idx.unlistable == ["private"]  # tried again, still reported
+    monkeypatch.undo()  # readable now, its stat unchanged: listed all the same
+    assert "private/.env" in idx.refresh()
+    assert idx.unlistable == []
+
+
+def test_find_in_names_unlistable_directories_after_the_files(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tree / "private").mkdir()
+    refuse_listing(monkeypatch, "private")
+    found = SecretFiles().find_in(tree)
+    assert found[-1] == tree.resolve() / "private"
+    assert tree.resolve() / ".env" in found
+
+
+def test_an_unlistable_root_is_refused(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    refuse_listing(monkeypatch, tree.name)
+    with pytest.raises(UnlistableRoot, match="root cannot be listed"):
+        index(tree).refresh()

@@ -29,13 +29,21 @@ def containment_policy(ctx: ToolContext) -> ContainmentPolicy | None:
     (its ``.git`` stays read-only), the network only when the run allows it, and the
     workspace's secret-shaped files, withheld from the workspace tools, read as empty. The
     list is exact at each call, with no cap: the workspace's ``SecretFiles`` keeps an
-    index of them for the session and re-lists only the directories that changed."""
+    index of them for the session and re-lists only the directories that changed.
+    Directories the index could not list are covered whole (an empty read-only tmpfs); a
+    workspace root it cannot list refuses the command (``containment_unavailable``)."""
     policy = policy_for(
         ctx.containment, network=ctx.network == "allowed", writable=(ctx.root.resolve(),)
     )
     if policy is None:
         return None
-    return replace(policy, masked=tuple(ctx.workspace.secrets.find_in(ctx.root.resolve())))
+    from tidegate.workspace.secret_index import UnlistableRoot
+
+    try:
+        masked = ctx.workspace.secrets.find_in(ctx.root.resolve())
+    except UnlistableRoot as exc:
+        raise ToolFailure("containment_unavailable", str(exc), retryable=False) from exc
+    return replace(policy, masked=tuple(masked))
 
 
 def checked_cwd(ctx: ToolContext, cwd: str) -> Path:

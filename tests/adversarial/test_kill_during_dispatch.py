@@ -103,3 +103,22 @@ def test_a_live_dispatch_keeps_its_copy_and_a_planted_symlink_is_not_followed(
     assert not copy.exists()  # the dispatch removed it on its way out
     assert planted.is_symlink() and (outside / "keep.txt").read_text() == "the user's\n"
     assert (outside / OWNER_FILE).exists()
+
+
+def test_recover_says_what_it_removed_in_text_mode_too(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    proc = _dispatch(committed_repo, tmp_path, TIDEGATE_FAULT="dispatch.copy_made")
+    proc.communicate()
+    [copy] = _copies(tmp_path)
+    shown = subprocess.run(
+        [sys.executable, "-m", "tidegate", "recover"],
+        cwd=committed_repo.root,
+        env={**os.environ, "TIDEGATE_FAULT": "", "TMPDIR": str(tmp_path / "tmp")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"removed a dead sub-agent's copy {copy}" in shown.stdout
+    assert "nothing to recover" not in shown.stdout

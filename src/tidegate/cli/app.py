@@ -382,7 +382,11 @@ def recover(
 
         out = console()
         if not (
-            summary.journals or summary.removed_shadows or summary.removed_scratch or summary.errors
+            summary.journals
+            or summary.removed_shadows
+            or summary.removed_scratch
+            or summary.removed_copies
+            or summary.errors
         ):
             out.print("nothing to recover")
         for j in summary.journals:
@@ -410,6 +414,8 @@ def recover(
             out.print(f"removed stale shadow {path}", markup=False)
         for path in summary.removed_scratch:
             out.print(f"removed stale scratch directory {path}", markup=False)
+        for path in summary.removed_copies:
+            out.print(f"removed a dead sub-agent's copy {path}", markup=False)
     for line in summary.errors:
         sys.stderr.write(sanitize(f"tidegate: error: {line}") + "\n")
     raise typer.Exit(0 if summary.clean else 1)

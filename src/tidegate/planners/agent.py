@@ -12,7 +12,6 @@ sanitised) is recorded as an ``agent.run`` event.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,6 +21,7 @@ from tidegate.agents.workspace import capture, prepare
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.exec.trees import remove_tree
 from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
+from tidegate.workspace.owned_temp import AGENT_PREFIX, make_owned_temp
 
 if TYPE_CHECKING:
     from tidegate.agent.dispatch import CliOutcome
@@ -60,7 +60,7 @@ def run_isolated(
     nothing it did reaches ``root``. ``read_only``: its tree is bound read-only.
     ``withheld``: the secret-shaped files of the copy it must not read are masked (seen
     empty, under containment)."""
-    scratch = Path(tempfile.mkdtemp(prefix="tidegate-agent-"))
+    scratch = make_owned_temp(AGENT_PREFIX)  # `recover` sweeps it if this process dies
     try:
         (scratch / "ws").mkdir()
         ws = prepare(root, scratch / "ws")

@@ -22,7 +22,9 @@ from tidegate.exec.trees import remove_tree
 from tidegate.workspace.claims import directory_owner, mark_owner
 
 SUBAGENT_PREFIX = "tidegate-subagent-"
-OWNED_PREFIXES = (SUBAGENT_PREFIX,)
+AGENT_PREFIX = "tidegate-agent-"
+"""An agent CLI's private copy and home (``planners.agent.run_isolated``)."""
+OWNED_PREFIXES = (SUBAGENT_PREFIX, AGENT_PREFIX)
 
 
 def make_owned_temp(prefix: str) -> Path:

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from tidegate.workspace.claims import OWNER_FILE, directory_owner, process_start
-from tidegate.workspace.owned_temp import SUBAGENT_PREFIX, make_owned_temp, remove_dead_owned
+from tidegate.workspace.owned_temp import (
+    AGENT_PREFIX,
+    SUBAGENT_PREFIX,
+    make_owned_temp,
+    remove_dead_owned,
+)
 
 
 @pytest.fixture
@@ -27,8 +32,9 @@ def test_a_copy_records_this_process_and_is_kept_while_it_lives(tmpdir_env: Path
     assert remove_dead_owned() == [] and copy.is_dir()
 
 
-def test_a_reused_pid_is_a_dead_owner(tmpdir_env: Path) -> None:
-    copy = make_owned_temp(SUBAGENT_PREFIX)
+@pytest.mark.parametrize("prefix", [SUBAGENT_PREFIX, AGENT_PREFIX])
+def test_a_reused_pid_is_a_dead_owner(tmpdir_env: Path, prefix: str) -> None:
+    copy = make_owned_temp(prefix)
     (copy / "ws" / "ro").mkdir(parents=True)
     (copy / "ws" / "ro").chmod(0o500)  # what a sub-agent may leave read-only
     start = str(int(process_start(os.getpid()) or "0") + 1)  # this pid, a younger process

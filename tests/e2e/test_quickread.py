@@ -389,3 +389,31 @@ def test_a_truncated_chain_or_an_edited_delta_is_refused_on_the_fast_path_too(
     )
     shown = same(["read", ok], repo)
     assert "refused: checkpoint" in shown, shown
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE trace SET meta = '[1, 2]' WHERE run_id = ? AND seq = 2",
+        "UPDATE trace SET payload = CAST(payload AS BLOB) WHERE run_id = ? AND seq = 1",
+        "UPDATE checkpoints SET seq = 'one' WHERE run_id = ? AND seq = 1",
+    ],
+    ids=["meta an array", "payload a blob", "checkpoint seq as text"],
+)
+def test_a_corrupt_row_is_handed_to_the_full_command(
+    recorded: tuple[Repo, str, str], sql: str
+) -> None:
+    """What the store calls corrupt, the fast path does not answer: one line, exit 1."""
+    repo, _, failed = recorded
+    _edit(repo, sql, (failed,))
+    with pytest.raises(Exception):  # noqa: B017 - any refusal hands the command over
+        _fast(["read", failed], repo.root)
+    shown = subprocess.run(
+        [sys.executable, "-m", "tidegate", "read", failed],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 1, shown.stdout
+    assert len(shown.stderr.splitlines()) == 1 and f"run {failed}" in shown.stderr, shown.stderr

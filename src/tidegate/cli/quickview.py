@@ -48,10 +48,13 @@ def run_view(db: sqlite3.Connection, key: bytes | None, run_id: str) -> dict[str
     if heads and not all(type(v) is t for v, t in zip(heads[0], (str, int, str, str), strict=True)):
         raise Unsupported("a corrupt checkpoint head: the full command names it")
     head = heads[0] if heads else None
-    events = db.execute(
-        "SELECT seq, kind, attempt, phase, payload FROM trace WHERE run_id = ? ORDER BY seq",
-        (rid,),
-    ).fetchall()
+    events = _checked_events(
+        db.execute(
+            "SELECT seq, kind, attempt, phase, payload, meta FROM trace WHERE run_id = ? "
+            "ORDER BY seq",
+            (rid,),
+        ).fetchall()
+    )
     chain = "none recorded"
     if checkpoints or head is not None:
         if key is None:
@@ -190,12 +193,21 @@ def _resume(run: dict[str, Any], last: tuple[Any, ...] | None) -> dict[str, Any]
 # -- evidence (tidegate.store.checkpoints, replay, canonical) ----------------------------
 
 
+_CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
+    str, int, int, str, (str, type(None)), str, str, str, str,
+)  # fmt: skip
+"""``tidegate.store.db._CHECKPOINT_TYPES``: a row of other types is the full command's."""
+
+
 def _rebuild(run_id: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """The rows with each document rebuilt from whole documents and deltas
     (``tidegate.store.chain_rows.rebuild``): a row that cannot be rebuilt keeps its stored
     text, which then fails the hash check."""
     from tidegate.store.delta import patch
 
+    for row in rows:
+        if not all(isinstance(v, t) for v, t in zip(row, _CHECKPOINT_TYPES, strict=True)):
+            raise Unsupported("a checkpoint row of the wrong types")
     out = []
     state: Any = None
     known = False
@@ -307,6 +319,19 @@ def _compare_digest(a: str, b: Any) -> bool:
     from _operator import _compare_digest as same
 
     return same(a, b)  # raises TypeError for a non-str mac, as hmac's does
+
+
+def _checked_events(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The trace rows without ``meta``, each as ``tidegate.store.trace.check_event``
+    accepts it (integer seq, text kind, payload and meta JSON objects in text); any other
+    row is for the full command to name."""
+    for seq, kind, _attempt, _phase, payload, meta in rows:
+        if type(seq) is not int or type(kind) is not str:
+            raise Unsupported("a trace row of the wrong types")
+        for text in (payload, meta):
+            if type(text) is not str or not isinstance(json.loads(text), dict):
+                raise Unsupported("a trace row whose payload or meta is not an object")
+    return [row[:5] for row in rows]
 
 
 def _replay_hash(events: list[tuple[Any, ...]]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.conformance._agent import CHECK, Recorded, call, configuration, task, turn
 from tests.conftest import Repo
-from tidegate.agent import AgentSession, Budget, GuardLimits, SessionOptions
+from tidegate.agent import AgentSession, Budget, GuardLimits, LoopOutcome, SessionOptions, run_loop
 from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.models.scripted import ScriptedModel
 from tidegate.tools.context import ToolContext
@@ -116,3 +116,21 @@ def events(recorded: Recorded, kind: str | None = None) -> list[tuple[str, dict[
 def dispatch_turn(call_id: str = "d1", **arguments: Any) -> dict[str, Any]:
     arguments.setdefault("task", "Fix add() in calc.py so that add(2, 3) == 5.")
     return turn(call("agent_dispatch", call_id, **arguments))
+
+
+def recorded_run(
+    root: Path,
+    tmp: Path,
+    model: ScriptedModel,
+    tool: SubAgentDispatch,
+    *,
+    phase: str,
+    network: str = "denied",
+) -> tuple[Recorded, AgentSession, LoopOutcome]:
+    """The parent's whole loop on a writable host, its events in a real run store."""
+    recorded = Recorded(root)
+    with host(root, tmp, network=network) as ex:
+        session = parent(model, ex, tool, phase=phase, recorder=recorded.recorder)
+        outcome = run_loop(session)
+        recorded.finish(session, outcome)
+    return recorded, session, outcome

@@ -22,9 +22,10 @@ from tests.adversarial._dispatch import (
     events,
     host,
     parent,
+    recorded_run,
     snapshot,
 )
-from tests.conformance._agent import Recorded, answer, call, digest, scripted, turn
+from tests.conformance._agent import answer, call, digest, scripted, turn
 from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import AgentSession, Budget, run_loop
 from tidegate.agent.dispatch import (
@@ -74,7 +75,6 @@ def test_read_only_phase_sub_agent_gets_no_write_tool(repo_dirty: Repo, tmp_path
     before = snapshot(repo_dirty)
     sub_model = scripted(*HOSTILE_TURNS)
     tool = SubAgentDispatch(DispatchSettings(model=sub_model))
-    recorded = Recorded(repo_dirty.root)
     model = scripted(
         dispatch_turn(),
         answer(
@@ -82,10 +82,7 @@ def test_read_only_phase_sub_agent_gets_no_write_tool(repo_dirty: Repo, tmp_path
             expect_tool_results=[{"id": "d1", "contains": '"read_only": true'}],
         ),
     )
-    with host(repo_dirty.root, tmp_path) as ex:
-        s = parent(model, ex, tool, phase="PLAN", recorder=recorded.recorder)
-        outcome = run_loop(s)
-        recorded.finish(s, outcome)
+    recorded, _, outcome = recorded_run(repo_dirty.root, tmp_path, model, tool, phase="PLAN")
     assert outcome.status == "completed", outcome.reason
     assert sub_model.turns_left == 0 and model.turns_left == 0
 
@@ -295,17 +292,8 @@ def test_nested_dispatch_past_the_depth_limit_is_refused(
         answer("stayed at depth 1"),
     )
     tool = SubAgentDispatch(editing(model=sub_model, max_depth=1))
-    recorded = Recorded(committed_repo.root)
-    with host(committed_repo.root, tmp_path) as ex:
-        s = parent(
-            scripted(dispatch_turn(), answer("ok")),
-            ex,
-            tool,
-            phase="AGENT",
-            recorder=recorded.recorder,
-        )
-        outcome = run_loop(s)
-        recorded.finish(s, outcome)
+    model = scripted(dispatch_turn(), answer("ok"))
+    recorded, s, _ = recorded_run(committed_repo.root, tmp_path, model, tool, phase="AGENT")
     sub = tool.last["session"]  # type: ignore[index]
     assert "agent.dispatch" not in {d.canonical_id for d in sub.visible_definitions()}
     nested = sub.transcript.tools[0]
@@ -326,17 +314,8 @@ def test_depth_two_nests_once_and_no_further(committed_repo: Repo, tmp_path: Pat
         answer("depth 1 done", expect_tool_results=[{"id": "n1", "contains": "depth 2 done"}]),
     )
     tool = SubAgentDispatch(editing(model=shared, max_depth=2))
-    recorded = Recorded(committed_repo.root)
-    with host(committed_repo.root, tmp_path) as ex:
-        s = parent(
-            scripted(dispatch_turn(), answer("ok")),
-            ex,
-            tool,
-            phase="AGENT",
-            recorder=recorded.recorder,
-        )
-        outcome = run_loop(s)
-        recorded.finish(s, outcome)
+    model = scripted(dispatch_turn(), answer("ok"))
+    recorded, _, outcome = recorded_run(committed_repo.root, tmp_path, model, tool, phase="AGENT")
     assert outcome.status == "completed" and shared.turns_left == 0
     started = events(recorded, "sub_agent.dispatch.started")
     assert sorted(p["depth"] for _, p, _ in started) == [1, 2]
@@ -445,17 +424,10 @@ def test_agent_cli_in_a_read_only_phase_is_contained_read_only(
     before = snapshot(committed_repo)
     agent = cli(tmp_path, monkeypatch, FAKE.read_text(), ["rewrite"])
     tool = SubAgentDispatch(DispatchSettings(clis=(agent,)))
-    recorded = Recorded(committed_repo.root)
-    with host(committed_repo.root, tmp_path, network="allowed") as ex:
-        s = parent(
-            scripted(dispatch_turn(agent="fakeagent"), answer("ok")),
-            ex,
-            tool,
-            phase="EXPLORE",
-            recorder=recorded.recorder,
-        )
-        outcome = run_loop(s)
-        recorded.finish(s, outcome)
+    model = scripted(dispatch_turn(agent="fakeagent"), answer("ok"))
+    recorded, _, _ = recorded_run(
+        committed_repo.root, tmp_path, model, tool, phase="EXPLORE", network="allowed"
+    )
     ran = tool.last["cli"]  # type: ignore[index]
     assert ran.diff == "", "its tree was read-only: the dry run wrote nothing"
     assert ran.exit_code != 0

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tidegate.agent.sub_result import TOOL_ID, denied_result, elapsed_ms
-from tidegate.tools.calls import ApprovalRequest, ToolError
+from tidegate.agent.sub_result import TOOL_ID, denied_result
+from tidegate.tools.calls import ApprovalRequest
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.effects import ApprovalEffect, sha256_json
@@ -54,22 +54,10 @@ def approve_dispatch(
         arguments=raw,
         reasons=decision.reasons,
     )
+    from tidegate.tools.executor import ask_within, pending_approval
+
     if ctx.approver is None:
-        return HostResult(
-            call_id=call.call_id,
-            name=call.name,
-            tool=TOOL_ID,
-            ok=False,
-            status="pending_approval",
-            error=ToolError(
-                code="approval_pending",
-                message="this dispatch needs approval: " + "; ".join(decision.reasons),
-                retryable=False,
-            ),
-            approval_request=request,
-            duration_ms=elapsed_ms(started),
-        )
-    from tidegate.tools.executor import ask_within
+        return pending_approval(call, TOOL_ID, "dispatch", request, started)
 
     answer = ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
     if answer is None or answer.request_id != request_id or not answer.granted:

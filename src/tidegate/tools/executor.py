@@ -371,20 +371,7 @@ class ToolExecutor:
             reasons=decision.reasons,
         )
         if ctx.approver is None:
-            return ToolResult(
-                call_id=call.call_id,
-                name=call.name,
-                tool=spec.tool_id,
-                ok=False,
-                status="pending_approval",
-                error=ToolError(
-                    code="approval_pending",
-                    message="this call needs approval: " + "; ".join(decision.reasons),
-                    retryable=False,
-                ),
-                approval_request=request,
-                duration_ms=_ms(started),
-            )
+            return pending_approval(call, spec.tool_id, "call", request, started)
         answer = ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
         if answer is None:
             return self._denied(call, spec, request_id, "timeout", ("no answer in time",), started)
@@ -867,6 +854,27 @@ def ask_within(
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+def pending_approval(
+    call: ToolCall, tool_id: str, what: str, request: ApprovalRequest, started: float
+) -> ToolResult:
+    """The answer to a ``call`` of ``tool_id`` that needs an approval nobody here can give
+    (no approver: MCP over stdio, a non-interactive run): the request, for a later grant."""
+    return ToolResult(
+        call_id=call.call_id,
+        name=call.name,
+        tool=tool_id,
+        ok=False,
+        status="pending_approval",
+        error=ToolError(
+            code="approval_pending",
+            message=f"this {what} needs approval: " + "; ".join(request.reasons),
+            retryable=False,
+        ),
+        approval_request=request,
+        duration_ms=_ms(started),
+    )
 
 
 def _ms(started: float) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.exec.git_sandbox import git_sandbox_prefix
 from tidegate.git import Git
@@ -186,6 +186,7 @@ def test_repository_config_programs_do_not_run(target: Repo, tmp_path: Path) -> 
                 assert not marker.exists(), f"git {argv} ran a configured program"
 
 
+@requires_containment
 def test_the_sandbox_alone_stops_a_missed_case(target: Repo, tmp_path: Path) -> None:
     """Layer 3 without layer 1: an argv the allowlist would refuse, run straight through
     the sandboxed git, can neither write outside nor read outside the repository."""
@@ -209,6 +210,7 @@ def test_the_sandbox_alone_stops_a_missed_case(target: Repo, tmp_path: Path) -> 
     assert b"secret" not in read.stdout and "Could not access" in read.stderr
 
 
+@requires_containment
 def test_strict_asks_for_uncontained_git(target: Repo) -> None:
     with executor(target.root, approval=ApprovalProfile.STRICT, containment="none") as ex:
         uncontained = ex.execute(call("git_exec", args=["status"]))
@@ -218,7 +220,7 @@ def test_strict_asks_for_uncontained_git(target: Repo) -> None:
     assert contained.ok and contained.output is not None and contained.output["contained"]
 
 
-@pytest.mark.parametrize("containment", ["auto", "none"])
+@pytest.mark.parametrize("containment", [pytest.param("auto", marks=requires_containment), "none"])
 def test_ordinary_reads_keep_working(target: Repo, containment: str) -> None:
     head = target.git("rev-parse", "HEAD").strip()
     cases: list[tuple[list[str], str]] = [

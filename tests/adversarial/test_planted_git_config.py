@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.workspace.fingerprint import fingerprint_details
 from tidegate.workspace.repo import discover
@@ -86,6 +86,7 @@ def _run_planter(ex: object, script: Path) -> None:
     assert result.output["containment"]["backend"] == "bubblewrap"
 
 
+@requires_containment
 def test_a_git_dir_planted_in_a_plain_workspace_is_never_used(tmp_path: Path, marks: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -108,6 +109,7 @@ def test_a_git_dir_planted_in_a_plain_workspace_is_never_used(tmp_path: Path, ma
     _live(marks, work)
 
 
+@requires_containment
 def test_a_git_dir_planted_before_the_session_runs_no_program(tmp_path: Path, marks: Path) -> None:
     """``tidegate tools call`` is one process per call: the next call first sees the
     ``.git`` an earlier call's command planted and pins it. Its inventories, fingerprints
@@ -131,6 +133,7 @@ def test_a_git_dir_planted_before_the_session_runs_no_program(tmp_path: Path, ma
     _live(marks, work)
 
 
+@requires_containment
 def test_a_nested_planted_repository_runs_nothing(committed_repo: Repo, marks: Path) -> None:
     root = committed_repo.root
     script = root.parent / "plant.sh"
@@ -154,6 +157,7 @@ def test_a_nested_planted_repository_runs_nothing(committed_repo: Repo, marks: P
     _live(marks, root / "sub")
 
 
+@requires_containment
 def test_a_tracked_submodule_relinked_by_a_command_runs_nothing(
     committed_repo: Repo, marks: Path, tmp_path: Path
 ) -> None:
@@ -244,6 +248,7 @@ def test_a_shadow_whose_git_link_was_rewritten_is_refused(committed_repo: Repo) 
         subprocess.run(["rm", "-rf", str(shadow.path)], check=True)
 
 
+@requires_containment
 def test_an_empty_repository_planted_below_the_root_does_not_break_fingerprints(
     committed_repo: Repo,
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.flow.report import FlowReport
 from tidegate.flow.request import RunRequest
@@ -234,6 +234,7 @@ def test_the_effective_policy_is_recorded_in_the_report_and_the_trace(project: R
     ],
     ids=["pyproject", "local"],
 )
+@requires_containment
 def test_a_command_that_rewrites_the_config_ends_the_tool_session(
     project: Repo, command: str
 ) -> None:
@@ -247,6 +248,7 @@ def test_a_command_that_rewrites_the_config_ends_the_tool_session(
     assert "unknown outcome" in later.error.message
 
 
+@requires_containment
 def test_a_command_editing_only_dependencies_is_fine(project: Repo) -> None:
     with executor(project.root, approval=ApprovalProfile.TRUSTED_WORKSPACE) as ex:
         result = ex.execute(

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from tests.adversarial._applyback import OBJECTIVE, OLD, env, four_ops, journals, on_disk, run
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration._store import cli
 
 __all__ = ["four_ops"]
@@ -46,6 +46,7 @@ def _one_error_line(stderr: str) -> str:
     return lines[0]
 
 
+@requires_containment
 def test_a_read_only_runtime_directory_refuses_the_run_in_one_line(
     four_ops: Repo, tmp_path: Path
 ) -> None:
@@ -66,6 +67,7 @@ def test_a_read_only_runtime_directory_refuses_the_run_in_one_line(
     assert repo.tree_state() == before
 
 
+@requires_containment
 def test_recover_on_a_read_only_runtime_directory_says_so_in_one_line(
     four_ops: Repo, tmp_path: Path
 ) -> None:
@@ -81,6 +83,7 @@ def test_recover_on_a_read_only_runtime_directory_says_so_in_one_line(
     assert "cannot open the run lock" in line and "EROFS" in line
 
 
+@requires_containment
 def test_a_read_only_journal_directory_fails_the_apply_back_before_any_write(
     four_ops: Repo, tmp_path: Path
 ) -> None:
@@ -101,6 +104,7 @@ def test_a_read_only_journal_directory_fails_the_apply_back_before_any_write(
     assert repo.tree_state() == before
 
 
+@requires_containment
 def test_one_unwritable_file_rolls_back_the_files_written_before_it(
     four_ops: Repo, tmp_path: Path
 ) -> None:
@@ -127,6 +131,7 @@ def test_one_unwritable_file_rolls_back_the_files_written_before_it(
     assert journals(repo) == []
 
 
+@requires_containment
 def test_recover_that_cannot_restore_a_file_keeps_the_journal_and_says_why(
     four_ops: Repo, tmp_path: Path
 ) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tidegate.sanitize import escape_controls
 
 CLEAR = "\x1b[2J"
@@ -116,6 +116,7 @@ def test_a_file_name_with_escapes_is_shown_escaped(committed_repo: Repo) -> None
     assert b"\\u001b[2J" in listing.stdout  # JSON escapes it too
 
 
+@requires_containment
 def test_tools_call_prints_command_output_escaped(committed_repo: Repo) -> None:
     command = f"printf '%b' {_shell_quote(EVIL)}"
     res = cli(

@@ -53,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+COLD_TARGET = 1.1
+"""Issue #12: a cold run within 1.1x the raw git floor (it was 1.5 before)."""
 TARGET = "pkg/d000/m000/mod000000.py"
 OLD_LINE = '"""Module 0."""'
 NEW_LINE = '"""Module 0, edited by the benchmark."""'
@@ -555,10 +557,10 @@ def main(argv: list[str] | None = None) -> int:
                 },
                 "startup_median_s": {k: round(v, 4) for k, v in startup.items()},
             },
-            "target": {"ratio": 1.5, "peak_rss_mb": 200},
+            "target": {"ratio": COLD_TARGET, "peak_rss_mb": 200},
         }
         result["target_met"] = {
-            "ratio": result["median_ratio"] <= 1.5,
+            "ratio": result["median_ratio"] <= COLD_TARGET,
             "peak_rss": peak_mb <= 200,
         }
         if warm_runs:
@@ -725,7 +727,7 @@ def print_table(r: dict[str, Any]) -> None:
     rows = [
         ("floor median (raw git)", f"{r['floor_median_s']:.3f} s"),
         ("tidegate median", f"{r['tidegate_median_s']:.3f} s"),
-        ("median ratio (tidegate/floor)", f"{r['median_ratio']:.2f}  (target <= 1.5)"),
+        ("median ratio (tidegate/floor)", f"{r['median_ratio']:.2f}  (target <= {COLD_TARGET})"),
         ("ratio of medians", f"{r['ratio_of_medians']:.2f}"),
         ("tidegate peak RSS", f"{r['peak_rss_mb']:.1f} MB  (target <= 200)"),
     ]

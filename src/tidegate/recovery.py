@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.errors import GitError
-from tidegate.flow.transaction import new_run_id
+from tidegate.flow.headstart import new_run_id
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import RunLock

@@ -47,6 +47,7 @@ def test_second_run_reuses_the_shadow_and_sees_the_new_t0(repo: Repo) -> None:
         warm_shadow=True,
     )
     assert second.status == "succeeded", second.message
+    assert second.attempts == 1
     assert any(f"reused the warm shadow {shadow}" in n for n in second.notes)
     assert _pool(repo) == shadow
     assert repo.read("f.txt") == "one\nTWO\nthree\n"
@@ -109,6 +110,7 @@ def test_a_shadow_a_command_committed_in_staged_in_and_littered_is_back_at_t0(re
         warm_shadow=True,
     )
     assert report.status == "succeeded", report.message
+    assert report.attempts == 1  # a retry would begin with ROLLBACK's full reset
     assert any("reused the warm shadow" in n for n in report.notes)
     assert repo.git(*env, "rev-parse", "HEAD").strip() == report.t0_commit
     # Only the run's own candidate edit is left in it.
@@ -139,3 +141,51 @@ def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Rep
     assert (second.path / "f.txt").read_text() == "two\n"
     assert not (second.path / "stray.txt").exists()
     assert second.git.out("rev-parse", "HEAD") == second_commit
+
+
+@pytest.mark.parametrize("unmerged", [False, True], ids=["changes", "unmerged-entry"])
+def test_every_kind_of_leftover_in_tracked_paths_is_undone(repo: Repo, unmerged: bool) -> None:
+    """The cleaning's cheap way (a look at the tracked files, then only the reported paths
+    back to HEAD) and its full reset both leave exactly HEAD: type changes both ways, a mode
+    change, a deleted file, a file turned directory, an empty directory, a file staged as new
+    and, with ``unmerged``, conflict stages in the index (only the reset undoes those)."""
+    repo.write("f.txt", "one\ntwo\n")
+    repo.write("link-me.txt", "target\n")
+    repo.write("tool.sh", "#!/bin/sh\n")
+    repo.write("dir/inner.txt", "inner\n")
+    repo.write("gone.txt", "bye\n")
+    repo.commit_all()
+    assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
+    shadow = _pool(repo)
+    git_dir = (shadow / ".git").read_text().split(":", 1)[1].strip()
+    env = ["--git-dir", git_dir, "--work-tree", str(shadow)]
+    (shadow / "link-me.txt").unlink()
+    (shadow / "link-me.txt").symlink_to("/etc/passwd")  # file -> symlink
+    (shadow / "tool.sh").chmod(0o755)  # mode change
+    shutil.rmtree(shadow / "dir")
+    (shadow / "dir").write_text("a file where a directory was\n")  # directory -> file
+    (shadow / "gone.txt").unlink()
+    (shadow / "empty").mkdir()  # git lists no empty directory
+    (shadow / "new.txt").write_text("staged as new\n")
+    repo.git(*env, "add", "new.txt")
+    if unmerged:
+        blob = repo.git(*env, "hash-object", "-w", "--stdin", input=b"theirs\n").strip()
+        stages = "".join(f"100644 {blob} {n}\tf.txt\n" for n in (1, 2, 3))
+        repo.git(
+            *env, "update-index", "--index-info", input=(f"0 {'0' * 40}\tf.txt\n" + stages).encode()
+        )
+
+    repo.git("checkout", "--", "f.txt")
+    report = repo.run(
+        EDIT,
+        verify="test -f link-me.txt && ! test -L link-me.txt && ! test -x tool.sh "
+        "&& test -f dir/inner.txt && test -f gone.txt && test ! -e empty && test ! -e new.txt",
+        warm_shadow=True,
+    )
+    assert report.status == "succeeded", report.message
+    assert report.attempts == 1  # a retry would begin with ROLLBACK's full reset
+    assert any("reused the warm shadow" in n for n in report.notes)
+    assert repo.git(*env, "status", "--porcelain", "--untracked-files=all", "--ignored") == (
+        " M f.txt\n"
+    )
+    assert "100644" in repo.git(*env, "ls-files", "-s", "tool.sh")

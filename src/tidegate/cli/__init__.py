@@ -28,6 +28,17 @@ def main(argv: list[str] | None = None) -> int:
     code = dispatch(args)
     if code is not None:
         return code
+    if args[:1] and args[0] in ("run", "review", "debug"):
+        # The run's first git work (lock, T0's scan) goes on while the engine is imported.
+        from tidegate.flow import headstart
+
+        headstart.begin(list(args))
+        try:
+            from tidegate.cli.app import main as full
+
+            return full(args)
+        finally:
+            headstart.discard()
     from tidegate.cli.app import main as full
 
     return full(args)

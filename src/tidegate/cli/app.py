@@ -174,9 +174,10 @@ def _objective(
 
 def _store(repo: Path, state_root: str | None) -> RunStore:
     """The repository's run store, after validating the state root (before any run)."""
+    from tidegate.flow import headstart
     from tidegate.store import open_run_store
 
-    return open_run_store(repo, state_root)
+    return open_run_store(repo, state_root, repo=headstart.repository(repo))
 
 
 def _observer(as_json: bool) -> ProgressPrinter | None:

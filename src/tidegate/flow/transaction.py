@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,8 @@ from tidegate.errors import (
 )
 from tidegate.exec.containment import probe
 from tidegate.faults import maybe_crash
+from tidegate.flow import headstart
+from tidegate.flow.headstart import new_run_id
 from tidegate.flow.modes import Mode, fs_mode
 from tidegate.flow.pipeline import (
     PhaseObserver,
@@ -77,11 +77,12 @@ from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import LockFileError, RunLock
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree, make_scratch
-from tidegate.workspace.snapshot import T0Snapshot, ensure_excluded, take_snapshot
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+from tidegate.workspace.snapshot import (
+    T0Snapshot,
+    ensure_excluded,
+    record_snapshot,
+    take_snapshot,
+)
 
 
 def execute(
@@ -92,14 +93,30 @@ def execute(
 ) -> FlowReport:
     """Run ``request`` to completion. Usage errors raise; every run failure is a report."""
     started = time.monotonic()
-    repo = discover(request.repo)
+    head = headstart.adopt(request.repo)
+    try:
+        return _execute(request, head, started, observer, planner, recorder)
+    finally:
+        if head is not None:
+            head.drop()  # whatever of it the run did not take over
+
+
+def _execute(
+    request: RunRequest,
+    head: headstart.HeadStart | None,
+    started: float,
+    observer: PhaseObserver | None,
+    planner: Planner | None,
+    recorder: RunRecorder | None,
+) -> FlowReport:
+    repo = head.repo if head is not None and head.repo is not None else discover(request.repo)
     # The policy is the user's: read once, here, from the work tree as the run starts.
     loaded = load_policy(repo.root)
     config = loaded.config
     policy = effective_policy(loaded, request)
     if planner is None:
         planner = planner_for(request, recorder=recorder, config=config)
-    run_id = new_run_id()
+    run_id = head.run_id if head is not None else new_run_id()
     if refusal := containment_refusal(request, config):
         # Refused before the lock, the snapshot, or any planning (and model spending).
         return finish_report(
@@ -110,7 +127,10 @@ def execute(
         )
     lock = RunLock(repo.runtime_dir, run_id)
     try:
-        lock.acquire()
+        if head is not None and head.lock is not None:
+            lock, head.lock = head.lock, None  # taken over: released below, as our own
+        else:
+            lock.acquire()
     except RepositoryLockedError as exc:
         return finish_report(
             recorder,
@@ -138,11 +158,23 @@ def execute(
     pool = request.warm_shadow or config.shadow.pool
     try:
         try:
-            scratch = make_scratch(repo, run_id)
-            excluded = ensure_excluded(repo)
-            # The warm shadow's own scan runs beside T0's scan of the main tree.
-            warm = PoolCleaning.start(repo) if pool else None
-            snapshot = take_snapshot(repo, run_id, scratch)
+            if head is not None and head.trees is not None and head.scratch is not None:
+                # T0's trees were taken, and the warm shadow cleaned, beside the imports.
+                scratch, head.scratch = head.scratch, None
+                cleaning, head.cleaning = head.cleaning, None
+                if cleaning is not None and not pool:
+                    cleaning.wait()
+                warm = cleaning if pool else None
+                if pool and warm is None:
+                    warm = PoolCleaning.start(repo)
+                excluded = True
+                snapshot = record_snapshot(repo, run_id, head.trees)
+            else:
+                scratch = make_scratch(repo, run_id)
+                excluded = ensure_excluded(repo)
+                # The warm shadow's own scan runs beside T0's scan of the main tree.
+                warm = PoolCleaning.start(repo) if pool else None
+                snapshot = take_snapshot(repo, run_id, scratch)
             shadow = ShadowWorktree.acquire(repo, snapshot.commit, run_id, pool=pool, warm=warm)
         except (GitError, OSError) as exc:
             return finish_report(

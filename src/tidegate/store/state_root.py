@@ -110,11 +110,16 @@ def repository_store(state_root: Path, common_dir: Path, name: str, *, create: b
 
 
 def open_run_store(
-    repo_path: Path, explicit: str | None, *, faults: StoreFaults | None = None
+    repo_path: Path,
+    explicit: str | None,
+    *,
+    faults: StoreFaults | None = None,
+    repo: Repository | None = None,
 ) -> RunStore:
     """The repository's run store, for writing: state root validated and created, the
-    checkpoint key loaded (or created)."""
-    repo = discover(repo_path)
+    checkpoint key loaded (or created). ``repo``: ``repo_path`` already discovered."""
+    if repo is None:
+        repo = discover(repo_path)
     root = resolve_state_root(explicit, repo.root, git_dir=repo.common_dir)
     if os.statvfs(root).f_flag & os.ST_RDONLY:  # named as such, not as a failed write
         raise StateRootUnusable(root, "write", OSError(errno.EROFS, os.strerror(errno.EROFS)))

@@ -62,10 +62,14 @@ class RunLock:
         self._fd = fd
         return self
 
-    def release(self) -> None:
+    def release(self, *, restore_took_over: bool = False) -> None:
+        """Unlock. ``restore_took_over``: name the dead holder this lock took over again, so
+        that whoever takes the lock next still reports it (a head start that was dropped)."""
         if self._fd is None:
             return
         os.ftruncate(self._fd, 0)
+        if restore_took_over and self.took_over:
+            os.pwrite(self._fd, json.dumps(self.took_over).encode(), 0)
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None

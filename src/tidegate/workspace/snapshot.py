@@ -44,8 +44,24 @@ class T0Snapshot:
         return f"{REF_PREFIX}/{self.run_id}/t0"
 
 
+@dataclass(frozen=True)
+class T0Trees:
+    """The trees of a T0 snapshot before it is recorded: no commit, no ref yet."""
+
+    index_tree: str | None
+    tree: str
+    index_file: Path
+
+
 def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
     """Record the T0 state of ``repo`` under ``refs/tidegate/runs/<run_id>/``."""
+    return record_snapshot(repo, run_id, snapshot_trees(repo, scratch))
+
+
+def snapshot_trees(repo: Repository, scratch: Path) -> T0Trees:
+    """The trees of the index and of the work tree as they are now, written to the object
+    store through a scratch index in ``scratch``; no ref changes, so it may run before the
+    run is decided (``tidegate.flow.headstart``)."""
     git = repo.git
     temp_index = scratch / "t0.index"
     if repo.index_path.exists():
@@ -64,23 +80,30 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
     # refuses and every run fails here. Skip-worktree entries keep their index version.
     git.run("add", "--all", "--sparse", env=env)
     tree = git.out("write-tree", env=env)
+    return T0Trees(index_tree=index_tree, tree=tree, index_file=temp_index)
+
+
+def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot:
+    """T0 as commits on HEAD, under the run's refs (both created in one transaction)."""
+    git = repo.git
+    env = {"GIT_INDEX_FILE": str(trees.index_file), **IDENTITY}
     commit = git.out(
-        "commit-tree", tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
+        "commit-tree", trees.tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
     )
     snapshot = T0Snapshot(
         run_id=run_id,
         head=repo.head,
         commit=commit,
-        index_tree=index_tree,
-        index_file=temp_index,
-        tree=tree,
+        index_tree=trees.index_tree,
+        index_file=trees.index_file,
+        tree=trees.tree,
     )
     # Both refs in one transaction; "create": neither may exist yet.
     refs = [(snapshot.ref, commit)]
-    if index_tree is not None:
+    if trees.index_tree is not None:
         staged = git.out(
             "commit-tree",
-            index_tree,
+            trees.index_tree,
             "-p",
             repo.head,
             "-m",
@@ -91,6 +114,26 @@ def take_snapshot(repo: Repository, run_id: str, scratch: Path) -> T0Snapshot:
     commands = "".join(f"create {ref}\0{oid}\0" for ref, oid in refs)
     git.run("update-ref", "-z", "--stdin", input=commands.encode())
     return snapshot
+
+
+def excluded_already(repo: Repository) -> bool:
+    """Whether ``.git/info/exclude`` is a plain file that already has tidegate's line, so
+    that ``ensure_excluded`` would write nothing (read-only; symlinks are not followed)."""
+    try:
+        dir_fd = os.open(repo.common_dir / "info", DIR_FLAGS)
+    except OSError:
+        return False
+    try:
+        fd = os.open("exclude", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    finally:
+        os.close(dir_fd)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return False
+        return _has_exclude_line(fh.read().decode("utf-8", errors="replace"))
 
 
 def ensure_excluded(repo: Repository) -> bool:
@@ -129,7 +172,13 @@ def ensure_excluded(repo: Repository) -> bool:
 def _append_exclude(fh: BinaryIO) -> None:
     line = "/.tidegate/"
     existing = fh.read().decode("utf-8", errors="replace")
-    if any(entry.strip() in (line, ".tidegate/", ".tidegate") for entry in existing.splitlines()):
+    if _has_exclude_line(existing):
         return
     prefix = "" if not existing or existing.endswith("\n") else "\n"
     fh.write(f"{prefix}# tidegate runtime files (rejects, notes)\n{line}\n".encode())
+
+
+def _has_exclude_line(text: str) -> bool:
+    return any(
+        entry.strip() in ("/.tidegate/", ".tidegate/", ".tidegate") for entry in text.splitlines()
+    )

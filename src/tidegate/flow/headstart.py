@@ -1,0 +1,170 @@
+"""A run's head start: its first git work, begun while the interpreter imports the engine.
+
+Importing the engine (pydantic models, typer, the phases) takes longer than finding the
+repository, taking the run lock and scanning the work tree for T0, and the two need
+different things: the imports a core of Python, the scan git processes. So when the
+command line names a run (``run``, ``review``, ``debug``), ``begin`` starts a thread that
+does that git work, and ``execute`` adopts what it made (``adopt``) instead of doing it
+again. Nothing the thread does is visible before a run is decided: the lock (released on
+any way out), a claimed scratch directory (removed on any way out, swept by ``recover``
+after a kill), T0's trees as objects without a ref, and the warm shadow cleaned to its own
+HEAD (which every pooled run does first). It changes no ref, no index and no file of the
+user's; it writes ``.git/info/exclude`` never (it runs only when that already excludes
+``.tidegate/``, else the run does it as before).
+
+Whatever goes wrong in the thread (not a repository, the lock held, a git error) is not
+reported by it: the head start is dropped and the run does the same work itself, so every
+error is reported exactly as without a head start. A head start for another repository
+than the one the parsed request names is dropped too.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tidegate.workspace.claims import release as release_claim
+from tidegate.workspace.journal import pending_journals
+from tidegate.workspace.lock import RunLock
+from tidegate.workspace.repo import Repository, discover
+from tidegate.workspace.shadow import PoolCleaning, make_scratch
+from tidegate.workspace.snapshot import T0Trees, excluded_already, snapshot_trees
+
+RUN_COMMANDS = ("run", "review", "debug")
+
+_pending: HeadStart | None = None
+_guard = threading.Lock()
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+class HeadStart:
+    """The thread's work and what it made (``trees`` set: all of it is there)."""
+
+    def __init__(self, repo_arg: Path, warm: bool, probe: bool) -> None:
+        self.repo_arg = repo_arg
+        self.warm = warm
+        self.probe = probe
+        self.repo: Repository | None = None
+        self.discovered = threading.Event()
+        self.run_id = new_run_id()
+        self.lock: RunLock | None = None
+        self.scratch: Path | None = None
+        self.cleaning: PoolCleaning | None = None
+        self.trees: T0Trees | None = None
+        self._thread = threading.Thread(target=self._work, name="tidegate-headstart", daemon=True)
+
+    def _work(self) -> None:
+        try:
+            try:
+                self.repo = repo = discover(self.repo_arg)
+            finally:
+                self.discovered.set()
+            if pending_journals(repo.runtime_dir) or not excluded_already(repo):
+                return  # the run refuses, or writes the exclusion first: its own way
+            lock = RunLock(repo.runtime_dir, self.run_id)
+            lock.acquire()
+            self.lock = lock
+            self.scratch = make_scratch(repo, self.run_id)
+            if self.warm:
+                self.cleaning = PoolCleaning.start(repo)
+            self.trees = snapshot_trees(repo, self.scratch)
+            if self.probe:
+                from tidegate.exec.containment import probe
+
+                probe()  # cached for the process: VERIFY's own probe is then free
+        except Exception:
+            self.trees = None
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self.cleaning is not None and self.trees is None:
+            self.cleaning.wait()
+
+    def drop(self) -> None:
+        """Undo the head start: no git of it still running, lock, scratch and claim gone.
+        The pooled shadow, cleaned or not, stays the pool's (a run cleans it first)."""
+        self.wait()
+        if self.cleaning is not None:
+            self.cleaning.wait()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.repo is not None:
+            release_claim(self.repo, self.run_id)
+        if self.lock is not None:
+            self.lock.release(restore_took_over=True)
+
+
+def begin(args: list[str]) -> None:
+    """Start a head start when ``args`` (a command line, without the program) name a run."""
+    global _pending
+    if not args or args[0] not in RUN_COMMANDS:
+        return
+    repo_arg = _option_value(args[1:], "--repo") or "."
+    probe = _option_value(args[1:], "--containment") != "none"
+    with _guard:
+        if _pending is not None:
+            return
+        _pending = HeadStart(Path(repo_arg), warm="--warm-shadow" in args[1:], probe=probe)
+        _pending._thread.start()
+
+
+def repository(repo_path: Path) -> Repository | None:
+    """The repository the pending head start found for ``repo_path`` (waiting for its
+    discovery only), or None: the caller discovers it itself."""
+    with _guard:
+        head = _pending
+    if head is None or not _same(head.repo_arg, repo_path):
+        return None
+    head.discovered.wait()
+    return head.repo
+
+
+def adopt(repo_path: Path) -> HeadStart | None:
+    """The head start for a run in ``repo_path``, complete, or None (none was begun, it
+    failed, or it was for another path: then it is dropped)."""
+    global _pending
+    with _guard:
+        head, _pending = _pending, None
+    if head is None:
+        return None
+    head.wait()
+    if head.trees is None or not _same(head.repo_arg, repo_path):
+        head.drop()
+        return None
+    return head
+
+
+def discard() -> None:
+    """Drop a head start nobody adopted (the command line was refused, or ran no run)."""
+    global _pending
+    with _guard:
+        head, _pending = _pending, None
+    if head is not None:
+        head.drop()
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.expanduser().resolve() == b.expanduser().resolve()
+    except OSError:
+        return False
+
+
+def _option_value(args: list[str], name: str) -> str | None:
+    """The value of ``name`` as click reads it (``--repo X`` or ``--repo=X``; the last one
+    wins), or None. A misreading only costs the head start: ``adopt`` compares paths."""
+    value: str | None = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1 :]
+    return value

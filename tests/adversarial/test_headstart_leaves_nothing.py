@@ -1,0 +1,184 @@
+"""The head start (``tidegate.flow.headstart``) takes the run lock, claims a scratch
+directory and scans the work tree before the command line is even parsed. Whatever then
+refuses the run (a bad option, another repository, a lock already held, a crash record),
+it must leave nothing behind: the lock free for the next run, no scratch directory, no
+claim, no ref, the work tree and the index byte for byte as they were.
+
+In-process (``tidegate.cli.main``), so that a lock the head start failed to release is
+still held when the test tries to take it (the kernel would release it at a subprocess's
+exit and hide the leak)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo
+from tidegate.cli import main
+from tidegate.flow import headstart
+from tidegate.workspace.lock import RunLock
+
+OBJECTIVE = "edit-file: f.txt\nreplace: two\nwith: TWO\n"
+
+
+@pytest.fixture
+def tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private TMPDIR (shadows and scratch directories go there)."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    yield private
+    headstart.discard()
+
+
+@pytest.fixture
+def dirty(repo: Repo) -> Repo:
+    repo.write("f.txt", "one\ntwo\n")
+    repo.write("g.txt", "g\n")
+    repo.commit_all()
+    repo.write("g.txt", "staged\n")
+    repo.git("add", "g.txt")
+    repo.write("g.txt", "unstaged on top\n")
+    repo.write("new.txt", "untracked\n")
+    # As an earlier run leaves it (the head start does not run without it).
+    (repo.root / ".git" / "info").mkdir(exist_ok=True)
+    (repo.root / ".git" / "info" / "exclude").write_text("/.tidegate/\n")
+    return repo
+
+
+def _nothing_left(repo: Repo, tmp: Path, before: dict[str, object], refs: str) -> None:
+    lock = RunLock(repo.root / ".git" / "tidegate", "probe")
+    lock.acquire()  # raises RepositoryLockedError if the head start kept it
+    lock.release()
+    assert sorted(p.name for p in tmp.iterdir()) == []
+    claims = repo.root / ".git" / "tidegate" / "claims"
+    assert not claims.exists() or list(claims.iterdir()) == []
+    assert repo.git("for-each-ref") == refs
+    assert repo.tree_state() == before
+
+
+def test_a_refused_option_leaves_nothing(dirty: Repo, tmp: Path) -> None:
+    before, refs = dirty.tree_state(), dirty.git("for-each-ref")
+    code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--no-such-flag"])
+    assert code == 2
+    _nothing_left(dirty, tmp, before, refs)
+
+
+def test_a_missing_objective_leaves_nothing(dirty: Repo, tmp: Path) -> None:
+    before, refs = dirty.tree_state(), dirty.git("for-each-ref")
+    assert main(["run", "--repo", str(dirty.root), "--verify", "true"]) == 2
+    _nothing_left(dirty, tmp, before, refs)
+
+
+def test_a_head_start_for_another_repository_is_dropped(
+    dirty: Repo, tmp: Path, tmp_path: Path
+) -> None:
+    other = Repo(tmp_path / "other")
+    other.root.mkdir()
+    other.git("init", "-q")
+    other.write("f.txt", "one\ntwo\n")
+    other.commit_all()
+    before, refs = dirty.tree_state(), dirty.git("for-each-ref")
+    headstart.begin(["run", "--repo", str(dirty.root)])
+    assert headstart.adopt(other.root) is None
+    _nothing_left(dirty, tmp, before, refs)
+
+
+def test_a_held_lock_is_reported_as_without_a_head_start(dirty: Repo, tmp: Path) -> None:
+    (dirty.root / ".git" / "tidegate").mkdir(exist_ok=True)
+    holder = RunLock(dirty.root / ".git" / "tidegate", "someone-else").acquire()
+    try:
+        before, refs = dirty.tree_state(), dirty.git("for-each-ref")
+        code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"])
+        assert code != 0
+        assert dirty.tree_state() == before and dirty.git("for-each-ref") == refs
+        assert sorted(p.name for p in tmp.iterdir()) == []
+    finally:
+        holder.release()
+
+
+def test_a_pending_apply_back_still_refuses_and_leaves_nothing(dirty: Repo, tmp: Path) -> None:
+    pending = dirty.root / ".git" / "tidegate" / "journal" / "20990101-000000-abcdef"
+    pending.mkdir(parents=True)
+    before, refs = dirty.tree_state(), dirty.git("for-each-ref")
+    code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE])
+    assert code == 2
+    _nothing_left(dirty, tmp, before, refs)
+
+
+def test_the_adopted_t0_is_the_work_tree_and_staged_state(
+    dirty: Repo, tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the CLI (head start taken): T0 has the unstaged and untracked bytes, its
+    index commit the staged ones, and the merge back leaves the index as it was."""
+    adopted: list[object] = []
+    real_adopt = headstart.adopt
+
+    def adopt(repo_path: Path) -> headstart.HeadStart | None:
+        adopted.append(real_adopt(repo_path))
+        return adopted[-1]  # type: ignore[return-value]
+
+    monkeypatch.setattr(headstart, "adopt", adopt)
+    index = dirty.index_bytes()
+    code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"])
+    assert code == 0
+    (ref,) = [
+        line.split()[-1] for line in dirty.git("for-each-ref").splitlines() if line.endswith("/t0")
+    ]
+    assert dirty.git("show", f"{ref}:g.txt") == "unstaged on top\n"
+    assert dirty.git("show", f"{ref}:new.txt") == "untracked\n"
+    assert dirty.git("show", f"{ref.rsplit('/', 1)[0]}/index:g.txt") == "staged\n"
+    assert dirty.read("f.txt") == "one\nTWO\n"
+    assert dirty.index_bytes() == index
+    assert sorted(p.name for p in tmp.iterdir()) == []
+    assert len(adopted) == 1 and adopted[0] is not None  # T0 came from the head start
+
+
+def test_without_the_exclusion_line_the_run_writes_it_and_t0_skips_tidegate_dir(
+    dirty: Repo, tmp: Path
+) -> None:
+    """The head start never writes ``.git/info/exclude``; a first run does, before T0, so
+    ``.tidegate/`` (rejects, notes) is never part of T0."""
+    exclude = dirty.root / ".git" / "info" / "exclude"
+    exclude.write_text("# nothing of tidegate's\n")
+    dirty.write(".tidegate/notes/x.txt", "runtime\n")
+    code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"])
+    assert code == 0
+    assert "/.tidegate/" in exclude.read_text()
+    (ref,) = [
+        line.split()[-1] for line in dirty.git("for-each-ref").splitlines() if line.endswith("/t0")
+    ]
+    assert ".tidegate" not in dirty.git("ls-tree", "-r", "--name-only", ref)
+
+
+def _stale_lock(repo: Repo) -> tuple[Path, int]:
+    """A lock file naming a process that is gone (a crashed run's)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    lock = repo.root / ".git" / "tidegate" / "run.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"pid": proc.pid, "run_id": "20200101-000000-dead00"}))
+    return lock, proc.pid
+
+
+def test_a_dropped_head_start_hands_the_stale_lock_note_on(dirty: Repo, tmp: Path) -> None:
+    """A head start that took over a dead holder's lock and was then dropped names that
+    holder again, so the run that takes the lock next still reports the takeover."""
+    lock, pid = _stale_lock(dirty)
+    assert main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--bogus"]) == 2
+    assert f'"pid": {pid}' in lock.read_text()
+
+
+def test_an_adopted_head_start_reports_the_stale_lock_it_took_over(
+    dirty: Repo, tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, pid = _stale_lock(dirty)
+    assert main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert any(f"stale run lock left by pid {pid}" in n for n in report["notes"])

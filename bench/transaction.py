@@ -130,6 +130,18 @@ def floor_once(repo: Path, scratch: Path, shadows: Path, n: int) -> tuple[float,
     return elapsed, steps
 
 
+def console_script(tidegate: Path, scratch: Path) -> Path:
+    """A console script for the tidegate that ``PYTHONPATH`` names (``--src``, a baseline):
+    its ``cli.entry`` where it has one, else ``cli.main`` (checkouts before it existed)."""
+    path = scratch / "tidegate-any-src"
+    path.write_text(
+        f"#!{tidegate.parent / 'python'}\nimport sys\nfrom tidegate import cli\n"
+        "sys.exit(getattr(cli, 'entry', cli.main)())\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
 def tidegate_once(
     repo: Path, scratch: Path, tidegate: Path, env: dict[str, str], n: int, extra: list[str]
 ) -> dict[str, Any]:
@@ -449,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.src is not None:
         tide_env["PYTHONPATH"] = str(args.src.resolve())
+        args.tidegate = console_script(args.tidegate, scratch)
     try:
         start = time.perf_counter()
         if args.from_repo is not None:

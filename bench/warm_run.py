@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from transaction import (  # the sibling bench module
     ROOT,
+    console_script,
     fs_type,
     log,
     machine,
@@ -75,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.src is not None:
         env["PYTHONPATH"] = str(args.src.resolve())
+        args.tidegate = console_script(args.tidegate, scratch)
     base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())} if args.baseline else None
     try:
         log(f"copying {args.from_repo} to {repo}")
         subprocess.run(["cp", "-a", str(args.from_repo), str(repo)], check=True)
         refresh(repo)
         warm_args = ["--warm-shadow"]
+        base_cli = console_script(args.tidegate, scratch)
         first = tidegate_once(repo, scratch, args.tidegate, env, 0, warm_args)
         log(f"warm-up (makes the pooled shadow): {first['seconds']:.3f}s")
         refresh(repo)
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.sync()
                 if which == "baseline":
                     assert base_env is not None
-                    base.append(tidegate_once(repo, scratch, args.tidegate, base_env, n, warm_args))
+                    base.append(tidegate_once(repo, scratch, base_cli, base_env, n, warm_args))
                     log(f"round {n}: baseline --warm-shadow {base[-1]['seconds']:.3f}s")
                 elif which == "warm":
                     warm.append(tidegate_once(repo, scratch, args.tidegate, env, n, warm_args))

@@ -1,5 +1,5 @@
 import sys
 
-from tidegate.cli import main
+from tidegate.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

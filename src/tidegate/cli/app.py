@@ -14,27 +14,27 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
 from tidegate.cli.groups import add_groups, needs_groups, route_review
 from tidegate.cli.output import dump_json
-from tidegate.errors import PersistenceError, TidegateError, UsageError
+from tidegate.cli.runcmd import (
+    EXIT_USAGE,
+    guarded,
+    open_store,
+    print_report,
+    progress_observer,
+    run_command,
+    terminate,
+)
 from tidegate.flow.modes import Mode
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.pathtext import is_utf8
 from tidegate.sanitize import sanitize
-
-if TYPE_CHECKING:
-    from tidegate.cli.render import ProgressPrinter
-    from tidegate.flow.report import FlowReport
-    from tidegate.store import RunStore
 
 # The engine, the store's writing side, rich, the model SDKs and the command groups are
 # imported where they are used: a command pays only for what it runs (docs/benchmarks.md).
-
-EXIT_USAGE = 2
 
 _SETTINGS: dict[str, Any] = {
     "name": "tidegate",
@@ -141,60 +141,6 @@ MaxStepsOpt = Annotated[
 ]
 
 
-def _objective(
-    objective: str | None, objective_file: Path | None, required: bool
-) -> tuple[str, Path, str]:
-    """The objective text, the directory its relative paths start from, and its name."""
-    if objective is not None and objective_file is not None:
-        raise UsageError("give only one of --objective and --objective-file")
-    if objective is None and objective_file is None:
-        if required:
-            raise UsageError("give one of --objective and --objective-file")
-        return "", Path.cwd(), "objective"
-    if objective is not None:
-        if not is_utf8(objective):  # argv bytes that are not UTF-8 arrive as surrogates
-            raise UsageError("--objective: not UTF-8 text")
-        return objective, Path.cwd(), "objective"
-    assert objective_file is not None
-    if str(objective_file) == "-":
-        try:
-            return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
-        except UnicodeDecodeError as exc:
-            raise UsageError(
-                f"--objective-file -: stdin is not UTF-8 text (byte {exc.start})"
-            ) from exc
-    try:
-        text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
-        return text, objective_file.resolve().parent, str(objective_file)
-    except OSError as exc:
-        raise UsageError(f"--objective-file {objective_file}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"--objective-file {objective_file}: not UTF-8 text") from exc
-
-
-def _store(repo: Path, state_root: str | None) -> RunStore:
-    """The repository's run store, after validating the state root (before any run)."""
-    from tidegate.flow import headstart
-    from tidegate.store import open_run_store
-
-    return open_run_store(repo, state_root, repo=headstart.repository(repo))
-
-
-def _observer(as_json: bool) -> ProgressPrinter | None:
-    """Phase lines on stderr; none with --json, which so never loads rich."""
-    if as_json:
-        return None
-    from tidegate.cli.render import ProgressPrinter, console
-
-    return ProgressPrinter(console(stderr=True))
-
-
-def _print(report: FlowReport) -> None:
-    from tidegate.cli.render import console, print_report
-
-    print_report(console(), report)
-
-
 def _run(
     mode: Mode,
     objective: str | None,
@@ -203,31 +149,8 @@ def _run(
     state_root: str | None,
     **fields: Any,
 ) -> None:
-    """Build the request (``fields`` are RunRequest fields), run it, record it, render, exit."""
-    from tidegate.flow.request import RunRequest
-    from tidegate.flow.transaction import execute
-    from tidegate.planners import planner_for
-    from tidegate.store import StoreRecorder
-
-    text, base, source = _objective(objective, objective_file, required=mode is not Mode.REVIEW)
-    request = RunRequest(
-        mode=mode, objective=text, objective_base=base, objective_source=source, **fields
-    )
-    store = _store(request.repo, state_root)
-    observer = _observer(as_json)
-    recorder = StoreRecorder(store)
-    planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
-    if observer is not None and hasattr(planner, "progress"):
-        planner.progress = observer.activity  # type: ignore[union-attr]
-    try:
-        report = execute(request, observer=observer, planner=planner, recorder=recorder)
-    finally:
-        getattr(planner, "close", lambda: None)()
-    if as_json:
-        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
-    else:
-        _print(report)
-    raise typer.Exit(report.exit_code)
+    """The command's body (``tidegate.cli.runcmd``), its exit code as typer's Exit."""
+    raise typer.Exit(run_command(mode, objective, objective_file, as_json, state_root, **fields))
 
 
 @app.command()
@@ -475,27 +398,12 @@ def resume(
     from tidegate.flow.resume import resume_run
     from tidegate.store import StoreRecorder, resume_ticket
 
-    store = _store(repo, state_root)
+    store = open_store(repo, state_root)
     ticket = resume_ticket(store, run_id)
-    observer = _observer(as_json)
+    observer = progress_observer(as_json)
     report = resume_run(ticket, StoreRecorder(store, task_id=ticket.task_id), observer)
-    if as_json:
-        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
-    else:
-        _print(report)
+    print_report(report, as_json)
     raise typer.Exit(report.exit_code)
-
-
-def _terminate(signum: int, frame: object) -> None:
-    # Unwind normally so the shadow worktree and the lock are cleaned up.
-    raise KeyboardInterrupt
-
-
-def _is_validation_error(exc: Exception) -> bool:
-    """A bad request field (pydantic's ValidationError), without importing pydantic for
-    commands that never loaded it."""
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
 
 
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:
@@ -506,36 +414,23 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     args = sys.argv[1:] if argv is None else argv
     application = full_app() if full or needs_groups(args) else app
     args = route_review(args)
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        result = application(args=args or ["--help"], prog_name="tidegate", standalone_mode=False)
-    except typer.Exit as exc:
-        return exc.exit_code
-    except (typer.Abort, KeyboardInterrupt):
-        sys.stderr.write(
-            "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
-        )
-        return 130
-    except typer.TyperException as exc:  # the CLI parser's usage errors
-        sys.stderr.write(sanitize(f"tidegate: error: {exc.format_message()}") + "\n")
-        return EXIT_USAGE
-    except UsageError as exc:
-        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
-        return EXIT_USAGE
-    except PersistenceError as exc:
-        sys.stderr.write(sanitize(f"tidegate: error: PERSISTENCE_ERROR: {exc}") + "\n")
-        return 1
-    except TidegateError as exc:
-        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
-        return int(getattr(exc, "exit_code", 1))
-    except Exception as exc:
-        if not _is_validation_error(exc):
-            raise
-        first = exc.errors()[0]  # type: ignore[attr-defined]
-        where = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(sanitize(f"tidegate: error: {where}: {first['msg']}") + "\n")
-        return EXIT_USAGE
-    return result if isinstance(result, int) else 0
+    signal.signal(signal.SIGTERM, terminate)
+
+    def parsed_and_run() -> int:
+        try:
+            result = application(
+                args=args or ["--help"], prog_name="tidegate", standalone_mode=False
+            )
+        except typer.Exit as exc:
+            return exc.exit_code
+        except typer.Abort:
+            raise KeyboardInterrupt from None
+        except typer.TyperException as exc:  # the CLI parser's usage errors
+            sys.stderr.write(sanitize(f"tidegate: error: {exc.format_message()}") + "\n")
+            return EXIT_USAGE
+        return result if isinstance(result, int) else 0
+
+    return guarded(parsed_and_run)
 
 
 if __name__ == "__main__":

@@ -103,8 +103,12 @@ class HeadStart:
 def begin(args: list[str]) -> None:
     """Start a head start when ``args`` (a command line, without the program) name a run."""
     global _pending
-    if not args or args[0] not in RUN_COMMANDS:
-        return
+    if (
+        not args
+        or args[0] not in RUN_COMMANDS
+        or args[:2] in (["review", "run"], ["review", "read"])
+    ):
+        return  # (``review run|read`` are the review records' commands)
     repo_arg = _option_value(args[1:], "--repo") or "."
     probe = _option_value(args[1:], "--containment") != "none"
     with _guard:

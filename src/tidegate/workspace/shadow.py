@@ -66,6 +66,10 @@ class ShadowWorktree:
             raise
         (repo.runtime_dir / POOL_FILE).write_text(str(path) + "\n")
         shadow = cls(repo, path, t0_commit, pooled=True)
+        # A split index: the kept shadow's index (one entry per tracked file) is rewritten
+        # by every cleaning that restores a path; split, each rewrite writes only what
+        # changed since the shared part (git keeps the two in the shadow's own git dir).
+        shadow.git.run("update-index", "--split-index", check=False)
         shadow.prepared = shadow.identity()
         return shadow
 

@@ -1,0 +1,331 @@
+"""``tidegate run|review|debug``: the command's body, and a parser for its plain forms that
+needs no typer.
+
+Importing typer and building the engine's typer application is ~40 ms of every run's
+start, spent while nothing else can happen on that core. ``dispatch`` parses the forms a
+user and a script type (long options, ``--opt VALUE`` or ``--opt=VALUE``, values that need
+no conversion click would do differently) and runs the command; for anything else (help,
+an unknown or misspelt option, a value it is not sure it reads as click does, a positional
+argument) it returns None *before doing anything*, and the typer application parses the
+command line instead, with its own error lines and exit codes. Both paths call the same
+``run_command`` with the same values (``tests/e2e/test_run_parse.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tidegate.cli.output import dump_json
+from tidegate.errors import PersistenceError, TidegateError, UsageError
+from tidegate.flow.modes import Mode
+from tidegate.pathtext import is_utf8
+from tidegate.sanitize import sanitize
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tidegate.cli.render import ProgressPrinter
+    from tidegate.flow.report import FlowReport
+    from tidegate.store import RunStore
+
+EXIT_USAGE = 2
+finished_cleanly = False
+"""Set once a run's body has closed its store and printed its report: the console script
+may then end the process without the interpreter's teardown (``tidegate.cli.entry``)."""
+DEFAULT_VERIFY_TIMEOUT_S = 600.0  # tidegate.flow.request's, without importing pydantic here
+
+_INT = re.compile(r"[0-9]{1,6}")
+_FLOAT = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?")
+
+# option -> (field, kind[, bounds]); kinds: flag, str, path, int, float, multi, choice
+_COMMON: dict[str, tuple[Any, ...]] = {
+    "--repo": ("repo", "path"),
+    "--objective": ("objective", "str"),
+    "--objective-file": ("objective_file", "path"),
+    "--verify": ("verify", "str"),
+    "--planner": ("planner", "str"),
+    "--verify-timeout": ("verify_timeout", "float", 1.0, None),
+    "--warm-shadow": ("warm_shadow", "flag"),
+    "--network": ("network", "flag"),
+    "--containment": ("containment", "choice", ("auto", "required", "none")),
+    "--model": ("model", "str"),
+    "--max-cost": ("max_cost", "float", 0.0, None),
+    "--max-steps": ("max_steps", "int", 1, None),
+    "--state-root": ("state_root", "str"),
+    "--json": ("as_json", "flag"),
+}
+_PATCHING: dict[str, tuple[Any, ...]] = {
+    **_COMMON,
+    "--max-attempts": ("max_attempts", "int", 1, 20),
+    "--keep-shadow": ("keep_shadow", "flag"),
+    "--agent": ("agent", "str"),
+    "--agent-model": ("agent_model", "str"),
+    "--sub-agent": ("sub_agent", "multi"),
+}
+OPTIONS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "run": {**_PATCHING, "--mode": ("mode", "choice", tuple(m.value for m in Mode))},
+    "review": _COMMON,
+    "debug": _PATCHING,
+}
+DEFAULTS: dict[str, Any] = {
+    "mode": Mode.PATCH,
+    "repo": Path("."),
+    "planner": "structured",
+    "max_attempts": 3,
+    "verify_timeout": DEFAULT_VERIFY_TIMEOUT_S,
+    "keep_shadow": False,
+    "warm_shadow": False,
+    "network": False,
+    "as_json": False,
+}
+
+
+def parse(args: list[str]) -> dict[str, Any] | None:
+    """The parameters of ``tidegate ARGS`` for run/review/debug as the typer command
+    receives them, or None when this parser is not sure it reads them as click would."""
+    if (
+        not args
+        or args[0] not in OPTIONS
+        or (args[0] == "review" and args[1:2] in (["run"], ["read"]))
+    ):
+        return None
+    table = OPTIONS[args[0]]
+    values: dict[str, Any] = {}
+    rest = args[1:]
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if not is_utf8(token):
+            return None
+        name, eq, inline = token.partition("=")
+        spec = table.get(name)
+        if spec is None or not token.startswith("--"):
+            return None  # positional, short, unknown, --help, "--"
+        field, kind = spec[0], spec[1]
+        if kind == "flag":
+            if eq:
+                return None
+            values[field] = True
+            i += 1
+            continue
+        if eq:
+            value = inline
+            i += 1
+        elif i + 1 < len(rest):
+            value = rest[i + 1]
+            i += 2
+        else:
+            return None
+        if value == "--help" or not is_utf8(value):
+            return None
+        converted = _convert(kind, spec[2:], value)
+        if converted is None:
+            return None
+        if kind == "multi":
+            values.setdefault(field, []).extend(converted)
+        else:
+            values[field] = converted
+    return values
+
+
+def _convert(kind: str, extra: tuple[Any, ...], value: str) -> Any:
+    if kind == "str":
+        return value
+    if kind == "multi":
+        return [value]
+    if kind == "path":
+        return Path(value) if value else None
+    if kind == "choice":
+        return value if value in extra[0] else None
+    pattern = _INT if kind == "int" else _FLOAT
+    if not pattern.fullmatch(value):
+        return None
+    number: int | float = int(value) if kind == "int" else float(value)
+    low, high = extra
+    if (low is not None and number < low) or (high is not None and number > high):
+        return None
+    return number
+
+
+def dispatch(args: list[str]) -> int | None:
+    """Run ``tidegate ARGS`` when ``parse`` reads it; None: the typer application should."""
+    values = parse(args)
+    if values is None:
+        return None
+    command = args[0]
+    signal.signal(signal.SIGTERM, terminate)  # as the typer path: SIGTERM ends like Ctrl-C
+    return guarded(lambda: invoke(command, values))
+
+
+def invoke(command: str, values: dict[str, Any]) -> int:
+    """The typer command's body for parsed ``values`` (its parameter names)."""
+    p = {**DEFAULTS, **values}
+    fields: dict[str, Any] = {
+        "repo": p["repo"],
+        "verify": p.get("verify"),
+        "planner": p["planner"],
+        "verify_timeout_s": p["verify_timeout"],
+        "warm_shadow": p["warm_shadow"],
+        "network": p["network"],
+        "containment": p.get("containment"),
+        "model": p.get("model"),
+        "max_cost_usd": p.get("max_cost"),
+        "max_steps": p.get("max_steps"),
+    }
+    if command == "review":
+        mode, fields["max_attempts"] = Mode.REVIEW, 1
+    else:
+        mode = Mode.DEBUG if command == "debug" else Mode(p["mode"])
+        fields.update(
+            max_attempts=p["max_attempts"],
+            keep_shadow=p["keep_shadow"],
+            agent=p.get("agent"),
+            agent_model=p.get("agent_model"),
+            sub_agents=tuple(p.get("sub_agent") or ()),
+        )
+    return run_command(
+        mode,
+        p.get("objective"),
+        p.get("objective_file"),
+        p["as_json"],
+        p.get("state_root"),
+        **fields,
+    )
+
+
+def run_command(
+    mode: Mode,
+    objective: str | None,
+    objective_file: Path | None,
+    as_json: bool,
+    state_root: str | None,
+    **fields: Any,
+) -> int:
+    """Build the request (``fields`` are RunRequest fields), run it, record it, render it;
+    the exit code."""
+    from tidegate.flow.request import RunRequest
+    from tidegate.flow.transaction import execute
+    from tidegate.planners import planner_for
+    from tidegate.store import StoreRecorder
+
+    text, base, source = objective_text(objective, objective_file, required=mode is not Mode.REVIEW)
+    request = RunRequest(
+        mode=mode, objective=text, objective_base=base, objective_source=source, **fields
+    )
+    store = open_store(request.repo, state_root)
+    observer = progress_observer(as_json)
+    recorder = StoreRecorder(store)
+    planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
+    if observer is not None and hasattr(planner, "progress"):
+        planner.progress = observer.activity  # type: ignore[union-attr]
+    try:
+        report = execute(request, observer=observer, planner=planner, recorder=recorder)
+    finally:
+        getattr(planner, "close", lambda: None)()
+        store.close()  # checkpoints SQLite's WAL into the store file: nothing is left to exit
+    print_report(report, as_json)
+    global finished_cleanly
+    finished_cleanly = True
+    return report.exit_code
+
+
+def print_report(report: FlowReport, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
+        return
+    from tidegate.cli.render import console
+    from tidegate.cli.render import print_report as render
+
+    render(console(), report)
+
+
+def objective_text(
+    objective: str | None, objective_file: Path | None, required: bool
+) -> tuple[str, Path, str]:
+    """The objective text, the directory its relative paths start from, and its name."""
+    if objective is not None and objective_file is not None:
+        raise UsageError("give only one of --objective and --objective-file")
+    if objective is None and objective_file is None:
+        if required:
+            raise UsageError("give one of --objective and --objective-file")
+        return "", Path.cwd(), "objective"
+    if objective is not None:
+        if not is_utf8(objective):  # argv bytes that are not UTF-8 arrive as surrogates
+            raise UsageError("--objective: not UTF-8 text")
+        return objective, Path.cwd(), "objective"
+    assert objective_file is not None
+    if str(objective_file) == "-":
+        try:
+            return sys.stdin.buffer.read().decode("utf-8"), Path.cwd(), "stdin"
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"--objective-file -: stdin is not UTF-8 text (byte {exc.start})"
+            ) from exc
+    try:
+        text = objective_file.read_bytes().decode("utf-8")  # bytes: keep CRLF exactly
+        return text, objective_file.resolve().parent, str(objective_file)
+    except OSError as exc:
+        raise UsageError(f"--objective-file {objective_file}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--objective-file {objective_file}: not UTF-8 text") from exc
+
+
+def open_store(repo: Path, state_root: str | None) -> RunStore:
+    """The repository's run store, after validating the state root (before any run)."""
+    from tidegate.flow import headstart
+    from tidegate.store import open_run_store
+
+    return open_run_store(repo, state_root, repo=headstart.repository(repo))
+
+
+def progress_observer(as_json: bool) -> ProgressPrinter | None:
+    """Phase lines on stderr; none with --json, which so never loads rich."""
+    if as_json:
+        return None
+    from tidegate.cli.render import ProgressPrinter, console
+
+    return ProgressPrinter(console(stderr=True))
+
+
+def guarded(body: Callable[[], int]) -> int:
+    """``body()``, with every error the engine raises turned into one line on stderr and
+    its exit code (the typer application's parser errors are its own)."""
+    try:
+        return body()
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
+        )
+        return 130
+    except UsageError as exc:
+        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
+        return EXIT_USAGE
+    except PersistenceError as exc:
+        sys.stderr.write(sanitize(f"tidegate: error: PERSISTENCE_ERROR: {exc}") + "\n")
+        return 1
+    except TidegateError as exc:
+        sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
+        return int(getattr(exc, "exit_code", 1))
+    except Exception as exc:
+        if not _is_validation_error(exc):
+            raise
+        first = exc.errors()[0]  # type: ignore[attr-defined]
+        where = ".".join(str(p) for p in first["loc"])
+        sys.stderr.write(sanitize(f"tidegate: error: {where}: {first['msg']}") + "\n")
+        return EXIT_USAGE
+
+
+def _is_validation_error(exc: Exception) -> bool:
+    """A bad request field (pydantic's ValidationError), without importing pydantic for
+    commands that never loaded it."""
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
+
+
+def terminate(signum: int, frame: object) -> None:
+    # Unwind normally so the shadow worktree and the lock are cleaned up.
+    raise KeyboardInterrupt

@@ -182,3 +182,14 @@ def test_an_adopted_head_start_reports_the_stale_lock_it_took_over(
     assert main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert any(f"stale run lock left by pid {pid}" in n for n in report["notes"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["run", "--help"], ["review", "run", "--help"], ["review", "read", "x"], ["runs"]],
+    ids=" ".join,
+)
+def test_no_head_start_for_what_runs_nothing(dirty: Repo, args: list[str]) -> None:
+    headstart.begin([*args, "--repo", str(dirty.root)])
+    assert headstart.adopt(dirty.root) is None
+    assert not (dirty.root / ".git" / "tidegate" / "claims").exists()

@@ -109,6 +109,8 @@ def begin(args: list[str]) -> None:
         or args[:2] in (["review", "run"], ["review", "read"])
     ):
         return  # (``review run|read`` are the review records' commands)
+    if "--help" in args:
+        return  # typer prints the help: nothing to start
     repo_arg = _option_value(args[1:], "--repo") or "."
     probe = _option_value(args[1:], "--containment") != "none"
     with _guard:

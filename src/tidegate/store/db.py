@@ -119,8 +119,12 @@ class RunStore:
         try:
             if not path.exists():
                 # Private from the start (SQLite gives its -wal and -shm files the same mode).
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-                created = True
+                try:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                    os.close(os.open(path, flags, 0o600))
+                    created = True
+                except FileExistsError:
+                    pass  # another process made it between the check and here: open theirs
             self._db = sqlite3.connect(
                 path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
             )

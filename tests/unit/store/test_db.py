@@ -320,3 +320,18 @@ def test_a_version_2_paused_run_migrates_without_a_head_and_never_reads_verified
     head = migrated.checkpoint_head("run-1")
     assert head is not None and head.count == 2
     verify_committed("run-1", migrated.checkpoints("run-1"), head, migrated.key)
+
+
+def test_a_store_another_process_creates_between_check_and_create_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes opening a fresh store at once: both see no file, one creates it
+    first; the other must open that store, not fail (test_store_concurrency's race,
+    made deterministic)."""
+    path = tmp_path / "runs.sqlite3"
+    RunStore(path).close()
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda p: False if p == path else real_exists(p))
+    store = RunStore(path)  # the check said "absent"; the exclusive create finds it there
+    assert store.integrity_check() == "ok"
+    store.close()

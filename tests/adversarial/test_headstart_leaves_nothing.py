@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo
-from tidegate.cli import main
+from tidegate.cli import main, runcmd
 from tidegate.flow import headstart
 from tidegate.workspace.lock import RunLock
 
@@ -85,7 +85,7 @@ def test_a_head_start_for_another_repository_is_dropped(
     other.write("f.txt", "one\ntwo\n")
     other.commit_all()
     before, refs = dirty.tree_state(), dirty.git("for-each-ref")
-    headstart.begin(["run", "--repo", str(dirty.root)])
+    headstart.begin(dirty.root, warm=False, probe=False)
     assert headstart.adopt(other.root) is None
     _nothing_left(dirty, tmp, before, refs)
 
@@ -186,10 +186,12 @@ def test_an_adopted_head_start_reports_the_stale_lock_it_took_over(
 
 @pytest.mark.parametrize(
     "args",
-    [["run", "--help"], ["review", "run", "--help"], ["review", "read", "x"], ["runs"]],
+    [["run", "--help"], ["review", "run", "--help"], ["review", "read", "x"], ["run", "--bogus"]],
     ids=" ".join,
 )
-def test_no_head_start_for_what_runs_nothing(dirty: Repo, args: list[str]) -> None:
-    headstart.begin([*args, "--repo", str(dirty.root)])
+def test_no_head_start_for_what_goes_to_typer(dirty: Repo, args: list[str]) -> None:
+    """A command line the typer application parses (help, the review records, an unknown
+    option) starts no head start: nothing is scanned, locked or claimed for it."""
+    assert runcmd.dispatch([*args, "--repo", str(dirty.root)]) is None
     assert headstart.adopt(dirty.root) is None
     assert not (dirty.root / ".git" / "tidegate" / "claims").exists()

@@ -57,22 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     if args[:1] and args[0] in ("run", "review", "debug"):
-        # The run's first git work (lock, T0's scan) goes on while the engine is imported;
-        # a plain command line is parsed without typer (tidegate.cli.runcmd).
-        from tidegate.flow import headstart
+        # A plain command line runs without typer, with a head start (tidegate.cli.runcmd).
+        from tidegate.cli.runcmd import dispatch as run_dispatch
 
-        headstart.begin(list(args))
-        try:
-            from tidegate.cli.runcmd import dispatch as run_dispatch
-
-            code = run_dispatch(list(args))
-            if code is not None:
-                return code
-            from tidegate.cli.app import main as full
-
-            return full(args)
-        finally:
-            headstart.discard()
+        code = run_dispatch(list(args))
+        if code is not None:
+            return code
     from tidegate.cli.app import main as full
 
     return full(args)

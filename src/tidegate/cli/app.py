@@ -23,10 +23,10 @@ from tidegate.cli.output import dump_json
 from tidegate.cli.runcmd import (
     EXIT_USAGE,
     guarded,
+    invoke,
     open_store,
     print_report,
     progress_observer,
-    run_command,
     terminate,
 )
 from tidegate.flow.modes import Mode
@@ -141,18 +141,6 @@ MaxStepsOpt = Annotated[
 ]
 
 
-def _run(
-    mode: Mode,
-    objective: str | None,
-    objective_file: Path | None,
-    as_json: bool,
-    state_root: str | None,
-    **fields: Any,
-) -> None:
-    """The command's body (``tidegate.cli.runcmd``), its exit code as typer's Exit."""
-    raise typer.Exit(run_command(mode, objective, objective_file, as_json, state_root, **fields))
-
-
 @app.command()
 def run(
     mode: Annotated[Mode, typer.Option("--mode", help="patch, review or debug.")] = Mode.PATCH,
@@ -177,28 +165,7 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Propose, verify in a shadow worktree, and merge the change back as unstaged edits."""
-    _run(
-        mode,
-        objective,
-        objective_file,
-        as_json,
-        state_root,
-        repo=repo,
-        verify=verify,
-        planner=planner,
-        max_attempts=max_attempts,
-        verify_timeout_s=verify_timeout,
-        keep_shadow=keep_shadow,
-        warm_shadow=warm_shadow,
-        network=network,
-        containment=containment,
-        model=model,
-        agent=agent,
-        agent_model=agent_model,
-        sub_agents=tuple(sub_agent or ()),
-        max_cost_usd=max_cost,
-        max_steps=max_steps,
-    )
+    raise typer.Exit(invoke("run", locals()))
 
 
 @app.command()
@@ -219,24 +186,7 @@ def review(
     as_json: JsonOpt = False,
 ) -> None:
     """Review only: run the checks in a shadow and report findings. Changes nothing."""
-    _run(
-        Mode.REVIEW,
-        objective,
-        objective_file,
-        as_json,
-        state_root,
-        repo=repo,
-        verify=verify,
-        planner=planner,
-        max_attempts=1,
-        verify_timeout_s=verify_timeout,
-        warm_shadow=warm_shadow,
-        network=network,
-        containment=containment,
-        model=model,
-        max_cost_usd=max_cost,
-        max_steps=max_steps,
-    )
+    raise typer.Exit(invoke("review", locals()))
 
 
 @app.command()
@@ -262,28 +212,7 @@ def debug(
     as_json: JsonOpt = False,
 ) -> None:
     """Review and analyse first, then run the patch cycle."""
-    _run(
-        Mode.DEBUG,
-        objective,
-        objective_file,
-        as_json,
-        state_root,
-        repo=repo,
-        verify=verify,
-        planner=planner,
-        max_attempts=max_attempts,
-        verify_timeout_s=verify_timeout,
-        keep_shadow=keep_shadow,
-        warm_shadow=warm_shadow,
-        network=network,
-        containment=containment,
-        model=model,
-        agent=agent,
-        agent_model=agent_model,
-        sub_agents=tuple(sub_agent or ()),
-        max_cost_usd=max_cost,
-        max_steps=max_steps,
-    )
+    raise typer.Exit(invoke("debug", locals()))
 
 
 @app.command()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tidegate.cli.output import dump_json
 from tidegate.errors import PersistenceError, TidegateError, UsageError
-from tidegate.flow.modes import Mode
+from tidegate.flow.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.pathtext import is_utf8
 from tidegate.sanitize import sanitize
 
@@ -36,7 +36,6 @@ EXIT_USAGE = 2
 finished_cleanly = False
 """Set once a run's body has closed its store and printed its report: the console script
 may then end the process without the interpreter's teardown (``tidegate.cli.entry``)."""
-DEFAULT_VERIFY_TIMEOUT_S = 600.0  # tidegate.flow.request's, without importing pydantic here
 
 _INT = re.compile(r"[0-9]{1,6}")
 _FLOAT = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?")
@@ -158,11 +157,23 @@ def dispatch(args: list[str]) -> int | None:
         return None
     command = args[0]
     signal.signal(signal.SIGTERM, terminate)  # as the typer path: SIGTERM ends like Ctrl-C
-    return guarded(lambda: invoke(command, values))
+    from tidegate.flow import headstart
+
+    # The run's first git work (lock, T0's scan) goes on while the engine is imported.
+    headstart.begin(
+        values.get("repo", DEFAULTS["repo"]),
+        warm=values.get("warm_shadow", False),
+        probe=values.get("containment") != "none",
+    )
+    try:
+        return guarded(lambda: invoke(command, values))
+    finally:
+        headstart.discard()  # not adopted: the command was refused before its run
 
 
 def invoke(command: str, values: dict[str, Any]) -> int:
-    """The typer command's body for parsed ``values`` (its parameter names)."""
+    """The command's body for ``values`` named as the typer command's parameters (its
+    ``locals()``, or ``parse``'s result)."""
     p = {**DEFAULTS, **values}
     fields: dict[str, Any] = {
         "repo": p["repo"],

@@ -2,8 +2,8 @@
 
 Importing the engine (pydantic models, typer, the phases) takes longer than finding the
 repository, taking the run lock and scanning the work tree for T0, and the two need
-different things: the imports a core of Python, the scan git processes. So when the
-command line names a run (``run``, ``review``, ``debug``), ``begin`` starts a thread that
+different things: the imports a core of Python, the scan git processes. So once a run's
+command line is parsed (``tidegate.cli.runcmd``), ``begin`` starts a thread that
 does that git work, and ``execute`` adopts what it made (``adopt``) instead of doing it
 again. Nothing the thread does is visible before a run is decided: the lock (released on
 any way out), a claimed scratch directory (removed on any way out, swept by ``recover``
@@ -14,8 +14,8 @@ user's; it writes ``.git/info/exclude`` never (it runs only when that already ex
 
 Whatever goes wrong in the thread (not a repository, the lock held, a git error) is not
 reported by it: the head start is dropped and the run does the same work itself, so every
-error is reported exactly as without a head start. A head start for another repository
-than the one the parsed request names is dropped too.
+error is reported exactly as without a head start. A head start for another path than
+the request's is dropped too. A command line that goes to typer gets no head start.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import PoolCleaning, make_scratch
 from tidegate.workspace.snapshot import T0Trees, excluded_already, snapshot_trees
-
-RUN_COMMANDS = ("run", "review", "debug")
 
 _pending: HeadStart | None = None
 _guard = threading.Lock()
@@ -82,9 +80,8 @@ class HeadStart:
             self.trees = None
 
     def wait(self) -> None:
+        """Until the thread is done (the shadow's cleaning may still be going on)."""
         self._thread.join()
-        if self.cleaning is not None and self.trees is None:
-            self.cleaning.wait()
 
     def drop(self) -> None:
         """Undo the head start: no git of it still running, lock, scratch and claim gone.
@@ -100,23 +97,14 @@ class HeadStart:
             self.lock.release(restore_took_over=True)
 
 
-def begin(args: list[str]) -> None:
-    """Start a head start when ``args`` (a command line, without the program) name a run."""
+def begin(repo: Path, *, warm: bool, probe: bool) -> None:
+    """Start the head start of a run in ``repo`` (the parsed ``--repo``): ``warm`` cleans the
+    pooled shadow too, ``probe`` probes bubblewrap (not for ``--containment none``)."""
     global _pending
-    if (
-        not args
-        or args[0] not in RUN_COMMANDS
-        or args[:2] in (["review", "run"], ["review", "read"])
-    ):
-        return  # (``review run|read`` are the review records' commands)
-    if "--help" in args:
-        return  # typer prints the help: nothing to start
-    repo_arg = _option_value(args[1:], "--repo") or "."
-    probe = _option_value(args[1:], "--containment") != "none"
     with _guard:
         if _pending is not None:
             return
-        _pending = HeadStart(Path(repo_arg), warm="--warm-shadow" in args[1:], probe=probe)
+        _pending = HeadStart(repo, warm=warm, probe=probe)
         _pending._thread.start()
 
 
@@ -160,17 +148,3 @@ def _same(a: Path, b: Path) -> bool:
         return a.expanduser().resolve() == b.expanduser().resolve()
     except OSError:
         return False
-
-
-def _option_value(args: list[str], name: str) -> str | None:
-    """The value of ``name`` as click reads it (``--repo X`` or ``--repo=X``; the last one
-    wins), or None. A misreading only costs the head start: ``adopt`` compares paths."""
-    value: str | None = None
-    for i, arg in enumerate(args):
-        if arg == "--":
-            break
-        if arg == name and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(name + "="):
-            value = arg[len(name) + 1 :]
-    return value

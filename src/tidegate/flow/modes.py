@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+DEFAULT_VERIFY_TIMEOUT_S = 600.0
+"""Seconds before a mode's VERIFY command is killed, unless the request says otherwise."""
+
 
 class Mode(StrEnum):
     PATCH = "patch"

@@ -7,9 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tidegate.flow.modes import DEFAULT_VERIFY_TIMEOUT_S as DEFAULT_VERIFY_TIMEOUT_S
 from tidegate.flow.modes import Mode
-
-DEFAULT_VERIFY_TIMEOUT_S = 600.0
 
 
 class RunRequest(BaseModel):

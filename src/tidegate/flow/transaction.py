@@ -109,6 +109,7 @@ def _execute(
     planner: Planner | None,
     recorder: RunRecorder | None,
 ) -> FlowReport:
+    # An adopted head start is complete: repository, lock, scratch and trees are all there.
     repo = head.repo if head is not None and head.repo is not None else discover(request.repo)
     # The policy is the user's: read once, here, from the work tree as the run starts.
     loaded = load_policy(repo.root)
@@ -127,7 +128,8 @@ def _execute(
         )
     lock = RunLock(repo.runtime_dir, run_id)
     try:
-        if head is not None and head.lock is not None:
+        if head is not None:
+            assert head.lock is not None
             lock, head.lock = head.lock, None  # taken over: released below, as our own
         else:
             lock.acquire()
@@ -158,8 +160,9 @@ def _execute(
     pool = request.warm_shadow or config.shadow.pool
     try:
         try:
-            if head is not None and head.trees is not None and head.scratch is not None:
+            if head is not None:
                 # T0's trees were taken, and the warm shadow cleaned, beside the imports.
+                assert head.trees is not None and head.scratch is not None
                 scratch, head.scratch = head.scratch, None
                 cleaning, head.cleaning = head.cleaning, None
                 if cleaning is not None and not pool:

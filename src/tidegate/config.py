@@ -83,6 +83,11 @@ class ShadowConfig(BaseModel):
     """Keep one warm shadow per work tree under the OS temp dir and reset it to each run's
     T0 instead of checking out a fresh worktree (fast on large repositories; the shadow,
     with copies of untracked files, stays on disk between runs)."""
+    verify_layer: Literal["auto", "off"] = "auto"
+    """auto: VERIFY's command writes into a throwaway overlay over the shadow where the
+    host supports one, so the shadow keeps only what APPLY wrote and is undone by those
+    paths; off: the command writes the shadow itself (for a command that renames a
+    directory the shadow has: in the overlay that rename fails with EXDEV)."""
 
 
 DEFAULT_SHARED = (".venv", "node_modules")

@@ -230,6 +230,9 @@ class Overlay:
     support: OverlaySupport
     faults: bool = True
     """Whether the ``overlay.mount`` fault point applies (not to the probe)."""
+    parent: Path | None = None
+    """Where its scratch dirs go (a run's claimed scratch dir, swept after a kill);
+    default: this process's own directory under the OS temp dir."""
     base: Path = field(init=False)
     upper: Path = field(init=False)
     _host: _Host | None = field(default=None, init=False)
@@ -246,7 +249,8 @@ class Overlay:
                 raise OSError(f"an overlay is already mounted on {target}")
             host.mounted.add(target)
         try:
-            self.base = Path(tempfile.mkdtemp(prefix="o-", dir=_scratch_parent()))
+            parent = self.parent if self.parent is not None else _scratch_parent()
+            self.base = Path(tempfile.mkdtemp(prefix="o-", dir=parent))
             self.upper = self.base / "upper"
             work = self.base / "work"
             self.upper.mkdir()
@@ -287,6 +291,10 @@ class Overlay:
             self._host.request("chdir", where)
         return self._host.prefix(Path(where))
 
+    def launcher(self, cwd: Path) -> list[str]:
+        """The runner's spawn hook (``exec.runner.SpawnHook``): ``prefix``."""
+        return self.prefix(cwd)
+
     def release(self, *, wait: bool = False) -> None:
         """Unmount and remove the scratch dirs (idempotent). Without ``wait`` the unmount
         completes in the helper while tidegate goes on (see ``_Host.request``)."""
@@ -305,6 +313,30 @@ class Overlay:
         with host.lock:
             host.mounted.discard(str(self.lower))
         remove_tree(self.base)
+
+
+def mounts_below(root: Path) -> list[str]:
+    """Mount points strictly inside ``root`` (from ``/proc/self/mountinfo``)."""
+    prefix = str(root).rstrip("/") + "/"
+    found = []
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            for line in fh:
+                fields = line.split(b" ")
+                if len(fields) > 4:
+                    point = _unescape(fields[4].decode("utf-8", "surrogateescape"))
+                    if point.startswith(prefix):
+                        found.append(point)
+    except OSError:
+        return []
+    return found
+
+
+def _unescape(text: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as octal."""
+    for code in ("\\040", "\\011", "\\012", "\\134"):
+        text = text.replace(code, chr(int(code[1:], 8)))
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -367,7 +399,7 @@ def _probe_once() -> OverlaySupport:
         (lower / "kept").write_text("old\n")
         (lower / "gone").write_text("old\n")
         try:
-            overlay = Overlay(lower, support, faults=False)
+            overlay = Overlay(lower, support, faults=False, parent=scratch)
         except OSError as exc:
             return OverlaySupport(False, f"overlay capture unavailable: {exc}")
         try:

@@ -58,6 +58,8 @@ class HeadStart:
         self._thread = threading.Thread(target=self._work, name="tidegate-headstart", daemon=True)
 
     def _work(self) -> None:
+        probes = threading.Thread(target=self._probe, name="tidegate-probes", daemon=True)
+        probes.start()
         try:
             try:
                 self.repo = repo = discover(self.repo_arg)
@@ -72,12 +74,24 @@ class HeadStart:
             if self.warm:
                 self.cleaning = PoolCleaning.start(repo)
             self.trees = snapshot_trees(repo, self.scratch)
+        except Exception:
+            self.trees = None
+        finally:
+            probes.join()
+
+    def _probe(self) -> None:
+        """The probes VERIFY needs, cached for the process (its own are then free): the
+        overlay it writes into and, unless containment is off, bubblewrap."""
+        try:
+            from tidegate.exec.overlay import probe as overlay_probe
+
+            overlay_probe()
             if self.probe:
                 from tidegate.exec.containment import probe
 
-                probe()  # cached for the process: VERIFY's own probe is then free
-        except Exception:
-            self.trees = None
+                probe()
+        except Exception:  # VERIFY probes again, and says what failed
+            pass
 
     def wait(self) -> None:
         """Until the thread is done (the shadow's cleaning may still be going on)."""

@@ -254,7 +254,12 @@ def closing_notes(
         if lock.took_over:
             out.append(f"took over a stale run lock left by pid {lock.took_over.get('pid')}")
         if shadow.reused:
-            out.append(f"reused the warm shadow {shadow.path}")
+            how = (
+                f"by undoing the {shadow.undone} path(s) the last run wrote"
+                if shadow.undone is not None
+                else "cleaned in full"
+            )
+            out.append(f"reused the warm shadow {shadow.path} ({how})")
         if state.request.keep_shadow or shadow.pooled:
             out.append(f"shadow kept at {shadow.path}")
         return out

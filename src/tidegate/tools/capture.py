@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from tidegate.exec.overlay import Overlay, OverlaySupport, probe
+from tidegate.exec.overlay import Overlay, OverlaySupport, mounts_below, probe
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.fingerprint import (
     DEFAULT_DERIVED,
@@ -188,27 +188,3 @@ def _from_inventories(
 
 def _in_own_git(rel: str) -> bool:
     return PurePosixPath(rel).parts[0] == ALWAYS_EXCLUDED
-
-
-def mounts_below(root: Path) -> list[str]:
-    """Mount points strictly inside ``root`` (from ``/proc/self/mountinfo``)."""
-    prefix = str(root).rstrip("/") + "/"
-    found = []
-    try:
-        with open("/proc/self/mountinfo", "rb") as fh:
-            for line in fh:
-                fields = line.split(b" ")
-                if len(fields) > 4:
-                    point = _unescape(fields[4].decode("utf-8", "surrogateescape"))
-                    if point.startswith(prefix):
-                        found.append(point)
-    except OSError:
-        return []
-    return found
-
-
-def _unescape(text: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as octal."""
-    for code in ("\\040", "\\011", "\\012", "\\134"):
-        text = text.replace(code, chr(int(code[1:], 8)))
-    return text

@@ -29,10 +29,11 @@ _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 _ARGV_CHUNK = 500
 
 
-def shape_problems(git: Git, changes: list[PathChange]) -> list[str]:
+def shape_problems(git: Git, changes: list[PathChange], index: Path | None = None) -> list[str]:
     """One line per path of ``changes`` whose shape the apply-back cannot take. ``git``
     runs in the user's work tree (its index is only read)."""
-    return [*_submodules(changes), *_swaps(changes), *_outside_sparse(git, changes)]
+    sparse = [] if _no_skip_worktree(index) else _outside_sparse(git, changes)
+    return [*_submodules(changes), *_swaps(changes), *sparse]
 
 
 def _is_gitlink(change: PathChange) -> bool:
@@ -71,6 +72,22 @@ def _swaps(changes: list[PathChange]) -> list[str]:
                 )
             break
     return sorted(set(problems))
+
+
+def _no_skip_worktree(index: Path | None) -> bool:
+    """The user's ``index`` cannot hold a skip-worktree entry, read from its header alone:
+    a version 2 index has no extended flags (git writes version 3 as soon as an entry needs
+    them, and 2 again once none does) and it is not split (a shared part could differ)."""
+    if index is None:
+        return False
+    try:
+        with open(index, "rb") as fh:
+            head = fh.read(8)
+        if head[:4] != b"DIRC" or int.from_bytes(head[4:8], "big") != 2:
+            return False
+        return not any(name.startswith("sharedindex.") for name in os.listdir(index.parent))
+    except OSError:
+        return False
 
 
 def _outside_sparse(git: Git, changes: list[PathChange]) -> list[str]:

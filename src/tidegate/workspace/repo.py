@@ -45,6 +45,9 @@ def discover(path: Path) -> Repository:
     if not path.is_dir():
         raise NotARepositoryError(f"{path}: not a directory")
     git = Git(path)
+    found = _at_once(git, path)
+    if found is not None:
+        return found
     try:
         res = git.run(
             "rev-parse",
@@ -73,3 +76,34 @@ def discover(path: Path) -> Repository:
             f"{root}: HEAD has no commit yet; make a first commit so tidegate has a base"
         )
     return Repository(root=root.resolve(), git_dir=Path(git_dir), common_dir=common, head=head)
+
+
+def _at_once(git: Git, path: Path) -> Repository | None:
+    """All of discovery in one ``rev-parse`` when the answer is the usual one (a work tree
+    with a born HEAD, no newline in its paths); None: the step-by-step way decides, and
+    says what is wrong."""
+    try:
+        res = git.run(
+            "rev-parse",
+            "--is-bare-repository",
+            "--is-inside-git-dir",
+            "--absolute-git-dir",
+            "--git-common-dir",
+            "--show-toplevel",
+            "--verify",
+            "--quiet",
+            "HEAD^{commit}",
+            check=False,
+        )
+    except GitError:
+        return None
+    lines = res.text.split("\n")
+    if res.returncode != 0 or len(lines) != 7 or lines[6] or lines[:2] != ["false", "false"]:
+        return None
+    git_dir, common_dir, root, head = lines[2:6]
+    common = Path(common_dir)
+    if not common.is_absolute():
+        common = (path / common).resolve()
+    return Repository(
+        root=Path(root).resolve(), git_dir=Path(git_dir), common_dir=common, head=head
+    )

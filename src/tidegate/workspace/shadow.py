@@ -7,9 +7,11 @@ interrupt arrives is removed on the way out, even if git left it locked."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -25,6 +27,39 @@ SHADOW_PREFIX = "tidegate-shadow-"
 POOL_PREFIX = "tidegate-pool-"
 SCRATCH_PREFIX = "tidegate-run-"
 POOL_FILE = "shadow-pool"
+TOUCHED_FILE = "shadow-pool.touched"
+"""Beside ``POOL_FILE``: what the pooled shadow's last run wrote in its work tree, recorded
+when that run ended knowing it exactly (``Touched``); taken -- read and removed -- by the
+next cleaning, so a run that dies leaves none and the next one cleans in full."""
+UNDO_LIMIT = 1000
+"""More touched paths than this: the full cleaning (the undo passes paths as arguments)."""
+OWN_DIR = ".tidegate"
+"""tidegate's own directory: the model planner keeps plan notes there in the shadow."""
+
+Stamp = tuple[bytes, int, int, int]
+"""The shadow's HEAD file and its index's (inode, size, mtime): git's state of the shadow."""
+Marks = list[tuple[str, int]]
+"""The mtimes of the shadow's root directory ("") and of the directories in it."""
+
+
+@dataclass
+class Touched:
+    """Every path tidegate may have written in a shadow's work tree since the work tree
+    was last exactly its HEAD: ``tracked``, paths HEAD has (checked out again by the undo),
+    and ``untracked``, paths HEAD lacks and the new directories above them (removed with
+    whatever is beneath). ``stamp`` is git's state of the shadow then: if anything else
+    wrote its index or moved its HEAD since, the undo refuses and the full cleaning runs.
+    ``marks``, taken when a run leaves the record for the next one, are a tripwire for
+    files made or removed between runs at the top of the shadow: they must not change
+    either. Deeper, the pool is trusted to be tidegate's alone (docs/architecture.md)."""
+
+    stamp: Stamp | None
+    tracked: set[str] = field(default_factory=set)
+    untracked: set[str] = field(default_factory=set)
+    marks: Marks | None = None
+
+    def __len__(self) -> int:
+        return len(self.tracked) + len(self.untracked)
 
 
 class ShadowWorktree:
@@ -32,11 +67,17 @@ class ShadowWorktree:
         self.repo = repo
         self.path = path
         self.t0 = t0_commit
-        self.git = Git(path, git_dir=shadow_git_dir(repo, path), work_tree=path)
+        self.admin = shadow_git_dir(repo, path)
+        self.git = Git(path, git_dir=self.admin, work_tree=path)
         self.pooled = pooled
         self.reused = False
         self.prepared: tuple[int, int, bytes] | None = None
         """``identity()`` when the shadow was made or reset: VERIFY checks it is unchanged."""
+        self.undone: int | None = None
+        """How many paths the pool's cleaning undid; None: it cleaned in full."""
+        self.touched: Touched | None = None
+        """What tidegate wrote in the work tree since it was exactly HEAD; None: not known
+        (a command wrote in it directly, or nobody cleaned it yet)."""
 
     @classmethod
     def acquire(
@@ -71,11 +112,15 @@ class ShadowWorktree:
         # changed since the shared part (git keeps the two in the shadow's own git dir).
         shadow.git.run("update-index", "--split-index", check=False)
         shadow.prepared = shadow.identity()
+        shadow.mark_clean()
         return shadow
 
     def release(self, keep: bool) -> None:
-        """Remove the shadow, unless it is the warm pooled one or ``keep`` asks to keep it."""
-        if not (keep or self.pooled):
+        """Remove the shadow, unless it is the warm pooled one or ``keep`` asks to keep it.
+        The pooled one keeps what this run wrote in it, for the next run's undo."""
+        if self.pooled:
+            self._record_touched()
+        elif not keep:
             self.remove()
 
     @classmethod
@@ -89,6 +134,7 @@ class ShadowWorktree:
             raise
         shadow = cls(repo, path, t0_commit)
         shadow.prepared = shadow.identity()
+        shadow.mark_clean()
         return shadow
 
     def identity(self) -> tuple[int, int, bytes]:
@@ -154,10 +200,137 @@ class ShadowWorktree:
                 out[p] = self.git.out("hash-object", "--", p)
         return out
 
-    def reset(self) -> None:
-        """Back to T0, whatever state the last attempt left (conflicts, untracked files)."""
+    # -- what tidegate writes, and its undo ------------------------------------------------
+
+    def stamp(self) -> Stamp | None:
+        try:
+            head = (self.admin / "HEAD").read_bytes()
+            st = os.stat(self.admin / "index")
+        except OSError:
+            return None
+        return head, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def head_file(self) -> str | None:
+        """The commit a detached HEAD names, read from its file; None: not that shape."""
+        try:
+            text = (self.admin / "HEAD").read_text("ascii").strip()
+        except (OSError, UnicodeError):
+            return None
+        return (
+            text if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text) else None
+        )
+
+    def marks(self) -> Marks | None:
+        try:
+            found = [("", os.lstat(self.path).st_mtime_ns)]
+            with os.scandir(self.path) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((entry.name, entry.stat(follow_symlinks=False).st_mtime_ns))
+        except OSError:
+            return None
+        return sorted(found)
+
+    def mark_clean(self) -> None:
+        """The work tree is exactly HEAD now: from here on, what is written is tracked."""
+        self.touched = Touched(self.stamp())
+
+    def unknown(self) -> None:
+        """Something is about to write the work tree that tidegate cannot follow (a command
+        run on it directly): the next cleaning must be the full one."""
+        self.touched = None
+
+    def will_write(self, changes: list[PathChange]) -> None:
+        """Before APPLY writes ``changes`` (T0 -> candidate, T0 being HEAD): record them, and
+        for a new path the topmost directory above it that HEAD's work tree lacks."""
+        touched = self.touched
+        if touched is None:
+            return
+        for change in changes:
+            sides = [v for v in (change.before, change.after) if v is not None]
+            if any(v.mode == "160000" for v in sides):
+                self.unknown()  # a submodule's work tree is not ours to undo path by path
+                return
+            if change.before is not None:
+                touched.tracked.add(change.path)
+            else:
+                self.will_create(change.path)
+
+    def will_create(self, rel: str) -> None:
+        """Before tidegate creates ``rel``, a path HEAD lacks (its parent dirs made as needed)."""
+        touched = self.touched
+        if touched is None:
+            return
+        touched.untracked.add(rel)
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            above = "/".join(parts[:depth])
+            try:
+                is_dir = stat.S_ISDIR(os.lstat(self.path / above).st_mode)
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                touched.untracked.add(above)
+                return
+
+    def reset(self) -> int | None:
+        """Back to T0, whatever state the last attempt left (conflicts, untracked files):
+        by undoing what tidegate wrote when that is known (returns how many paths), else
+        in full (returns None)."""
+        touched = self.touched
+        if touched is not None and self.undo(touched):
+            return len(touched)
         self.git.run("reset", "--quiet", "--hard", self.t0)
         self.git.run("clean", "-ffdxq")
+        self.mark_clean()
+        return None
+
+    def undo(self, touched: Touched) -> bool:
+        """Back to HEAD by ``touched`` alone: what is beneath its paths that git does not
+        track goes (``clean`` limited to them, tidegate's own directory included), its
+        tracked paths get HEAD's version. False, with nothing worse than before, when that
+        is not certain to give HEAD: the caller then cleans in full."""
+        if touched.stamp is None or touched.stamp != self.stamp() or len(touched) > UNDO_LIMIT:
+            return False
+        if touched.marks is not None and touched.marks != self.marks():
+            return False
+        specs = _outermost(touched.tracked | touched.untracked | {OWN_DIR})
+        cleaned = self.git.run("--literal-pathspecs", "clean", "-ffdxq", "--", *specs, check=False)
+        if cleaned.returncode != 0:
+            return False
+        restore = sorted(touched.tracked)
+        if os.path.lexists(self.path / OWN_DIR):
+            restore.append(OWN_DIR)  # it holds tracked files (a committed policy)
+        if restore and not self._restore([os.fsencode(p) for p in restore]):
+            return False
+        self.mark_clean()
+        return True
+
+    def _record_touched(self) -> None:
+        """Leave ``touched`` for the next run's cleaning, when it is known and still true."""
+        record = self.repo.runtime_dir / TOUCHED_FILE
+        touched = self.touched
+        marks = self.marks()
+        if touched is None or touched.stamp is None or touched.stamp != self.stamp() or not marks:
+            record.unlink(missing_ok=True)
+            return
+        head, ino, size, mtime = touched.stamp
+        data = {
+            "version": 1,
+            "shadow": str(self.path),
+            "head": head.decode("ascii", "replace"),
+            "index": [ino, size, mtime],
+            "marks": marks,
+            "tracked": sorted(touched.tracked),
+            "untracked": sorted(touched.untracked),
+        }
+        tmp = record.with_name(f"{TOUCHED_FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(data), encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, record)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            record.unlink(missing_ok=True)
 
     def clean_to_head(self) -> None:
         """Back to the shadow's own HEAD, whatever a run left (edits, staged or unmerged
@@ -182,12 +355,12 @@ class ShadowWorktree:
         )
         if listing.returncode == 0:
             paths = _plain_changes(listing.stdout)
-            if paths == []:
-                return
-            if paths is not None and self._restore(paths):
+            if paths == [] or (paths is not None and self._restore(paths)):
+                self.mark_clean()
                 return
         self.git.run("reset", "--quiet", "--hard", "HEAD")
         self.git.run("clean", "-ffdxq")  # what the reset un-tracked (files staged as new)
+        self.mark_clean()
 
     def _restore(self, paths: list[bytes]) -> bool:
         """``paths`` (tracked, changed) back to HEAD's version; False: git refused."""
@@ -216,10 +389,13 @@ class ShadowWorktree:
         # --no-deref: HEAD is detached at T0 even if a command made it a symbolic ref.
         self.git.run("update-ref", "--no-deref", "HEAD", t0_commit)
         self.t0 = t0_commit
+        if self.touched is not None:
+            self.mark_clean()  # git's state moved with the work tree: still exactly HEAD
 
     def remove(self) -> None:
         if self.pooled:
             (self.repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
+            (self.repo.runtime_dir / TOUCHED_FILE).unlink(missing_ok=True)
         try:
             self.repo.git.run("worktree", "remove", "--force", "--force", str(self.path))
         except GitError:
@@ -263,7 +439,11 @@ class PoolCleaning:
                 _forget_pooled(self.repo, warm)
                 return
             self.shadow = shadow
-            shadow.clean_to_head()
+            touched = take_touched(self.repo, shadow)
+            if touched is not None and shadow.undo(touched):
+                shadow.undone = len(touched)
+            else:
+                shadow.clean_to_head()
         except BaseException as exc:  # reported by finish() in the caller's thread
             self.error = exc
 
@@ -291,6 +471,40 @@ class PoolCleaning:
         except (GitError, OSError):
             shadow.remove()
             return None
+
+
+def take_touched(repo: Repository, shadow: ShadowWorktree) -> Touched | None:
+    """The last run's record of what it wrote in the pooled ``shadow`` (removed here: it is
+    true once), or None when there is none that fits this shadow as it is now."""
+    record = repo.runtime_dir / TOUCHED_FILE
+    try:
+        text = record.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    record.unlink(missing_ok=True)
+    try:
+        data = json.loads(text)
+        ino, size, mtime = (int(v) for v in data["index"])
+        head = str(data["head"]).encode("ascii")
+        tracked = {str(p) for p in data["tracked"]}
+        untracked = {str(p) for p in data["untracked"]}
+        marks = [(str(name), int(when)) for name, when in data["marks"]]
+        fits = data["version"] == 1 and data["shadow"] == str(shadow.path)
+    except (ValueError, KeyError, TypeError, UnicodeError):
+        return None
+    if not fits or not marks:
+        return None  # its paths are git's to confine: pathspecs, literal, of the work tree
+    return Touched((head, ino, size, mtime), tracked, untracked, marks)
+
+
+def _outermost(paths: set[str]) -> list[str]:
+    """``paths`` without those beneath another of them: given a directory and a file in
+    it, ``git clean`` descends to the file and keeps the directory."""
+    kept: list[str] = []
+    for path in sorted(paths, key=lambda p: p.split("/")):
+        if not kept or not path.startswith(kept[-1] + "/"):
+            kept.append(path)
+    return kept
 
 
 def _plain_changes(listing: bytes) -> list[bytes] | None:

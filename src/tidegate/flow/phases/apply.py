@@ -16,6 +16,26 @@ def apply(state: RunState) -> str:
     proposal = state.attempt.proposal
     assert proposal is not None and state.attempt.candidate_tree is not None
     shadow = state.shadow
+    shadow.will_write(state.attempt.changes)  # before any write: what ROLLBACK must undo
+    try:
+        _write(state)
+    except BaseException:
+        shadow.unknown()  # a write may have stopped half-way (a temp file left)
+        raise
+    mismatched = shadow.mismatched_paths(state.attempt.changes)
+    if mismatched:
+        raise PhaseError(
+            ErrorClass.UNKNOWN,
+            f"the shadow does not hold the validated candidate {state.attempt.candidate_tree[:12]} "
+            f"at {', '.join(mismatched[:5])}",
+        )
+    return f"shadow holds the candidate tree {state.attempt.candidate_tree[:12]}"
+
+
+def _write(state: RunState) -> None:
+    proposal = state.attempt.proposal
+    assert proposal is not None
+    shadow = state.shadow
     if proposal.diff and proposal.diff.strip():
         diff = (proposal.diff if proposal.diff.endswith("\n") else proposal.diff + "\n").encode(
             "utf-8", "surrogateescape"
@@ -25,6 +45,7 @@ def apply(state: RunState) -> str:
         # costs more than everything else APPLY does.
         plain = shadow.git.run("apply", "--whitespace=nowarn", "-", input=diff, check=False)
         if plain.returncode != 0:
+            shadow.unknown()  # --3way writes the shadow's index (conflict stages) too
             try:
                 shadow.git.run("apply", "--3way", "--whitespace=nowarn", "-", input=diff)
             except GitError as exc:
@@ -42,14 +63,6 @@ def apply(state: RunState) -> str:
         content = _merged_content(state, edit.path, edit.content)
         mode = creation_mode(edit.executable)
         fs.write_file(edit.path, content, mode, f".tidegate-apply-{os.getpid()}")
-    mismatched = shadow.mismatched_paths(state.attempt.changes)
-    if mismatched:
-        raise PhaseError(
-            ErrorClass.UNKNOWN,
-            f"the shadow does not hold the validated candidate {state.attempt.candidate_tree[:12]} "
-            f"at {', '.join(mismatched[:5])}",
-        )
-    return f"shadow holds the candidate tree {state.attempt.candidate_tree[:12]}"
 
 
 def _merged_content(state: RunState, path: str, theirs: bytes) -> bytes:
@@ -78,5 +91,7 @@ def _merged_content(state: RunState, path: str, theirs: bytes) -> bytes:
 
 def rollback(state: RunState) -> str:
     """Restore the shadow to T0, whatever the failed attempt left (conflicts included)."""
-    state.shadow.reset()
-    return "shadow reset to T0"
+    undone = state.shadow.reset()
+    if undone is None:
+        return "shadow reset to T0 in full"
+    return f"shadow back at T0: undid the {undone} path(s) the attempt wrote"

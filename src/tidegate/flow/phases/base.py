@@ -15,7 +15,9 @@ def preflight(state: RunState) -> str:
     """The shadow exists and is at T0; the main repository is still there."""
     if not (state.repo.root / ".git").exists():
         raise PhaseError(ErrorClass.UNKNOWN, f"{state.repo.root}: the repository disappeared")
-    head = state.shadow.git.rev_parse("HEAD")
+    if state.shadow.head_file() == state.snapshot.commit:
+        return f"shadow at {state.snapshot.commit[:12]}"
+    head = state.shadow.git.rev_parse("HEAD")  # symbolic, or not T0: git decides
     if head != state.snapshot.commit:
         raise PhaseError(ErrorClass.UNKNOWN, "the shadow worktree is not at T0")
     return f"shadow at {state.snapshot.commit[:12]}"

@@ -57,7 +57,7 @@ def validate(state: RunState) -> str:
         git, changes, stats, state.shadow.path, state.config.validate_, state.repo.root
     )
     problems.extend(config_problems(git, state.snapshot.commit, tree))
-    problems.extend(shape_problems(git, changes))
+    problems.extend(shape_problems(git, changes, state.repo.index_path))
     if state.config.validate_.comment_guard and not objective_allows_comment_changes(
         state.request.objective
     ):

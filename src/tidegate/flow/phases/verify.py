@@ -10,6 +10,8 @@ from pathlib import Path
 from tidegate.errors import CapabilityMismatch, ErrorClass, PhaseError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, policy_for, probe
 from tidegate.exec.environment import command_environment
+from tidegate.exec.overlay import Overlay, mounts_below
+from tidegate.exec.overlay import probe as overlay_probe
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.exec.view import command_executables
 from tidegate.flow.modes import Mode
@@ -127,6 +129,9 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
         env["PYTHONPATH"] = os.pathsep.join(
             state.fidelity.pythonpath + ([existing] if existing else [])
         )
+    layer = _throwaway_layer(state)
+    if layer is None:
+        state.shadow.unknown()  # the command writes the shadow itself
     try:
         result = run_command(
             shell_argv(command),
@@ -138,11 +143,33 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             containment=policy,
             workspace=state.shadow.path,
             passthrough=passthrough,
+            spawn_hook=layer,
         )
     except CapabilityMismatch as exc:  # refused by the runner itself, before spawning
         raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
+    finally:
+        if layer is not None:
+            layer.release()  # what the command wrote goes with the layer
     _record(state, result.containment, shared)
     return result
+
+
+def _throwaway_layer(state: RunState) -> Overlay | None:
+    """An overlay over the shadow for the command to write into, dropped afterwards, so
+    that the shadow keeps only what APPLY wrote and the next cleaning is an undo of that.
+    None (the command then writes the shadow itself) when ``[shadow] verify_layer`` is
+    off, the shadow is kept for inspection (``--keep-shadow``: what the command left is
+    part of what there is to see), the host has no working overlay, a mount point lies
+    inside the shadow (the overlay would hide it) or the mount fails."""
+    if state.config.shadow.verify_layer == "off" or state.request.keep_shadow:
+        return None
+    support = overlay_probe()
+    if not support.available or mounts_below(state.shadow.path):
+        return None
+    try:
+        return Overlay(state.shadow.path, support, parent=state.scratch)
+    except OSError:
+        return None
 
 
 def _policy(state: RunState) -> ContainmentPolicy | None:
@@ -179,6 +206,10 @@ def _share(state: RunState, contained: bool) -> list[SharedDir]:
         source = state.repo.root / rel
         target = state.shadow.path / rel
         if not contained:
+            if os.path.lexists(target) and not os.path.islink(target):
+                state.shadow.unknown()  # an empty directory git does not know of
+            elif not os.path.lexists(target):
+                state.shadow.will_create(rel)
             if os.path.islink(target):
                 os.unlink(target)
             elif os.path.isdir(target):

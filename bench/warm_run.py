@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--repeat must be at least 1")
 
     workdir = Path(tempfile.mkdtemp(prefix="tidegate-warm-bench-", dir=args.workdir))
-    repo, scratch = workdir / "repo", workdir / "scratch"
+    repo, scratch, base_repo = workdir / "repo", workdir / "scratch", workdir / "repo-base"
     scratch.mkdir()
     shadows = Path(tempfile.mkdtemp(prefix="tidegate-bench-shadows-", dir=args.shadow_dir))
     env = {
@@ -87,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         first = tidegate_once(repo, scratch, args.tidegate, env, 0, warm_args)
         log(f"warm-up (makes the pooled shadow): {first['seconds']:.3f}s")
         refresh(repo)
+        if base_env is not None:
+            # The baseline gets a copy and a pool of its own: a pool is one run's record
+            # to the next, and another version's runs in between would void it.
+            subprocess.run(["cp", "-a", str(repo), str(base_repo)], check=True)
+            shutil.rmtree(base_repo / ".git" / "worktrees", ignore_errors=True)  # our pool's
+            (base_repo / ".git" / "tidegate" / "shadow-pool").unlink(missing_ok=True)
+            (base_repo / ".git" / "tidegate" / "shadow-pool.touched").unlink(missing_ok=True)
+            refresh(base_repo)
+            tidegate_once(base_repo, scratch, base_cli, base_env, 0, warm_args)
+            refresh(base_repo)
         warm: list[dict[str, Any]] = []
         base: list[dict[str, Any]] = []
         status: list[dict[str, float]] = []
@@ -97,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
                 os.sync()
                 if which == "baseline":
                     assert base_env is not None
-                    base.append(tidegate_once(repo, scratch, base_cli, base_env, n, warm_args))
+                    base.append(tidegate_once(base_repo, scratch, base_cli, base_env, n, warm_args))
                     log(f"round {n}: baseline --warm-shadow {base[-1]['seconds']:.3f}s")
+                    refresh(base_repo)
                 elif which == "warm":
                     warm.append(tidegate_once(repo, scratch, args.tidegate, env, n, warm_args))
                     log(f"round {n}: --warm-shadow {warm[-1]['seconds']:.3f}s")
@@ -137,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             print_result(result)
         return 0
     finally:
-        subprocess.run(["git", "worktree", "prune"], cwd=repo, capture_output=True, check=False)
+        for tree in (repo, base_repo):
+            if tree.is_dir():
+                subprocess.run(["git", "worktree", "prune"], cwd=tree, capture_output=True)
         shutil.rmtree(shadows, ignore_errors=True)
         shutil.rmtree(workdir, ignore_errors=True)
 

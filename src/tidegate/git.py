@@ -89,7 +89,8 @@ class GitResult:
 class Git:
     """git bound to one working directory (a work tree or a git dir).
 
-    ``git_dir``/``work_tree`` pin the repository (no discovery); ``filters=False``
+    ``git_dir``/``work_tree`` pin the repository (no discovery); ``config``: ``key=value``
+    settings for every call (``-c``); ``filters=False``
     neutralises every filter driver the configuration defines; ``untrusted`` also reads
     only the repository's own configuration (see the module doc); ``prefix`` is an argv
     that launches git (a sandbox).
@@ -104,8 +105,10 @@ class Git:
         untrusted: bool = False,
         filters: bool = True,
         prefix: Sequence[str] = (),
+        config: Sequence[str] = (),
     ) -> None:
         self.cwd = cwd
+        self.config = tuple(arg for item in config for arg in ("-c", item))
         self.git_dir = git_dir
         self.work_tree = work_tree
         self.untrusted = untrusted
@@ -132,7 +135,7 @@ class Git:
         extra = [] if self.filters else self._no_filters(full_env)
         if self.untrusted:
             extra += ["-c", f"core.attributesFile={os.devnull}"]
-        argv = [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *extra, *args]
+        argv = [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *self.config, *extra, *args]
         try:
             proc = subprocess.run(
                 argv,

@@ -189,3 +189,19 @@ def test_every_kind_of_leftover_in_tracked_paths_is_undone(repo: Repo, unmerged:
         " M f.txt\n"
     )
     assert "100644" in repo.git(*env, "ls-files", "-s", "tool.sh")
+
+
+def test_the_pools_index_stays_split(repo: Repo) -> None:
+    """The kept shadow's index is split, and stays so after full cleanings (whose refresh
+    rewrites every racily clean entry): each restore then rewrites a small index."""
+    for i in range(30):
+        repo.write(f"d/f{i}.txt", f"{i}\n")
+    repo.write("f.txt", "one\ntwo\n")
+    repo.commit_all()
+    repo.write(".tidegate/config.toml", '[shadow]\nverify_layer = "off"\n')  # full cleanings
+    for _ in range(3):
+        assert repo.run(EDIT, verify="true", warm_shadow=True).status == "succeeded"
+        repo.git("checkout", "--", "f.txt")
+    admin = Path((_pool(repo) / ".git").read_text().split(":", 1)[1].strip())
+    shared = [p.stat().st_size for p in admin.glob("sharedindex.*")]
+    assert shared and (admin / "index").stat().st_size < min(shared) / 2

@@ -68,7 +68,10 @@ class ShadowWorktree:
         self.path = path
         self.t0 = t0_commit
         self.admin = shadow_git_dir(repo, path)
-        self.git = Git(path, git_dir=self.admin, work_tree=path)
+        # core.splitIndex: git keeps the shadow's index split, and re-splits it when most
+        # entries changed (a fresh checkout's files are all "racily clean" once refreshed);
+        # unset, a split index that grew whole is never split again.
+        self.git = Git(path, git_dir=self.admin, work_tree=path, config=("core.splitIndex=true",))
         self.pooled = pooled
         self.reused = False
         self.prepared: tuple[int, int, bytes] | None = None

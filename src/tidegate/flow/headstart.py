@@ -20,7 +20,7 @@ the request's is dropped too. A command line that goes to typer gets no head sta
 
 from __future__ import annotations
 
-import secrets
+import os
 import shutil
 import threading
 from datetime import UTC, datetime
@@ -38,7 +38,8 @@ _guard = threading.Lock()
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    # os.urandom, not secrets: the same bytes, without importing hmac and random first
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
 class HeadStart:

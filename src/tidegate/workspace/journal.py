@@ -25,11 +25,13 @@ import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tidegate.faults import maybe_crash
-from tidegate.workspace.fs import Entry, WorkspaceFS
-from tidegate.workspace.merge_back import PlannedOp
+
+if TYPE_CHECKING:  # annotations only: the head start imports this module for its list
+    from tidegate.workspace.fs import Entry, WorkspaceFS
+    from tidegate.workspace.merge_back import PlannedOp
 
 JOURNAL_FILE = "journal.json"
 

@@ -12,13 +12,14 @@ import errno
 import os
 import shutil
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from tidegate.errors import GitError
 from tidegate.faults import maybe_crash
-from tidegate.git import IDENTITY
+from tidegate.git import IDENTITY, Git
 from tidegate.workspace.confine import DIR_FLAGS
 from tidegate.workspace.repo import Repository
 
@@ -70,17 +71,44 @@ def snapshot_trees(repo: Repository, scratch: Path) -> T0Trees:
         shutil.copy2(repo.index_path, temp_index)
     maybe_crash("snapshot.index_copied")  # crash tests: die while the scratch index exists
     env = {"GIT_INDEX_FILE": str(temp_index), **IDENTITY}
-    index_tree: str | None
+    # The staged tree from a second copy, beside the scan: the two need nothing of each
+    # other, and the scan is the run's longest wait.
+    staged: list[str | BaseException | None] = []
+    staged_copy = scratch / "t0-staged.index"
+    if temp_index.exists():
+        shutil.copy2(temp_index, staged_copy)
+
+    def write_staged() -> None:
+        try:
+            staged.append(_staged_tree(git, staged_copy))
+        except BaseException as exc:  # raised in the caller's thread
+            staged.append(exc)
+
+    writer = threading.Thread(target=write_staged, name="tidegate-staged-tree", daemon=True)
+    writer.start()
     try:
-        index_tree = git.out("write-tree", env=env)
-    except GitError:
-        index_tree = None  # unmerged entries: the staged state has no tree of its own
-    # The whole tree (add runs at its top). --sparse: a file the user (or an earlier run)
-    # put outside a sparse checkout's cone is part of the work tree too; without it, git
-    # refuses and every run fails here. Skip-worktree entries keep their index version.
-    git.run("add", "--all", "--sparse", env=env)
-    tree = git.out("write-tree", env=env)
+        # The whole tree (add runs at its top). --sparse: a file the user (or an earlier
+        # run) put outside a sparse checkout's cone is part of the work tree too; without
+        # it, git refuses and every run fails here. Skip-worktree entries keep their index
+        # version.
+        git.run("add", "--all", "--sparse", env=env)
+        tree = git.out("write-tree", env=env)
+    finally:
+        writer.join()
+        staged_copy.unlink(missing_ok=True)
+    index_tree = staged[0]
+    if isinstance(index_tree, BaseException):
+        raise index_tree
     return T0Trees(index_tree=index_tree, tree=tree, index_file=temp_index)
+
+
+def _staged_tree(git: Git, index: Path) -> str | None:
+    """The tree of the index at ``index``; None for unmerged entries (the staged state has
+    no tree of its own)."""
+    try:
+        return git.out("write-tree", env={"GIT_INDEX_FILE": str(index), **IDENTITY})
+    except GitError:
+        return None
 
 
 def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot:

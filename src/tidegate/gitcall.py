@@ -68,6 +68,29 @@ _SAFETY_CONFIG = (
 )
 
 
+DISCOVERY = (
+    "rev-parse",
+    "--is-bare-repository",
+    "--is-inside-git-dir",
+    "--absolute-git-dir",
+    "--git-common-dir",
+    "--show-toplevel",
+    "--verify",
+    "--quiet",
+    "HEAD^{commit}",
+)
+"""All of finding a repository in one call. Its lines: bare?, inside the git dir?, the
+git dir, the common dir, the top level, HEAD's commit. git prints them in that order and
+stops at the first it cannot give: nothing outside a repository, two flags and two dirs
+in a bare repository or a git dir (exit 128), all but HEAD before a first commit (exit 1)."""
+
+
+def discovery_lines(out: str) -> list[str]:
+    """``DISCOVERY``'s output as its lines, without the empty one after the last newline."""
+    lines = out.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def probe(cwd: str, args: Sequence[str]) -> tuple[int, bytes]:
     """Run ``git ARGS`` as if started in ``cwd`` (``git -C``), with the scrubbed environment
     and the safety overrides, stdin and stderr on /dev/null; its exit status and stdout.

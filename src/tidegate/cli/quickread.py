@@ -117,31 +117,18 @@ def _text(value: str | bool | None) -> str | None:
 def _repository(path: str) -> tuple[str, str]:
     """The work tree and git common directory of the repository ``path`` is in, as
     ``discover`` finds them; anything it would refuse raises."""
-    from tidegate.gitcall import probe
+    from tidegate.gitcall import DISCOVERY, discovery_lines, probe
 
     path = os.path.expanduser(path)
     if not os.path.isdir(path):
         raise Unsupported("no such directory")
-    code, out = probe(
-        path,
-        [
-            "rev-parse",
-            "--is-bare-repository",
-            "--is-inside-git-dir",
-            "--absolute-git-dir",
-            "--git-common-dir",
-            "--show-toplevel",
-            "--verify",
-            "--quiet",
-            "HEAD^{commit}",
-        ],
-    )
-    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    code, out = probe(path, DISCOVERY)
+    lines = discovery_lines(out.decode("utf-8", "surrogateescape"))
     if code != 0:
         raise NotARepository("not a repository with a first commit")
-    if len(lines) != 7 or lines[6] != "":
+    if len(lines) != 6:
         raise Unsupported("a path git prints on more than one line")
-    bare, inside, _git_dir, common, top, _head = lines[:6]
+    bare, inside, _git_dir, common, top, _head = lines
     if bare != "false" or inside != "false":
         raise NotARepository("not a work tree")
     if not top:

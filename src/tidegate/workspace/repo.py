@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tidegate.errors import GitError, NotARepositoryError
 from tidegate.git import Git
+from tidegate.gitcall import DISCOVERY, discovery_lines
 
 
 @dataclass(frozen=True)
@@ -44,63 +45,29 @@ def discover(path: Path) -> Repository:
         raise NotARepositoryError(f"{path}: no such directory")
     if not path.is_dir():
         raise NotARepositoryError(f"{path}: not a directory")
-    git = Git(path)
-    found = _at_once(git, path)
-    if found is not None:
-        return found
     try:
-        res = git.run(
-            "rev-parse",
-            "--is-bare-repository",
-            "--is-inside-git-dir",
-            "--absolute-git-dir",
-            "--git-common-dir",
-            check=False,
-        )
+        res = Git(path).run(*DISCOVERY, check=False)
     except GitError as exc:
         raise NotARepositoryError(str(exc)) from exc
-    if res.returncode != 0:
+    lines = discovery_lines(res.text)
+    if len(lines) < 4:
         raise NotARepositoryError(f"{path}: not inside a git repository")
-    bare, inside_git_dir, git_dir, common_dir = res.text.splitlines()[:4]
-    if bare == "true":
+    if lines[0] == "true":
         raise NotARepositoryError(f"{path}: a bare repository has no work tree to change")
-    if inside_git_dir == "true":
+    if lines[1] == "true":
         raise NotARepositoryError(f"{path}: inside a .git directory, not a work tree")
-    root = Path(git.out("rev-parse", "--show-toplevel"))
-    common = Path(common_dir)
-    if not common.is_absolute():
-        common = (path / common).resolve()
-    head = Git(root).rev_parse("HEAD")
-    if head is None:
+    if res.returncode != 0 and len(lines) == 5:
         raise NotARepositoryError(
-            f"{root}: HEAD has no commit yet; make a first commit so tidegate has a base"
+            f"{lines[4]}: HEAD has no commit yet; make a first commit so tidegate has a base"
         )
-    return Repository(root=root.resolve(), git_dir=Path(git_dir), common_dir=common, head=head)
-
-
-def _at_once(git: Git, path: Path) -> Repository | None:
-    """All of discovery in one ``rev-parse`` when the answer is the usual one (a work tree
-    with a born HEAD, no newline in its paths); None: the step-by-step way decides, and
-    says what is wrong."""
-    try:
-        res = git.run(
-            "rev-parse",
-            "--is-bare-repository",
-            "--is-inside-git-dir",
-            "--absolute-git-dir",
-            "--git-common-dir",
-            "--show-toplevel",
-            "--verify",
-            "--quiet",
-            "HEAD^{commit}",
-            check=False,
+    if res.returncode != 0:
+        raise NotARepositoryError(f"{path}: git cannot describe this repository")
+    if len(lines) != 6:
+        raise NotARepositoryError(
+            f"{path}: git prints a path of this repository on more than one line (a newline "
+            "in it); tidegate cannot work there"
         )
-    except GitError:
-        return None
-    lines = res.text.split("\n")
-    if res.returncode != 0 or len(lines) != 7 or lines[6] or lines[:2] != ["false", "false"]:
-        return None
-    git_dir, common_dir, root, head = lines[2:6]
+    git_dir, common_dir, root, head = lines[2:]
     common = Path(common_dir)
     if not common.is_absolute():
         common = (path / common).resolve()

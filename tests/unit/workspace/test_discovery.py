@@ -1,5 +1,5 @@
-"""Discovery: the one-call way gives exactly what the step-by-step way gives, and leaves
-every unusual case (bare, inside .git, no commit) to it, with its words."""
+"""Discovery in one ``rev-parse``: the repository git itself names, from the top, a
+subdirectory or a linked work tree, and each refusal with its own words."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ from pathlib import Path
 import pytest
 
 from tidegate.errors import NotARepositoryError
-from tidegate.git import Git
-from tidegate.workspace import repo as repo_module
 from tidegate.workspace.repo import discover
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
         cwd=cwd,
         check=True,
         capture_output=True,
-    )
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -34,44 +33,38 @@ def main(tmp_path: Path) -> Path:
     return root
 
 
-def _slow(path: Path, monkeypatch: pytest.MonkeyPatch) -> repo_module.Repository:
-    with monkeypatch.context() as m:
-        m.setattr(repo_module, "_at_once", lambda git, path: None)
-        return discover(path)
-
-
 @pytest.mark.parametrize("where", [".", "sub", "sub/deeper"])
-def test_one_call_equals_the_step_by_step_way(
-    main: Path, where: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fast = repo_module._at_once(Git(main / where), main / where)
-    assert fast is not None
-    assert fast == _slow(main / where, monkeypatch) == discover(main / where)
-    assert fast.root == main.resolve() and fast.git_dir == main / ".git"
+def test_the_repository_git_names_from_anywhere_in_it(main: Path, where: str) -> None:
+    found = discover(main / where)
+    assert found.root == main.resolve()
+    assert found.git_dir == main / ".git"
+    assert found.common_dir == (main / ".git").resolve()
+    assert found.head == _git(main, "rev-parse", "HEAD")
 
 
-def test_one_call_in_a_linked_work_tree(
-    main: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_linked_work_tree(main: Path, tmp_path: Path) -> None:
     linked = tmp_path / "linked"
     _git(main, "worktree", "add", "-q", "--detach", str(linked))
-    fast = repo_module._at_once(Git(linked / "sub"), linked / "sub")
-    assert fast is not None and fast == _slow(linked / "sub", monkeypatch)
-    assert fast.root == linked.resolve()
-    assert fast.common_dir == (main / ".git").resolve()
-    assert fast.git_dir.parent == (main / ".git" / "worktrees").resolve()
+    found = discover(linked / "sub")
+    assert found.root == linked.resolve()
+    assert found.common_dir == (main / ".git").resolve()
+    assert found.git_dir.parent == (main / ".git" / "worktrees").resolve()
+    assert str(found.git_dir) == _git(linked, "rev-parse", "--absolute-git-dir")
 
 
-def test_unusual_cases_are_left_to_the_step_by_step_way(tmp_path: Path, main: Path) -> None:
+def test_each_refusal_says_what_is_wrong(tmp_path: Path, main: Path) -> None:
     unborn = tmp_path / "unborn"
     _git(tmp_path, "init", "-q", str(unborn))
     bare = tmp_path / "bare.git"
     _git(tmp_path, "init", "-q", "--bare", str(bare))
-    for path in (unborn, bare, main / ".git", tmp_path):
-        assert repo_module._at_once(Git(path), path) is None
-    with pytest.raises(NotARepositoryError, match="HEAD has no commit yet"):
-        discover(unborn)
-    with pytest.raises(NotARepositoryError, match="bare repository"):
-        discover(bare)
-    with pytest.raises(NotARepositoryError, match=r"inside a \.git directory"):
-        discover(main / ".git")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cases = {
+        unborn: f"{unborn}: HEAD has no commit yet",
+        bare: "bare repository",
+        main / ".git": r"inside a \.git directory",
+        outside: "not inside a git repository",
+    }
+    for path, words in cases.items():
+        with pytest.raises(NotARepositoryError, match=words):
+            discover(path)

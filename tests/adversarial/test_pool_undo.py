@@ -16,7 +16,11 @@ import pytest
 from tests.conftest import Repo
 from tidegate.exec.overlay import probe
 
-pytestmark = pytest.mark.skipif(not probe().available, reason=f"no overlay here: {probe().reason}")
+needs_layer = pytest.mark.skipif(
+    not probe().available,
+    reason=f"no overlay here, so no layer and no record to undo by: {probe().reason}",
+)
+"""Only what needs the layer; without one, every cleaning is the full one (tested below)."""
 
 EDIT = "edit-file: f.txt\nreplace: two\nwith: TWO\n"
 CREATE = EDIT + "\ncreate-file: pkg/new/mod.py\ncontent: x = 1\n"
@@ -62,6 +66,17 @@ def _cleaned(report_notes: list[str]) -> str:
     return "undo" if "by undoing" in note else "full"
 
 
+def _next_run_cleans_in_full(work: Repo, also: str = "") -> None:
+    """The user takes the change back; the next run finds its T0 exactly (``CLEAN_T0``,
+    and ``also``) in one attempt, after the full cleaning."""
+    _revert(work)
+    second = work.run(EDIT, verify=CLEAN_T0 + also, warm_shadow=True)
+    assert second.status == "succeeded", second.message
+    assert second.attempts == 1
+    assert _cleaned(second.notes) == "full"
+
+
+@needs_layer
 def test_verify_writes_stay_in_the_layer_and_the_next_run_undoes_only_apply(work: Repo) -> None:
     first = work.run(CREATE, verify=LITTER, warm_shadow=True)
     assert first.status == "succeeded", first.message
@@ -114,13 +129,10 @@ def test_a_command_that_wrote_the_shadow_itself_means_a_full_cleaning(
     assert not _record(work).exists()
 
     monkeypatch.delenv("TIDEGATE_FAULT", raising=False)
-    _revert(work)
-    second = work.run(EDIT, verify=CLEAN_T0, warm_shadow=True)
-    assert second.status == "succeeded", second.message
-    assert second.attempts == 1
-    assert _cleaned(second.notes) == "full"
+    _next_run_cleans_in_full(work)
 
 
+@needs_layer
 def test_git_state_of_the_pool_changed_between_runs_means_a_full_cleaning(work: Repo) -> None:
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
     pool = _pool(work)
@@ -129,13 +141,10 @@ def test_git_state_of_the_pool_changed_between_runs_means_a_full_cleaning(work: 
     (pool / "pkg" / "sub" / "staged.py").write_text("staged = 1\n")
     work.git("--git-dir", git_dir, "--work-tree", str(pool), "add", "pkg/sub/staged.py")
 
-    _revert(work)
-    second = work.run(EDIT, verify=CLEAN_T0 + " && test ! -e pkg/sub/staged.py", warm_shadow=True)
-    assert second.status == "succeeded", second.message
-    assert second.attempts == 1
-    assert _cleaned(second.notes) == "full"
+    _next_run_cleans_in_full(work, " && test ! -e pkg/sub/staged.py")
 
 
+@needs_layer
 @pytest.mark.parametrize("where", ["planted", "pkg/planted"])
 def test_a_file_planted_at_the_top_of_the_pool_means_a_full_cleaning(
     work: Repo, where: str
@@ -143,13 +152,10 @@ def test_a_file_planted_at_the_top_of_the_pool_means_a_full_cleaning(
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
     (_pool(work) / where).write_text("planted between runs\n")
 
-    _revert(work)
-    second = work.run(EDIT, verify=f"{CLEAN_T0} && test ! -e {where}", warm_shadow=True)
-    assert second.status == "succeeded", second.message
-    assert second.attempts == 1
-    assert _cleaned(second.notes) == "full"
+    _next_run_cleans_in_full(work, f" && test ! -e {where}")
 
 
+@needs_layer
 def test_a_forged_record_reaches_nothing_outside_the_pool(work: Repo) -> None:
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
     pool = _pool(work)
@@ -161,16 +167,14 @@ def test_a_forged_record_reaches_nothing_outside_the_pool(work: Repo) -> None:
     data["tracked"] += [f"../{outside.name}/precious"]
     _record(work).write_text(json.dumps(data))
     try:
-        _revert(work)
-        second = work.run(EDIT, verify=CLEAN_T0, warm_shadow=True)
-        assert second.status == "succeeded", second.message
+        _next_run_cleans_in_full(work)  # git refused the pathspecs: the full way
         assert (outside / "precious").read_text() == "not the pool's\n"
         assert (pool / ".git").is_file()
-        assert _cleaned(second.notes) == "full"  # git refused the pathspecs: the full way
     finally:
         shutil.rmtree(outside)
 
 
+@needs_layer
 @pytest.mark.parametrize("damage", ["garbage", "other-shadow", "missing-key"])
 def test_a_record_that_does_not_fit_means_a_full_cleaning(work: Repo, damage: str) -> None:
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
@@ -185,14 +189,12 @@ def test_a_record_that_does_not_fit_means_a_full_cleaning(work: Repo, damage: st
             del data["marks"]
         record.write_text(json.dumps(data))
 
-    _revert(work)
-    second = work.run(EDIT, verify=CLEAN_T0, warm_shadow=True)
-    assert second.status == "succeeded", second.message
-    assert _cleaned(second.notes) == "full"
+    _next_run_cleans_in_full(work)
     assert record.exists()  # this run's own, written as it ended
     assert json.loads(record.read_text())["tracked"] == ["f.txt"]
 
 
+@needs_layer
 def test_rollback_undoes_what_the_failed_attempt_wrote(work: Repo, tmp_path: Path) -> None:
     script = tmp_path / "attempts.json"
     script.write_text(

@@ -110,8 +110,9 @@ def test_a_shadow_a_command_committed_in_staged_in_and_littered_is_back_at_t0(re
         warm_shadow=True,
     )
     assert report.status == "succeeded", report.message
-    assert report.attempts == 1  # a retry would begin with ROLLBACK's full reset
-    assert any("reused the warm shadow" in n for n in report.notes)
+    assert report.attempts == 1  # a retry would begin with a ROLLBACK of its own
+    # git's state of the shadow moved (a commit, a staged file): no undo, the full way
+    assert any("reused the warm shadow" in n and "cleaned in full" in n for n in report.notes)
     assert repo.git(*env, "rev-parse", "HEAD").strip() == report.t0_commit
     # Only the run's own candidate edit is left in it.
     assert repo.git(*env, "status", "--porcelain", "--untracked-files=all", "--ignored") == (
@@ -183,8 +184,9 @@ def test_every_kind_of_leftover_in_tracked_paths_is_undone(repo: Repo, unmerged:
         warm_shadow=True,
     )
     assert report.status == "succeeded", report.message
-    assert report.attempts == 1  # a retry would begin with ROLLBACK's full reset
-    assert any("reused the warm shadow" in n for n in report.notes)
+    assert report.attempts == 1  # a retry would begin with a ROLLBACK of its own
+    # git's state of the shadow moved (a commit, a staged file): no undo, the full way
+    assert any("reused the warm shadow" in n and "cleaned in full" in n for n in report.notes)
     assert repo.git(*env, "status", "--porcelain", "--untracked-files=all", "--ignored") == (
         " M f.txt\n"
     )

@@ -219,3 +219,23 @@ def test_rollback_undoes_what_the_failed_attempt_wrote(work: Repo, tmp_path: Pat
     assert rollback and "undid the 2 path(s)" in rollback[0].detail
     assert (work.root / "pkg" / "good.py").is_file()
     assert not (work.root / "pkg" / "bad").exists()
+
+
+@needs_layer
+def test_an_uncontained_share_link_is_undone_with_the_rest(work: Repo) -> None:
+    """Uncontained, a shared ignored directory is a symlink tidegate makes in the shadow
+    itself: it is recorded like APPLY's paths, and the next run's undo takes it away."""
+    work.write(".gitignore", "*.log\n.venv/\n")
+    work.commit_all()
+    work.write(".venv/bin/tool", "#!/bin/sh\n")
+    first = work.run(CREATE, verify="test -L .venv", warm_shadow=True, containment="none")
+    assert first.status == "succeeded", first.message
+    assert ".venv" in json.loads(_record(work).read_text())["untracked"]
+
+    _revert(work)
+    work.write(".tidegate/config.toml", "[containment]\nshare = []\n")
+    second = work.run(
+        EDIT, verify=CLEAN_T0 + " && test ! -e .venv", warm_shadow=True, containment="none"
+    )
+    assert second.status == "succeeded", second.message
+    assert _cleaned(second.notes) == "undo"

@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
+from tidegate.checked import Checked, CheckError, spec
 from tidegate.errors import UsageError
 
 CONFIG_PYPROJECT = "pyproject.toml"
@@ -59,15 +58,13 @@ DEFAULT_PROTECTED = (
 )
 
 
-class ValidationConfig(BaseModel):
+class ValidationConfig(Checked):
     """Limits and path policy applied to every proposed change before it is applied."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_files: int = Field(default=200, ge=1)
-    max_lines_added: int = Field(default=10_000, ge=0)
-    max_lines_removed: int = Field(default=10_000, ge=0)
-    max_bytes: int = Field(default=5 * 1024 * 1024, ge=0)
+    max_files: int = spec(default=200, ge=1)
+    max_lines_added: int = spec(default=10_000, ge=0)
+    max_lines_removed: int = spec(default=10_000, ge=0)
+    max_bytes: int = spec(default=5 * 1024 * 1024, ge=0)
     """Total size of the new content of every changed file."""
     allow_binary: bool = False
     protected: tuple[str, ...] = DEFAULT_PROTECTED
@@ -76,9 +73,7 @@ class ValidationConfig(BaseModel):
     """Refuse rewrites of existing comments unless the objective asks for comment changes."""
 
 
-class ShadowConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class ShadowConfig(Checked):
     pool: bool = False
     """Keep one warm shadow per work tree under the OS temp dir and reset it to each run's
     T0 instead of checking out a fresh worktree (fast on large repositories; the shadow,
@@ -93,60 +88,50 @@ class ShadowConfig(BaseModel):
 DEFAULT_SHARED = (".venv", "node_modules")
 
 
-class ContainmentConfig(BaseModel):
-    """How VERIFY's command is contained (see docs/commands.md)."""
+def _no_secrets(names: tuple[str, ...]) -> None:
+    from tidegate.exec.environment import never_passed
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    for name in names:
+        if never_passed(name):
+            raise ValueError(f"{name!r} looks like a secret; commands never get it")
+
+
+def _relative_paths(entries: tuple[str, ...]) -> None:
+    for entry in entries:
+        parts = PurePosixPath(entry).parts
+        if not parts or entry.startswith("/") or ".." in parts or parts[0] == ".git":
+            raise ValueError(f"{entry!r} is not a relative path inside the work tree")
+
+
+class ContainmentConfig(Checked):
+    """How VERIFY's command is contained (see docs/commands.md)."""
 
     mode: Literal["auto", "required", "none"] = "auto"
     """auto: bubblewrap when its probe passes, else uncontained (and said so); required:
     refuse to run the command without it; none: never contain."""
-    share: tuple[str, ...] = DEFAULT_SHARED
+    share: tuple[str, ...] = spec(default=DEFAULT_SHARED, check=_relative_paths)
     """Ignored directories of the main work tree made visible read-only in the shadow
     (relative paths), when they exist there and the shadow lacks them."""
 
-    env: tuple[str, ...] = ()
+    env: tuple[str, ...] = spec(default=(), check=_no_secrets)
     """Environment variables passed to commands besides the built-in allowlist
     (``tidegate.exec.environment``). Secret-shaped names are refused."""
 
-    @field_validator("env")
-    @classmethod
-    def _no_secrets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from tidegate.exec.environment import never_passed
 
-        for name in value:
-            if never_passed(name):
-                raise ValueError(f"{name!r} looks like a secret; commands never get it")
-        return value
-
-    @field_validator("share")
-    @classmethod
-    def _relative(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in value:
-            parts = PurePosixPath(entry).parts
-            if not parts or entry.startswith("/") or ".." in parts or parts[0] == ".git":
-                raise ValueError(f"{entry!r} is not a relative path inside the work tree")
-        return value
-
-
-class ToolsConfig(BaseModel):
+class ToolsConfig(Checked):
     """The model's tools (see docs/tools.md)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     readable_secrets: tuple[str, ...] = ()
     """Secret-shaped files (``tidegate.workspace.secret_files``) the model's workspace
     tools may read anyway: globs over root-relative paths, or bare names."""
 
 
-class TidegateConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    validate_: ValidationConfig = Field(default_factory=ValidationConfig, alias="validate")
-    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
-    containment: ContainmentConfig = Field(default_factory=ContainmentConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    model: dict[str, Any] = Field(default_factory=dict)
+class TidegateConfig(Checked):
+    validate_: ValidationConfig = spec(default_factory=ValidationConfig, key="validate")
+    shadow: ShadowConfig = spec(default_factory=ShadowConfig)
+    containment: ContainmentConfig = spec(default_factory=ContainmentConfig)
+    tools: ToolsConfig = spec(default_factory=ToolsConfig)
+    model: dict[str, Any] = spec(default_factory=dict)
     """``--model`` settings (base URL, key variable, limits, retry, price); validated by
     ``tidegate.models.settings`` when a model is used."""
 
@@ -195,10 +180,8 @@ def load_policy(root: Path) -> LoadedConfig:
     )
     try:
         return LoadedConfig(TidegateConfig.model_validate(merged), tuple(sources))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"tidegate configuration ({names}): {where}: {first['msg']}") from exc
+    except CheckError as exc:
+        raise UsageError(f"tidegate configuration ({names}): {exc}") from exc
 
 
 def _read_bytes(path: Path) -> bytes:

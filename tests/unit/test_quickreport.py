@@ -8,16 +8,17 @@ change to either side fails here rather than printing something different.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 import typing
 from pathlib import Path
 from typing import Any
 
-import pydantic
 import pytest
 from rich.markup import escape as rich_escape
 
+from tidegate.checked import Checked
 from tidegate.cli import quickread, quickview
 from tidegate.cli.quickread import Unsupported
 from tidegate.cli.quickreport import MODELS, checked, escape
@@ -42,17 +43,19 @@ def _kind(annotation: Any) -> Any:
     if args and type(None) in args:
         (inner,) = [a for a in args if a is not type(None)]
         return ("?", _kind(inner))
-    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+    if isinstance(annotation, type) and issubclass(annotation, Checked):
         return annotation.__name__
     return {str: "str", int: "int", float: "float", bool: "bool"}[annotation]
 
 
-def _models(model: type[pydantic.BaseModel], out: dict[str, Any]) -> dict[str, Any]:
-    out[model.__name__] = tuple((n, _kind(f.annotation)) for n, f in model.model_fields.items())
-    for field in model.model_fields.values():
-        for arg in [field.annotation, *typing.get_args(field.annotation)]:
+def _models(model: type[Checked], out: dict[str, Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(model)
+    annotations = [(f.name, hints[f.name]) for f in dataclasses.fields(model)]  # type: ignore[arg-type]
+    out[model.__name__] = tuple((n, _kind(a)) for n, a in annotations)
+    for _, annotation in annotations:
+        for arg in [annotation, *typing.get_args(annotation)]:
             for inner in [arg, *typing.get_args(arg)]:
-                if isinstance(inner, type) and issubclass(inner, pydantic.BaseModel):
+                if isinstance(inner, type) and issubclass(inner, Checked):
                     _models(inner, out)
     return out
 

@@ -322,19 +322,25 @@ def guarded(body: Callable[[], int]) -> int:
         sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return int(getattr(exc, "exit_code", 1))
     except Exception as exc:
-        if not _is_validation_error(exc):
+        problem = _bad_field(exc)
+        if problem is None:
             raise
-        first = exc.errors()[0]  # type: ignore[attr-defined]
-        where = ".".join(str(p) for p in first["loc"])
-        sys.stderr.write(sanitize(f"tidegate: error: {where}: {first['msg']}") + "\n")
+        sys.stderr.write(sanitize(f"tidegate: error: {problem}") + "\n")
         return EXIT_USAGE
 
 
-def _is_validation_error(exc: Exception) -> bool:
-    """A bad request field (pydantic's ValidationError), without importing pydantic for
-    commands that never loaded it."""
+def _bad_field(exc: Exception) -> str | None:
+    """``where: what`` for a bad request field (a ``CheckError``, or pydantic's
+    ValidationError from a model's settings), without importing either module for commands
+    that never loaded it; None for any other exception."""
+    checked = sys.modules.get("tidegate.checked")
+    if checked is not None and isinstance(exc, checked.CheckError):
+        return str(exc)
     pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        first = exc.errors()[0]
+        return ".".join(str(p) for p in first["loc"]) + f": {first['msg']}"
+    return None
 
 
 def terminate(signum: int, frame: object) -> None:

@@ -2,46 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, Self
+from dataclasses import field
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
-
+from tidegate.checked import Checked
 from tidegate.pathtext import b64_bytes, utf8_text
 
 Status = Literal["succeeded", "failed", "conflict", "paused"]
 """``paused``: stopped at a checkpoint (Ctrl-C); ``tidegate resume RUN_ID`` continues it."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _utf8_only(cls, data: Any) -> Any:
+class _Model(Checked):
+    def __post_init__(self) -> None:
         """Every string of a report is valid UTF-8, so it always serialises (JSON, the run
-        store, a terminal): bytes of a path that are not UTF-8 become ``\\xNN``. A model
+        store, a terminal): bytes of a path that are not UTF-8 become ``\\xNN``. A record
         with a ``path_bytes`` field keeps such a path's exact bytes there first."""
-        if not isinstance(data, dict):
-            return data
-        path = data.get("path")
-        if "path_bytes" in cls.model_fields and isinstance(path, str) and "path_bytes" not in data:
-            data = {**data, "path_bytes": b64_bytes(path)}
-        return {key: _utf8_values(value) for key, value in data.items()}
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """As pydantic's, but an update (which skips validation) is made UTF-8 too."""
-        clean = None if update is None else {k: _utf8_values(v) for k, v in update.items()}
-        return super().model_copy(update=clean, deep=deep)
+        super().__post_init__()  # nested mappings become records, which do their own
+        path = getattr(self, "path", None)
+        if isinstance(path, str) and getattr(self, "path_bytes", "") is None:
+            object.__setattr__(self, "path_bytes", b64_bytes(path))
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            clean = _utf8_values(value)
+            if clean is not value:
+                object.__setattr__(self, name, clean)
 
 
 def _utf8_values(value: Any) -> Any:
+    """``value`` with every string made valid UTF-8: the same object when all were."""
     if isinstance(value, str):
         return utf8_text(value)
     if isinstance(value, list | tuple):
-        return type(value)(_utf8_values(v) for v in value)
+        items = [_utf8_values(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)
     if isinstance(value, dict):
-        return {k: _utf8_values(v) for k, v in value.items()}
+        out = {k: _utf8_values(v) for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
     return value
 
 
@@ -139,9 +137,9 @@ class ContainmentOut(_Model):
     network: bool
     writable: list[str]
     """``["/"]``: anywhere tidegate's user can write (backend none)."""
-    readonly: list[str] = []
-    private_dirs: list[str] = []
-    shared: list[SharedDir] = []
+    readonly: list[str] = field(default_factory=list)
+    private_dirs: list[str] = field(default_factory=list)
+    shared: list[SharedDir] = field(default_factory=list)
     reason: str
 
 
@@ -189,18 +187,18 @@ class FlowReport(_Model):
     head: str | None = None
     diff: str = ""
     diff_sha256: str | None = None
-    changed_files: list[ChangedFile] = []
-    applied_files: list[AppliedFile] = []
-    rejects: list[str] = []
+    changed_files: list[ChangedFile] = field(default_factory=list)
+    applied_files: list[AppliedFile] = field(default_factory=list)
+    rejects: list[str] = field(default_factory=list)
     rejects_dir: str | None = None
-    findings: list[FindingOut] = []
-    feedback: list[str] = []
+    findings: list[FindingOut] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)
     verify: VerifyOut | None = None
     containment: ContainmentOut | None = None
     effective_policy: EffectivePolicyOut | None = None
-    attempt_events: list[AttemptEvent] = []
-    phases: list[PhaseEvent] = []
-    notes: list[str] = []
+    attempt_events: list[AttemptEvent] = field(default_factory=list)
+    phases: list[PhaseEvent] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     duration_s: float = 0.0
     replay_hash: str | None = None
     """Digest of the run's trace without times, IDs and temp paths (``tidegate.store.replay``):

@@ -5,26 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from tidegate.checked import Checked, spec
 from tidegate.flow.modes import DEFAULT_VERIFY_TIMEOUT_S as DEFAULT_VERIFY_TIMEOUT_S
 from tidegate.flow.modes import Mode
 
 
-class RunRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RunRequest(Checked):
     repo: Path
     mode: Mode = Mode.PATCH
     objective: str
-    objective_base: Path = Field(default_factory=Path.cwd)
+    objective_base: Path = spec(default_factory=Path.cwd)
     """Directory that relative ``patch-file:`` paths in the objective are resolved against."""
     objective_source: str = "objective"
     """How errors in the objective name it (a file name, or 'objective')."""
     verify: str | None = None
     planner: str = "structured"
-    max_attempts: int = Field(default=3, ge=1, le=20)
-    verify_timeout_s: float = Field(default=DEFAULT_VERIFY_TIMEOUT_S, gt=0)
+    max_attempts: int = spec(default=3, ge=1, le=20)
+    verify_timeout_s: float = spec(default=DEFAULT_VERIFY_TIMEOUT_S, gt=0)
     keep_shadow: bool = False
     warm_shadow: bool = False
     """Reuse (and keep) the repository's warm shadow instead of a fresh worktree."""
@@ -35,7 +32,7 @@ class RunRequest(BaseModel):
     model: str | None = None
     """``openai:MODEL``, ``anthropic:MODEL`` or ``scripted:PATH``: a model plans and patches
     (``tidegate.planners.model``) instead of ``planner``."""
-    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = spec(default=None, ge=0)
     """Hard cap on the model's spending for the run: no request is sent that could cross it."""
     agent: str | None = None
     """An agent contract name (``codex``, ``aider``): that CLI proposes each attempt's change
@@ -46,5 +43,5 @@ class RunRequest(BaseModel):
     """Offer the model ``agent_dispatch`` to these sub-agents: ``tidegate`` (a session of
     the same loop and model) and agent contract names; each runs isolated on its own copy
     (``tidegate.agent.dispatch``). Needs ``model``."""
-    max_steps: int | None = Field(default=None, ge=1)
+    max_steps: int | None = spec(default=None, ge=1)
     """Most model requests the run may make (all phases and attempts together)."""

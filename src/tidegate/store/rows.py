@@ -160,20 +160,15 @@ def _holder(pid: object, pid_start: object, host: object) -> ProcessIdentity | N
 
 
 def _report(report_json: str | bytes) -> FlowReport:
-    """The stored report parsed (pydantic: loaded only when a report is read), or
+    """The stored report parsed (the report model: loaded only when a report is read), or
     ``_Corrupt`` naming the first field that is not what a report holds."""
-    from pydantic import ValidationError
-
+    from tidegate.checked import CheckError
     from tidegate.flow.report import FlowReport
 
     try:
         return FlowReport.model_validate_json(report_json)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the document"
-        raise _Corrupt(
-            f"its stored report is not a valid report ({where}: {first['msg']})"
-        ) from exc
+    except CheckError as exc:
+        raise _Corrupt(f"its stored report is not a valid report ({exc})") from exc
 
 
 def _check_report_json(report_json: object) -> None:

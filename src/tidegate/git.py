@@ -34,7 +34,9 @@ the one read-only ``rev-parse`` the fast path of ``runs``/``read`` makes without
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +74,38 @@ def no_index() -> dict[str, str]:
     reads as empty. Such commands still load the work tree's index otherwise (on 50,000
     files, ~8 ms a call) though nothing they print depends on it."""
     return {"GIT_INDEX_FILE": _NO_INDEX}
+
+
+def _run_group(
+    argv: list[str], cwd: Path | None, env: Mapping[str, str], input: bytes | None, args: list[str]
+) -> tuple[int, bytes, bytes]:
+    """Run git in a process group of its own and wait for it; interrupted (Ctrl-C, the
+    SIGTERM handler, any exception while waiting), kill the whole group before raising.
+
+    Killing git alone is not enough: ``worktree add`` runs ``git reset --hard`` as a
+    child, which runs the repository's filters, and an orphaned checkout would go on
+    writing the shadow after the run has removed it."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            process_group=0,
+        )
+    except OSError as exc:
+        raise GitError(args, -1, f"cannot run git: {exc}") from exc
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(input)
+        except BaseException:
+            with contextlib.suppress(OSError):  # the group may be gone already
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return proc.returncode, stdout, stderr
 
 
 @dataclass(frozen=True)
@@ -136,23 +170,10 @@ class Git:
         if self.untrusted:
             extra += ["-c", f"core.attributesFile={os.devnull}"]
         argv = [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *self.config, *extra, *args]
-        try:
-            proc = subprocess.run(
-                argv,
-                cwd=self.cwd,
-                env=full_env,
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
-            )
-        except OSError as exc:
-            raise GitError(list(args), -1, f"cannot run git: {exc}") from exc
-        result = GitResult(
-            list(args), proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
-        )
-        if check and proc.returncode not in ok_codes:
-            raise GitError(list(args), proc.returncode, result.stderr)
+        returncode, stdout, stderr = _run_group(argv, self.cwd, full_env, input, list(args))
+        result = GitResult(list(args), returncode, stdout, stderr.decode("utf-8", "replace"))
+        if check and returncode not in ok_codes:
+            raise GitError(list(args), returncode, result.stderr)
         return result
 
     def _no_filters(self, env: Mapping[str, str]) -> list[str]:

@@ -2,8 +2,8 @@
 out the shadow, and SIGKILL while the T0 snapshot's scratch index exists.
 
 The SIGTERM comes from a smudge filter, in the middle of ``git worktree add``: it signals
-the tidegate process (``kill PID``), whose unwinding then kills git outright, so the new
-worktree stays locked "initializing". The run must end with a report that says so, and
+the tidegate process (``kill PID``), whose unwinding then kills git's whole process group
+(the filter included), so the new worktree stays locked "initializing". The run must end with a report that says so, and
 leave no worktree, lock or scratch behind.
 The SIGKILL leaves the scratch directory in TMPDIR; ``tidegate recover`` must find it (the
 run claimed it) and remove it.
@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.adversarial._applyback import OBJECTIVE, OLD, env, four_ops, leftovers, on_disk, run
@@ -28,19 +29,36 @@ __all__ = ["four_ops"]
 BOMB = """\
 import os, signal, sys, time
 if not os.path.exists({fired!r}):
-    open({fired!r}, "w").close()
-    git = pid = os.getppid()
+    with open({fired!r}, "w") as out:
+        out.write(str(os.getpid()))
+    git = None
+    pid = os.getppid()
     while pid > 1:  # up to the tidegate process, past git and any shell
         cmdline = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
         if b"tidegate" in cmdline:
             os.kill(pid, signal.SIGTERM)
             break
+        if git is None and os.path.basename(cmdline[0]) == b"git":
+            git = pid
         pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
-    while os.getppid() == git:  # git stays in the checkout until tidegate kills it
+    # git stays in the checkout until tidegate kills it; then this filter ends too (its
+    # parent is git's shell, which outlives git), and within a minute whatever happens
+    deadline = time.monotonic() + 60
+    while git is not None and os.path.exists(f"/proc/{{git}}") and time.monotonic() < deadline:
+        if open(f"/proc/{{git}}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            break
         time.sleep(0.02)
     sys.exit(1)
 sys.stdout.buffer.write(sys.stdin.buffer.read())
 """
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def _worktrees(repo: Repo) -> list[str]:
@@ -69,6 +87,13 @@ def test_sigterm_while_the_shadow_is_checked_out(four_ops: Repo, tmp_path: Path)
     )
 
     assert fired.exists(), proc.stderr  # the signal really came during the checkout
+    # git's whole process group went with it: the checkout's filter (a grandchild of
+    # `worktree add`, through `reset --hard` and a shell) is not left running
+    filter_pid = int(fired.read_text())
+    deadline = time.monotonic() + 10
+    while _running(filter_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(filter_pid), "the checkout's filter outlived the run"
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     report = json.loads(proc.stdout)

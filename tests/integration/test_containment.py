@@ -235,3 +235,23 @@ def test_cli_network_and_containment_flags_reach_the_report(repo: Repo) -> None:
     assert json.loads(res.stdout)["containment"]["backend"] == "none"
     res = tidegate_cli(*base, "--containment", "sandboxed")
     assert res.returncode == 2
+
+
+def test_an_ignored_submodule_path_is_not_shared(repo: Repo) -> None:
+    """A gitlink the user also ignores: the shadow has its empty directory, git counts the
+    path as tracked, so the user's checkout of it is not shared in (the one case where
+    the sharing check must read the index)."""
+    repo.write("calc.py", "def add(a, b):\n    return a - b\n")
+    repo.write(".gitignore", "vendor/\n.venv/\n")
+    repo.commit_all()
+    commit = repo.git("rev-parse", "HEAD").strip()
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{commit},vendor")
+    repo.git("commit", "-qm", "a submodule")
+    repo.write("vendor/lib.js", "1\n")  # the user's checkout of it, ignored
+    repo.write(".venv/bin/tool", "")  # absent from the shadow, ignored: shared
+    repo.write(".tidegate/config.toml", '[containment]\nshare = ["vendor", ".venv"]\n')
+    verify = "test -f .venv/bin/tool && test ! -e vendor/lib.js"
+    report = repo.run(EDIT, verify=verify, containment="none")
+    assert report.status == "succeeded", (report.message, report.feedback)
+    assert report.containment is not None
+    assert [s.path for s in report.containment.shared] == [".venv"]

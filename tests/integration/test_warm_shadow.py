@@ -209,3 +209,26 @@ def test_the_pools_index_stays_split(repo: Repo) -> None:
     # A split index names its shared part: the part's id is in the "link" extension.
     shared = [bytes.fromhex(p.name.split(".", 1)[1]) for p in admin.glob("sharedindex.*")]
     assert any(oid in index for oid in shared)
+
+
+def test_a_pool_whose_git_link_names_another_work_tree_is_not_reused(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Something rewrote the pooled shadow's ``.git`` to another linked work tree's admin
+    dir (of the same repository, so it passes the link check alone): that admin dir does
+    not name the pool back, so the pool is replaced and the other work tree is untouched."""
+    repo.write("f.txt", "one\ntwo\n")
+    repo.commit_all()
+    assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
+    pool = _pool(repo)
+    other = tmp_path / "other"
+    repo.git("worktree", "add", "--detach", str(other))
+    admin = Path((other / ".git").read_text().split("gitdir: ", 1)[1].strip())
+    (pool / ".git").write_text(f"gitdir: {admin}\n")
+    repo.git("checkout", "--", "f.txt")
+    report = repo.run(EDIT, warm_shadow=True)
+    assert report.status == "succeeded", report.message
+    assert not any("reused" in n for n in report.notes)
+    assert _pool(repo) != pool
+    assert (other / "f.txt").read_text() == "one\ntwo\n"
+    assert repo.git("-C", str(other), "status", "--porcelain") == ""

@@ -619,20 +619,34 @@ def _pooled_path(repo: Repository) -> Path | None:
     if not record.exists():
         return None
     path = Path(record.read_text().strip())
+    if path.name.startswith(POOL_PREFIX) and _links_back(repo, path):
+        return path
+    # Not a healthy pooled shadow: whatever git still registers of it goes.
     listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
     registered = {
         entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
         for entry in listing
         if entry.startswith(b"worktree ")
     }
-    if path.name.startswith(POOL_PREFIX) and str(path) in registered and (path / ".git").is_file():
-        return path
     record.unlink(missing_ok=True)
     if str(path) in registered or path.exists():
         repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
         shutil.rmtree(path, ignore_errors=True)
     repo.git.run("worktree", "prune", check=False)
     return None
+
+
+def _links_back(repo: Repository, path: Path) -> bool:
+    """``path`` is one of ``repo``'s linked work trees the way ``git worktree list`` reads
+    them, without running git: its ``.git`` file names an admin dir of ``repo``'s
+    (``shadow_git_dir``) whose ``gitdir`` file names ``path`` back. A ``.git`` rewritten
+    to another work tree's admin dir fails the second half."""
+    try:
+        admin = shadow_git_dir(repo, path)
+        back = (admin / "gitdir").read_text(encoding="utf-8").strip()
+    except (GitError, OSError, UnicodeDecodeError):
+        return False
+    return back == f"{path}/.git"
 
 
 def shadow_git_dir(repo: Repository, path: Path) -> Path:

@@ -199,7 +199,10 @@ def _share(state: RunState, contained: bool) -> list[SharedDir]:
         elif os.path.lexists(target) and not _empty_dir(target):
             continue  # the shadow has its own (tracked, or built by the command)
         candidates.append(rel)
-    ignored = _ignored(state, [rel for rel in candidates if rel not in linked])
+    unlinked = [rel for rel in candidates if rel not in linked]
+    absent = [rel for rel in unlinked if not os.path.lexists(state.shadow.path / rel)]
+    ignored = _ignored(state, absent, index=False)
+    ignored |= _ignored(state, [rel for rel in unlinked if rel not in absent], index=True)
     for rel in candidates:
         if rel not in linked and rel not in ignored:
             continue
@@ -226,12 +229,18 @@ def _empty_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
 
 
-def _ignored(state: RunState, rels: list[str]) -> set[str]:
-    """Which of ``rels`` git ignores in the main work tree (one ``check-ignore`` for all)."""
+def _ignored(state: RunState, rels: list[str], *, index: bool) -> set[str]:
+    """Which of ``rels`` git ignores in the main work tree (one ``check-ignore`` for all).
+
+    ``index=False`` for paths the shadow lacks altogether: T0 has no entry there, so the
+    index has none git would count as tracked (a gitlink would be in T0, and the shadow
+    would have its empty directory), and reading the index (megabytes, most of the
+    call's time on a large repository) can be skipped."""
     if not rels:
         return set()
     payload = b"".join(os.fsencode(rel) + b"\0" for rel in rels)
-    res = state.repo.git.run("check-ignore", "-z", "--stdin", input=payload, check=False)
+    args = ["check-ignore", "-z", "--stdin"] + ([] if index else ["--no-index"])
+    res = state.repo.git.run(*args, input=payload, check=False)
     return {os.fsdecode(p) for p in res.stdout.split(b"\0") if p}
 
 

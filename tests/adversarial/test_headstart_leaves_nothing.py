@@ -85,7 +85,7 @@ def test_a_head_start_for_another_repository_is_dropped(
     other.write("f.txt", "one\ntwo\n")
     other.commit_all()
     before, refs = dirty.tree_state(), dirty.git("for-each-ref")
-    headstart.begin(dirty.root, warm=False, probe=False)
+    headstart.begin(dirty.root, warm=False, probe=None)
     assert headstart.adopt(other.root) is None
     _nothing_left(dirty, tmp, before, refs)
 

@@ -163,7 +163,11 @@ def dispatch(args: list[str]) -> int | None:
     headstart.begin(
         values.get("repo", DEFAULTS["repo"]),
         warm=values.get("warm_shadow", False),
-        probe=values.get("containment") != "none",
+        probe=None
+        if not values.get("verify")
+        else "overlay"
+        if values.get("containment") == "none"
+        else "bubblewrap",
     )
     try:
         return guarded(lambda: invoke(command, values))

@@ -32,6 +32,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -177,7 +178,11 @@ def probe(bwrap: str | None = None) -> ContainmentReport:
     if exe is None:
         wanted = bwrap or os.environ.get(BWRAP_ENV) or "bwrap"
         return uncontained(f"bubblewrap unavailable: {wanted} is not an executable")
-    return _probe_executable(os.path.realpath(exe))
+    with _probe_lock:  # a caller arriving while another thread probes waits for its answer
+        return _probe_executable(os.path.realpath(exe))
+
+
+_probe_lock = threading.Lock()
 
 
 @lru_cache(maxsize=8)

@@ -374,12 +374,20 @@ def _escape(path: Path) -> str:
 _PROBE_COMMAND = "echo new > created && echo changed > kept && rm gone && mkdir dir"
 
 
-@lru_cache(maxsize=1)
 def probe() -> OverlaySupport:
     """Whether a per-command overlay works here: mounted, written through, and read back
-    as expected (a new file, a copied-up file, a whiteout). Once per process; a failure
-    is tried once more (a helper killed or starved at the wrong moment is not a verdict
-    on the host)."""
+    as expected (a new file, a copied-up file, a whiteout). Once per process (a caller
+    arriving while another thread probes waits for its answer); a failure is tried once
+    more (a helper killed or starved at the wrong moment is not a verdict on the host)."""
+    with _probe_lock:
+        return _probe()
+
+
+_probe_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _probe() -> OverlaySupport:
     found = _probe_once()
     return found if found.available else _probe_once()
 

@@ -26,6 +26,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.journal import pending_journals
@@ -36,6 +37,8 @@ from tidegate.workspace.snapshot import T0Trees, excluded_already, snapshot_tree
 
 SWITCH_INTERVAL_S = 0.0002
 _pending: HeadStart | None = None
+_adopted: HeadStart | None = None
+Probes = Literal["overlay", "bubblewrap"] | None
 _guard = threading.Lock()
 
 
@@ -47,10 +50,11 @@ def new_run_id() -> str:
 class HeadStart:
     """The thread's work and what it made (``trees`` set: all of it is there)."""
 
-    def __init__(self, repo_arg: Path, warm: bool, probe: bool) -> None:
+    def __init__(self, repo_arg: Path, warm: bool, probe: Probes) -> None:
         self.repo_arg = repo_arg
         self.warm = warm
         self.probe = probe
+        self.probes: threading.Thread | None = None
         self.repo: Repository | None = None
         self.discovered = threading.Event()
         self.run_id = new_run_id()
@@ -61,8 +65,6 @@ class HeadStart:
         self._thread = threading.Thread(target=self._work, name="tidegate-headstart", daemon=True)
 
     def _work(self) -> None:
-        probes = threading.Thread(target=self._probe, name="tidegate-probes", daemon=True)
-        probes.start()
         try:
             try:
                 self.repo = repo = discover(self.repo_arg)
@@ -80,16 +82,23 @@ class HeadStart:
         except Exception:
             self.trees = None
         finally:
-            probes.join()
+            if self.probe is not None:
+                # After the scan, not beside it: on the core the scan no longer needs,
+                # while the run's first phases wait on git, and before VERIFY needs them.
+                self.probes = threading.Thread(
+                    target=self._probe, name="tidegate-probes", daemon=True
+                )
+                self.probes.start()
 
     def _probe(self) -> None:
-        """The probes VERIFY needs, cached for the process (its own are then free): the
-        overlay it writes into and, unless containment is off, bubblewrap."""
+        """The probes VERIFY needs, cached for the process (VERIFY's own calls then wait
+        for these answers): the overlay it writes into and, unless containment is off,
+        bubblewrap."""
         try:
             from tidegate.exec.overlay import probe as overlay_probe
 
             overlay_probe()
-            if self.probe:
+            if self.probe == "bubblewrap":
                 from tidegate.exec.containment import probe
 
                 probe()
@@ -100,10 +109,16 @@ class HeadStart:
         """Until the thread is done (the shadow's cleaning may still be going on)."""
         self._thread.join()
 
+    def settle(self) -> None:
+        """Until the probes are done too: no thread of the head start is left."""
+        self.wait()
+        if self.probes is not None:
+            self.probes.join()
+
     def drop(self) -> None:
         """Undo the head start: no git of it still running, lock, scratch and claim gone.
         The pooled shadow, cleaned or not, stays the pool's (a run cleans it first)."""
-        self.wait()
+        self.settle()
         if self.cleaning is not None:
             self.cleaning.wait()
         if self.scratch is not None:
@@ -114,9 +129,10 @@ class HeadStart:
             self.lock.release(restore_took_over=True)
 
 
-def begin(repo: Path, *, warm: bool, probe: bool) -> None:
+def begin(repo: Path, *, warm: bool, probe: Probes) -> None:
     """Start the head start of a run in ``repo`` (the parsed ``--repo``): ``warm`` cleans the
-    pooled shadow too, ``probe`` probes bubblewrap (not for ``--containment none``)."""
+    pooled shadow too; ``probe``: what VERIFY will need probed, the overlay alone
+    (``--containment none``), bubblewrap too, or nothing (no ``--verify``)."""
     global _pending
     with _guard:
         if _pending is not None:
@@ -142,12 +158,21 @@ def repository(repo_path: Path) -> Repository | None:
     return head.repo
 
 
+def settle() -> None:
+    """Until the adopted head start's probes are done (before the process exits)."""
+    with _guard:
+        head = _adopted
+    if head is not None:
+        head.settle()
+
+
 def adopt(repo_path: Path) -> HeadStart | None:
     """The head start for a run in ``repo_path``, complete, or None (none was begun, it
     failed, or it was for another path: then it is dropped)."""
-    global _pending
+    global _pending, _adopted
     with _guard:
         head, _pending = _pending, None
+        _adopted = head
     if head is None:
         return None
     head.wait()
@@ -158,12 +183,14 @@ def adopt(repo_path: Path) -> HeadStart | None:
 
 
 def discard() -> None:
-    """Drop a head start nobody adopted (the command line was refused, or ran no run)."""
+    """Drop a head start nobody adopted (the command line was refused, or ran no run), and
+    wait for the probes of the one adopted."""
     global _pending
     with _guard:
         head, _pending = _pending, None
     if head is not None:
         head.drop()
+    settle()
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -297,10 +297,13 @@ class ShadowWorktree:
             return False
         if touched.marks is not None and touched.marks != self.marks():
             return False
-        specs = _outermost(touched.tracked | touched.untracked | {OWN_DIR})
-        cleaned = self.git.run("--literal-pathspecs", "clean", "-ffdxq", "--", *specs, check=False)
-        if cleaned.returncode != 0:
-            return False
+        if self._needs_clean(touched):
+            specs = _outermost(touched.tracked | touched.untracked | {OWN_DIR})
+            cleaned = self.git.run(
+                "--literal-pathspecs", "clean", "-ffdxq", "--", *specs, check=False
+            )
+            if cleaned.returncode != 0:
+                return False
         restore = sorted(touched.tracked)
         if os.path.lexists(self.path / OWN_DIR):
             restore.append(OWN_DIR)  # it holds tracked files (a committed policy)
@@ -308,6 +311,13 @@ class ShadowWorktree:
             return False
         self.mark_clean()
         return True
+
+    def _needs_clean(self, touched: Touched) -> bool:
+        """Whether the undo's ``clean`` could remove anything: not when APPLY wrote no path
+        HEAD lacks (a file that became a directory has new paths beneath it) and
+        tidegate's own directory is absent, since git never cleans a tracked path. The
+        clean reads the whole index; an edit of tracked files, the usual run, needs none."""
+        return bool(touched.untracked) or os.path.lexists(self.path / OWN_DIR)
 
     def _record_touched(self) -> None:
         """Leave ``touched`` for the next run's cleaning, when it is known and still true."""

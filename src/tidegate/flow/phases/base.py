@@ -31,7 +31,9 @@ def context(state: RunState) -> str:
     dirty = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.commit, env=tree_only)
     dirty_count = len([p for p in dirty.stdout.split(b"\0") if p])
     staged_count = 0
-    if snap.index_tree is not None:
+    if snap.index_tree is not None and snap.index_tree == snap.tree:
+        staged_count = dirty_count  # nothing unstaged: the index is T0's tree
+    elif snap.index_tree is not None:
         staged = git.run(
             "diff-tree", "-r", "--name-only", "-z", snap.head, snap.index_tree, env=tree_only
         )

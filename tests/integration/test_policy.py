@@ -28,6 +28,20 @@ def test_binary_content_is_refused_by_default_and_allowed_by_config(committed_re
     assert (committed_repo.root / "data.bin").read_bytes() == b"has a \0 byte\n"
 
 
+@pytest.mark.parametrize("committed", [True, False])
+def test_binary_by_attribute_is_refused_too(committed_repo: Repo, committed: bool) -> None:
+    """Text the work tree's ``.gitattributes`` marks binary counts as binary, committed or
+    not (the counts are taken without the index, from the attributes T0 holds)."""
+    committed_repo.write(".gitattributes", "*.dat binary\n")
+    if committed:
+        committed_repo.commit_all()
+    objective = "create-file: table.dat\ncontent: <<<\nplain text\n>>>\n"
+    report = committed_repo.run(objective, max_attempts=1)
+    assert report.status == "failed"
+    _refused(report.message, report.failure_phase, "binary content is not allowed")
+    assert not (committed_repo.root / "table.dat").exists()
+
+
 @pytest.mark.parametrize(
     "path",
     [".github/workflows/ci.yml", ".env", ".env.local", "services/api/.env", ".gitlab-ci.yml"],

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from tidegate.config import ValidationConfig
-from tidegate.git import Git
+from tidegate.git import Git, no_index
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.fs import UnsafePathError, check_relative
 
@@ -30,7 +30,14 @@ class ChangeStats:
 
 
 def change_stats(git: Git, old_tree: str, new_tree: str) -> ChangeStats:
-    out = git.run("diff-tree", "-r", "-z", "--no-renames", "--numstat", old_tree, new_tree).stdout
+    """Lines added and removed, and the binary paths, between two trees. Without the
+    index (``no_index``: most of the call's time on a large repository): git then reads
+    the ``diff``/``binary`` attributes from the work tree's ``.gitattributes`` files alone,
+    which is what T0 holds; with it, a ``.gitattributes`` deleted from the work tree but
+    still in the index would count too."""
+    out = git.run(
+        "diff-tree", "-r", "-z", "--no-renames", "--numstat", old_tree, new_tree, env=no_index()
+    ).stdout
     added = removed = 0
     binary: list[str] = []
     fields = out.split(b"\0")

@@ -69,9 +69,10 @@ def spec(
 
 
 class _Field:
-    __slots__ = ("check", "ge", "gt", "key", "le", "name", "type")
+    __slots__ = ("check", "field", "ge", "gt", "key", "le", "name", "type")
 
     def __init__(self, f: dataclasses.Field[Any], hint: Any) -> None:
+        self.field = f
         self.name = f.name
         self.type = hint
         self.key: str = f.metadata.get("key", f.name)
@@ -85,14 +86,58 @@ class _Field:
     kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field, spec)
 )
 class Checked:
-    """The base of a checked record; a subclass is made a frozen, keyword-only dataclass."""
+    """The base of a checked record; a subclass is made a frozen, keyword-only dataclass.
+
+    The dataclass machinery only collects the fields (``dataclasses.fields``,
+    ``replace`` and ``asdict`` work as on any dataclass); the methods it would generate
+    (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, the frozen ``__setattr__``)
+    are this class's own, shared by every record instead of compiled for each at import
+    (~0.5 ms a class, on every start)."""
 
     _fields: ClassVar[tuple[_Field, ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._fields = None  # resolved at first use: annotations may name later classes
-        dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+        dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
+
+    def __init__(self, **kwargs: Any) -> None:
+        fields = self._checked_fields()
+        for f in fields:
+            if f.name in kwargs:
+                value = kwargs[f.name]
+            elif f.field.default is not dataclasses.MISSING:
+                value = f.field.default
+            elif f.field.default_factory is not dataclasses.MISSING:
+                value = f.field.default_factory()
+            else:
+                raise TypeError(f"{type(self).__qualname__}() missing the argument {f.name!r}")
+            object.__setattr__(self, f.name, value)
+        if len(kwargs) > len(fields) or not kwargs.keys() <= {f.name for f in fields}:
+            unknown = sorted(kwargs.keys() - {f.name for f in fields})
+            raise TypeError(f"{type(self).__qualname__}() got unexpected arguments {unknown}")
+        self.__post_init__()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self._checked_fields())
+        return f"{type(self).__qualname__}({inner})"
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in self._checked_fields())
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     @classmethod
     def _checked_fields(cls) -> tuple[_Field, ...]:

@@ -3,6 +3,7 @@ by construction, from a mapping, from JSON or by a copy, and bad input names its
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import FrozenInstanceError, field
 from enum import StrEnum
@@ -180,3 +181,29 @@ def test_the_run_records_use_it() -> None:
         FlowReport.model_validate({**dumped, "status": "done"})
     with pytest.raises(CheckError, match=r"phases\.0\.attempt: missing"):
         FlowReport.model_validate({**dumped, "phases": [{}]})
+
+
+def test_records_behave_as_frozen_dataclasses() -> None:
+    one, same, other = Inner(name="a"), Inner(name="a"), Inner(name="b")
+    assert one == same and one != other and hash(one) == hash(same)
+    assert one != ("a", 0) and Inner(name="a") != Outer(where=Path("/"))
+    assert repr(one) == "Inner(name='a', size=0)"
+    assert [f.name for f in dataclasses.fields(Outer)][:3] == ["where", "colour", "kind"]
+    assert dataclasses.replace(one, size=2) == Inner(name="a", size=2)
+    with pytest.raises(CheckError, match="size: must be at least 0"):
+        dataclasses.replace(one, size=-2)
+    with pytest.raises(FrozenInstanceError):
+        del one.name
+    with pytest.raises(TypeError, match="missing the argument 'name'"):
+        Inner()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"unexpected arguments \['colour'\]"):
+        Inner(name="a", colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Inner("a")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        hash(Outer(where=Path("/")))  # a list field: as unhashable as the dataclass's
+
+
+def test_defaults_are_not_shared() -> None:
+    first, second = Outer(where=Path("/")), Outer(where=Path("/"))
+    assert first.items == [] and first.items is not second.items

@@ -56,7 +56,8 @@ def validate(state: RunState) -> str:
     problems = check_change(
         git, changes, stats, state.shadow.path, state.config.validate_, state.repo.root
     )
-    problems.extend(config_problems(git, state.snapshot.commit, tree))
+    changed = {c.path for c in changes}
+    problems.extend(config_problems(git, state.snapshot.commit, tree, changed))
     problems.extend(shape_problems(git, changes, state.repo.index_path))
     if state.config.validate_.comment_guard and not objective_allows_comment_changes(
         state.request.objective

@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +110,85 @@ def _run_group(
     return proc.returncode, stdout, stderr
 
 
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+class _BatchReader:
+    """One ``git cat-file --batch`` answering object ids one at a time (a request, then
+    its answer: nothing waits on a full pipe). ``read`` gives None, and the caller runs
+    git once as usual, for a name that is not a full object id or once the process is
+    gone; a missing object is a GitError, as from a one-shot ``cat-file``."""
+
+    def __init__(self, argv: list[str], cwd: Path | None, env: Mapping[str, str]) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                process_group=0,
+            )
+        except OSError:
+            self._proc = None
+
+    def read(self, oids: Sequence[str]) -> dict[str, bytes] | None:
+        if not all(_OBJECT_ID.fullmatch(oid) for oid in oids):
+            return None
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None or proc.stdout is None:
+                return None
+            out: dict[str, bytes] = {}
+            try:
+                for oid in oids:
+                    proc.stdin.write(oid.encode() + b"\n")
+                    proc.stdin.flush()
+                    header = proc.stdout.readline()
+                    fields = header.split()
+                    if len(fields) != 3:
+                        if header.endswith((b" missing\n", b" ambiguous\n")):
+                            raise GitError(["cat-file", "--batch"], 0, header.decode().strip())
+                        raise OSError(f"cat-file said {header[:80]!r}")
+                    size = int(fields[2])
+                    data = proc.stdout.read(size + 1)
+                    if len(data) != size + 1:
+                        raise OSError("cat-file ended mid-object")
+                    out[oid] = data[:size]
+            except GitError:
+                raise  # an answer like any other: the process goes on
+            except (OSError, ValueError):
+                self._stop()
+                return None
+            except BaseException:  # interrupted mid-answer: what is left would be misread
+                self._stop()
+                raise
+            return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 @dataclass(frozen=True)
 class GitResult:
     argv: list[str]
@@ -148,6 +229,34 @@ class Git:
         self.untrusted = untrusted
         self.filters = filters and not untrusted
         self.prefix = tuple(prefix)
+        self._reader: _BatchReader | None = None
+
+    @contextlib.contextmanager
+    def kept_reader(self) -> Iterator[None]:
+        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``) go through one
+        long-lived ``git cat-file --batch`` instead of a process each: a run reads blobs in
+        most phases. Nested uses share it; it ends (its group killed if need be) when the
+        outermost use does. Thread-safe."""
+        if self._reader is not None:
+            yield
+            return
+        env = self._env()
+        self._reader = _BatchReader(self._argv(["cat-file", "--batch"], env), self.cwd, env)
+        try:
+            yield
+        finally:
+            reader, self._reader = self._reader, None
+            reader.close()
+
+    def _env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        return scrubbed_env({**self.pinned_env(), **(env or {})})
+
+    def _argv(self, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+        """The argv of a call with ``env`` (the full environment, ``_env``)."""
+        extra = [] if self.filters else self._no_filters(env)
+        if self.untrusted:
+            extra += ["-c", f"core.attributesFile={os.devnull}"]
+        return [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *self.config, *extra, *args]
 
     def pinned_env(self) -> dict[str, str]:
         env = dict(_UNTRUSTED_ENV) if self.untrusted else {}
@@ -165,11 +274,8 @@ class Git:
         check: bool = True,
         ok_codes: Sequence[int] = (0,),
     ) -> GitResult:
-        full_env = scrubbed_env({**self.pinned_env(), **(env or {})})
-        extra = [] if self.filters else self._no_filters(full_env)
-        if self.untrusted:
-            extra += ["-c", f"core.attributesFile={os.devnull}"]
-        argv = [*self.prefix, "git", "--no-pager", *_SAFETY_CONFIG, *self.config, *extra, *args]
+        full_env = self._env(env)
+        argv = self._argv(args, full_env)
         returncode, stdout, stderr = _run_group(argv, self.cwd, full_env, input, list(args))
         result = GitResult(list(args), returncode, stdout, stderr.decode("utf-8", "replace"))
         if check and returncode not in ok_codes:
@@ -213,6 +319,9 @@ class Git:
         return res.text.strip() if res.returncode == 0 else None
 
     def blob_bytes(self, blob: str) -> bytes:
+        reader = self._reader
+        if reader is not None and (kept := reader.read([blob])) is not None:
+            return kept[blob]
         return self.run("cat-file", "blob", blob).stdout
 
     def read_blobs(self, blobs: Sequence[str]) -> dict[str, bytes]:
@@ -220,6 +329,9 @@ class Git:
         if not blobs:
             return {}
         unique = list(dict.fromkeys(blobs))
+        reader = self._reader
+        if reader is not None and (kept := reader.read(unique)) is not None:
+            return kept
         out = self.run(
             "cat-file", "--batch", input="".join(b + "\n" for b in unique).encode()
         ).stdout

@@ -206,7 +206,8 @@ def _execute(
             )
         state.policy = policy
         driver = Driver(state, recorder, started)
-        return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
+        with repo.git.kept_reader():
+            return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
         if warm is not None:
             warm.wait()  # no git may still run in the pooled shadow once the lock is gone

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from tidegate.errors import GitError, NotARepositoryError
@@ -23,8 +24,10 @@ class Repository:
     common_dir: Path
     head: str
 
-    @property
+    @cached_property
     def git(self) -> Git:
+        """The work tree's Git, one per repository object (so a reader it keeps, ``Git.
+        kept_reader``, serves every phase of a run)."""
         return Git(self.root)
 
     @property

@@ -1,0 +1,95 @@
+"""A run's long-lived ``cat-file --batch`` (``Git.kept_reader``): it answers exactly what a
+``cat-file`` per read would, and any trouble with it means a read the usual way, never a
+wrong one."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo
+from tidegate.errors import GitError
+from tidegate.git import Git
+
+CONTENTS = [
+    b"",
+    b"one line\n",
+    b"no newline",
+    b"\n\n\x00binary\nwith newlines\x00",
+    os.urandom(300_000),
+]
+
+
+def _blobs(repo: Repo) -> list[str]:
+    return [repo.git("hash-object", "-w", "--stdin", input=data).strip() for data in CONTENTS]
+
+
+def _reader_pid(git: Git) -> int:
+    proc = git._reader._proc if git._reader is not None else None
+    assert proc is not None
+    return proc.pid
+
+
+def test_reads_through_it_are_the_reads_without_it(repo: Repo) -> None:
+    blobs = _blobs(repo)
+    git = Git(repo.root)
+    plain = git.read_blobs(blobs)
+    with git.kept_reader():
+        pid = _reader_pid(git)
+        assert git.read_blobs(blobs) == plain == dict(zip(blobs, CONTENTS, strict=True))
+        assert [git.blob_bytes(b) for b in blobs] == CONTENTS
+        assert _reader_pid(git) == pid  # one process for all of it
+    assert git._reader is None
+    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+
+
+def test_a_missing_object_is_an_error_and_the_reader_goes_on(repo: Repo) -> None:
+    [blob, *_] = _blobs(repo)
+    git = Git(repo.root)
+    with git.kept_reader():
+        pid = _reader_pid(git)
+        with pytest.raises(GitError, match="missing"):
+            git.blob_bytes("0" * 40)
+        assert git.blob_bytes(blob) == CONTENTS[0]
+        assert _reader_pid(git) == pid
+
+
+def test_names_that_are_not_object_ids_are_read_the_usual_way(repo: Repo) -> None:
+    repo.write("f.txt", "text\n")
+    repo.commit_all()
+    git = Git(repo.root)
+    with git.kept_reader():
+        # a name with a newline would be two requests to a batch process
+        assert git.blob_bytes("HEAD:f.txt") == b"text\n"
+        with pytest.raises(GitError):
+            git.blob_bytes("HEAD:f.txt\nHEAD:f.txt")
+
+
+def test_a_reader_killed_under_it_means_reads_the_usual_way(repo: Repo) -> None:
+    blobs = _blobs(repo)
+    git = Git(repo.root)
+    with git.kept_reader():
+        os.killpg(_reader_pid(git), signal.SIGKILL)
+        assert git.read_blobs(blobs) == dict(zip(blobs, CONTENTS, strict=True))
+        assert git.blob_bytes(blobs[1]) == CONTENTS[1]
+
+
+def test_nested_uses_share_one_reader(repo: Repo) -> None:
+    blobs = _blobs(repo)
+    git = Git(repo.root)
+    with git.kept_reader():
+        pid = _reader_pid(git)
+        with git.kept_reader():
+            assert _reader_pid(git) == pid
+        assert _reader_pid(git) == pid  # the inner use did not end it
+        assert git.blob_bytes(blobs[1]) == CONTENTS[1]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -111,13 +111,12 @@ def _run_group(
 
 
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_PLAIN_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")
 
 
-class _BatchReader:
-    """One ``git cat-file --batch`` answering object ids one at a time (a request, then
-    its answer: nothing waits on a full pipe). ``read`` gives None, and the caller runs
-    git once as usual, for a name that is not a full object id or once the process is
-    gone; a missing object is a GitError, as from a one-shot ``cat-file``."""
+class _Kept:
+    """A long-lived git process spoken to one request at a time (a request, then its
+    answer: nothing waits on a full pipe), under a lock."""
 
     def __init__(self, argv: list[str], cwd: Path | None, env: Mapping[str, str]) -> None:
         self._lock = threading.Lock()
@@ -134,6 +133,32 @@ class _BatchReader:
             )
         except OSError:
             self._proc = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+class _BatchReader(_Kept):
+    """``git cat-file --batch``. ``read`` gives None, and the caller runs git once as
+    usual, for a name that is not a full object id or once the process is gone; a
+    missing object is a GitError, as from a one-shot ``cat-file``."""
 
     def read(self, oids: Sequence[str]) -> dict[str, bytes] | None:
         if not all(_OBJECT_ID.fullmatch(oid) for oid in oids):
@@ -168,25 +193,36 @@ class _BatchReader:
                 raise
             return out
 
-    def close(self) -> None:
-        with self._lock:
-            self._stop()
 
-    def _stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        with contextlib.suppress(OSError):
-            if proc.stdin is not None:
-                proc.stdin.close()
-        try:
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+class _RefWriter(_Kept):
+    """``git update-ref --stdin``, one transaction per update (``start``, ``update``,
+    ``commit``: the ref is written when ``commit: ok`` comes back). ``update`` gives
+    False, and the caller runs ``update-ref`` once as usual (which reports any error in
+    git's words; an unconditional update is safe to repeat), for a ref name this
+    protocol cannot carry, an object that is not a full id, or any trouble: git ends the
+    process on a refused update."""
+
+    def update(self, ref: str, oid: str) -> bool:
+        if not _OBJECT_ID.fullmatch(oid) or not _PLAIN_REF.fullmatch(ref):
+            return False
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None or proc.stdout is None:
+                return False
+            try:
+                proc.stdin.write(f"start\nupdate {ref} {oid}\ncommit\n".encode())
+                proc.stdin.flush()
+                answers = (proc.stdout.readline(), proc.stdout.readline())
+            except OSError:
+                self._stop()
+                return False
+            except BaseException:  # interrupted mid-answer: what is left would be misread
+                self._stop()
+                raise
+            if answers != (b"start: ok\n", b"commit: ok\n"):
+                self._stop()
+                return False
+            return True
 
 
 @dataclass(frozen=True)
@@ -230,23 +266,36 @@ class Git:
         self.filters = filters and not untrusted
         self.prefix = tuple(prefix)
         self._reader: _BatchReader | None = None
+        self._refs: _RefWriter | None = None
 
     @contextlib.contextmanager
-    def kept_reader(self) -> Iterator[None]:
-        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``) go through one
-        long-lived ``git cat-file --batch`` instead of a process each: a run reads blobs in
-        most phases. Nested uses share it; it ends (its group killed if need be) when the
+    def kept_processes(self) -> Iterator[None]:
+        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``) and ref updates
+        (``update_ref``) go through two long-lived git processes (``cat-file --batch``,
+        ``update-ref --stdin``) instead of one process each: a run does both in most
+        phases. Nested uses share them; they end (their groups killed if need be) when the
         outermost use does. Thread-safe."""
         if self._reader is not None:
             yield
             return
         env = self._env()
         self._reader = _BatchReader(self._argv(["cat-file", "--batch"], env), self.cwd, env)
+        self._refs = _RefWriter(self._argv(["update-ref", "--stdin"], env), self.cwd, env)
         try:
             yield
         finally:
             reader, self._reader = self._reader, None
+            refs, self._refs = self._refs, None
             reader.close()
+            if refs is not None:
+                refs.close()
+
+    def update_ref(self, ref: str, oid: str) -> None:
+        """``git update-ref REF OID``: each update its own transaction, done on return."""
+        refs = self._refs
+        if refs is not None and refs.update(ref, oid):
+            return
+        self.run("update-ref", ref, oid)
 
     def _env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         return scrubbed_env({**self.pinned_env(), **(env or {})})

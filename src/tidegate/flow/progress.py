@@ -84,14 +84,14 @@ class RunBlobs:
         oid = self._known.get((name, digest))
         if oid is None:
             oid = self.repo.git.run("hash-object", "-w", "--stdin", input=data).text.strip()
-            self.repo.git.run("update-ref", f"{self.prefix}/{name}", oid)
+            self.repo.git.update_ref(f"{self.prefix}/{name}", oid)
             self._known[(name, digest)] = oid
         return {"blob": oid, "sha256": digest}
 
     def pin(self, name: str, oid: str) -> None:
         """Keep an existing object (a candidate tree) reachable until the run is gone."""
         if self._known.get((name, oid)) != oid:
-            self.repo.git.run("update-ref", f"{self.prefix}/{name}", oid)
+            self.repo.git.update_ref(f"{self.prefix}/{name}", oid)
             self._known[(name, oid)] = oid
 
     def read(self, ref: Mapping[str, Any], what: str) -> bytes:

@@ -27,7 +27,7 @@ class Repository:
     @cached_property
     def git(self) -> Git:
         """The work tree's Git, one per repository object (so a reader it keeps, ``Git.
-        kept_reader``, serves every phase of a run)."""
+        kept_processes``, serves every phase of a run)."""
         return Git(self.root)
 
     @property

@@ -1,6 +1,6 @@
-"""A run's long-lived ``cat-file --batch`` (``Git.kept_reader``): it answers exactly what a
-``cat-file`` per read would, and any trouble with it means a read the usual way, never a
-wrong one."""
+"""A run's long-lived ``cat-file --batch`` and ``update-ref --stdin``
+(``Git.kept_processes``): they answer exactly what a process per read or update would, and
+any trouble with them means a call the usual way, never a wrong answer."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_reads_through_it_are_the_reads_without_it(repo: Repo) -> None:
     blobs = _blobs(repo)
     git = Git(repo.root)
     plain = git.read_blobs(blobs)
-    with git.kept_reader():
+    with git.kept_processes():
         pid = _reader_pid(git)
         assert git.read_blobs(blobs) == plain == dict(zip(blobs, CONTENTS, strict=True))
         assert [git.blob_bytes(b) for b in blobs] == CONTENTS
@@ -49,7 +49,7 @@ def test_reads_through_it_are_the_reads_without_it(repo: Repo) -> None:
 def test_a_missing_object_is_an_error_and_the_reader_goes_on(repo: Repo) -> None:
     [blob, *_] = _blobs(repo)
     git = Git(repo.root)
-    with git.kept_reader():
+    with git.kept_processes():
         pid = _reader_pid(git)
         with pytest.raises(GitError, match="missing"):
             git.blob_bytes("0" * 40)
@@ -61,7 +61,7 @@ def test_names_that_are_not_object_ids_are_read_the_usual_way(repo: Repo) -> Non
     repo.write("f.txt", "text\n")
     repo.commit_all()
     git = Git(repo.root)
-    with git.kept_reader():
+    with git.kept_processes():
         # a name with a newline would be two requests to a batch process
         assert git.blob_bytes("HEAD:f.txt") == b"text\n"
         with pytest.raises(GitError):
@@ -71,7 +71,7 @@ def test_names_that_are_not_object_ids_are_read_the_usual_way(repo: Repo) -> Non
 def test_a_reader_killed_under_it_means_reads_the_usual_way(repo: Repo) -> None:
     blobs = _blobs(repo)
     git = Git(repo.root)
-    with git.kept_reader():
+    with git.kept_processes():
         os.killpg(_reader_pid(git), signal.SIGKILL)
         assert git.read_blobs(blobs) == dict(zip(blobs, CONTENTS, strict=True))
         assert git.blob_bytes(blobs[1]) == CONTENTS[1]
@@ -80,9 +80,9 @@ def test_a_reader_killed_under_it_means_reads_the_usual_way(repo: Repo) -> None:
 def test_nested_uses_share_one_reader(repo: Repo) -> None:
     blobs = _blobs(repo)
     git = Git(repo.root)
-    with git.kept_reader():
+    with git.kept_processes():
         pid = _reader_pid(git)
-        with git.kept_reader():
+        with git.kept_processes():
             assert _reader_pid(git) == pid
         assert _reader_pid(git) == pid  # the inner use did not end it
         assert git.blob_bytes(blobs[1]) == CONTENTS[1]
@@ -93,3 +93,44 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def _writer_pid(git: Git) -> int:
+    proc = git._refs._proc if git._refs is not None else None
+    assert proc is not None
+    return proc.pid
+
+
+def test_ref_updates_are_done_on_return_and_share_one_process(repo: Repo) -> None:
+    blobs = _blobs(repo)
+    git = Git(repo.root)
+    with git.kept_processes():
+        pid = _writer_pid(git)
+        for i, blob in enumerate(blobs):
+            git.update_ref(f"refs/tidegate/test/{i}", blob)
+            assert repo.git("rev-parse", f"refs/tidegate/test/{i}").strip() == blob
+        git.update_ref("refs/tidegate/test/0", blobs[1])  # an update of an existing ref
+        assert repo.git("rev-parse", "refs/tidegate/test/0").strip() == blobs[1]
+        assert _writer_pid(git) == pid
+    assert git._refs is None
+
+
+def test_a_refused_update_is_git_s_error_and_later_ones_still_land(repo: Repo) -> None:
+    [blob, *_] = _blobs(repo)
+    git = Git(repo.root)
+    with git.kept_processes():
+        with pytest.raises(GitError):
+            git.update_ref("refs/tidegate/a..b", blob)  # git refuses the name
+        with pytest.raises(GitError):
+            git.update_ref("refs/tidegate/x", "1" * 40)  # no such object
+        git.update_ref("refs/tidegate/ok", blob)
+        assert repo.git("rev-parse", "refs/tidegate/ok").strip() == blob
+
+
+def test_a_writer_killed_under_it_means_updates_the_usual_way(repo: Repo) -> None:
+    [blob, *_] = _blobs(repo)
+    git = Git(repo.root)
+    with git.kept_processes():
+        os.killpg(_writer_pid(git), signal.SIGKILL)
+        git.update_ref("refs/tidegate/after", blob)
+        assert repo.git("rev-parse", "refs/tidegate/after").strip() == blob

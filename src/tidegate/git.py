@@ -43,6 +43,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from tidegate.errors import GitError
 from tidegate.gitcall import _SAFETY_CONFIG
@@ -110,6 +111,7 @@ def _run_group(
     return proc.returncode, stdout, stderr
 
 
+_K = TypeVar("_K", bound="_Kept")
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _PLAIN_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")
 
@@ -194,6 +196,36 @@ class _BatchReader(_Kept):
             return out
 
 
+class _PathHasher(_Kept):
+    """``git hash-object --stdin-paths``, which answers each path as it reads it. ``hash``
+    gives None, and the caller runs it once as usual, for a path with a newline or any
+    trouble (git ends the process on a path it cannot hash)."""
+
+    def hash(self, paths: Sequence[str]) -> list[str] | None:
+        if any("\n" in p for p in paths):
+            return None
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None or proc.stdout is None:
+                return None
+            ids: list[str] = []
+            try:
+                for path in paths:
+                    proc.stdin.write(path.encode("utf-8", "surrogateescape") + b"\n")
+                    proc.stdin.flush()
+                    answer = proc.stdout.readline().decode("ascii", "replace").strip()
+                    if not _OBJECT_ID.fullmatch(answer):
+                        raise OSError(f"hash-object said {answer[:80]!r}")
+                    ids.append(answer)
+            except OSError:
+                self._stop()
+                return None
+            except BaseException:  # interrupted mid-answer: what is left would be misread
+                self._stop()
+                raise
+            return ids
+
+
 class _RefWriter(_Kept):
     """``git update-ref --stdin``, one transaction per update (``start``, ``update``,
     ``commit``: the ref is written when ``commit: ok`` comes back). ``update`` gives
@@ -265,37 +297,59 @@ class Git:
         self.untrusted = untrusted
         self.filters = filters and not untrusted
         self.prefix = tuple(prefix)
-        self._reader: _BatchReader | None = None
-        self._refs: _RefWriter | None = None
+        self._kept: dict[str, _Kept] | None = None
+        self._kept_lock = threading.Lock()
 
     @contextlib.contextmanager
     def kept_processes(self) -> Iterator[None]:
-        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``) and ref updates
-        (``update_ref``) go through two long-lived git processes (``cat-file --batch``,
-        ``update-ref --stdin``) instead of one process each: a run does both in most
-        phases. Nested uses share them; they end (their groups killed if need be) when the
-        outermost use does. Thread-safe."""
-        if self._reader is not None:
+        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``), ref updates
+        (``update_ref``) and work-tree file hashes (``hash_paths``) each go through one
+        long-lived git process (``cat-file --batch``, ``update-ref --stdin``,
+        ``hash-object --stdin-paths``), started at its first use, instead of one process a
+        call: a run does each in several phases. Nested uses share them; they end (their
+        groups killed if need be) when the outermost use does. Thread-safe."""
+        if self._kept is not None:
             yield
             return
-        env = self._env()
-        self._reader = _BatchReader(self._argv(["cat-file", "--batch"], env), self.cwd, env)
-        self._refs = _RefWriter(self._argv(["update-ref", "--stdin"], env), self.cwd, env)
+        self._kept = {}
         try:
             yield
         finally:
-            reader, self._reader = self._reader, None
-            refs, self._refs = self._refs, None
-            reader.close()
-            if refs is not None:
-                refs.close()
+            with self._kept_lock:
+                kept, self._kept = self._kept, None
+            for helper in kept.values():
+                helper.close()
+
+    def _helper(self, kind: type[_K], *args: str) -> _K | None:
+        """The kept ``kind`` process (``git ARGS``), started now if it is not yet; None
+        outside ``kept_processes``."""
+        with self._kept_lock:
+            if self._kept is None:
+                return None
+            helper = self._kept.get(kind.__name__)
+            if helper is None:
+                env = self._env()
+                helper = self._kept[kind.__name__] = kind(
+                    self._argv(list(args), env), self.cwd, env
+                )
+            assert isinstance(helper, kind)
+            return helper
 
     def update_ref(self, ref: str, oid: str) -> None:
         """``git update-ref REF OID``: each update its own transaction, done on return."""
-        refs = self._refs
+        refs = self._helper(_RefWriter, "update-ref", "--stdin")
         if refs is not None and refs.update(ref, oid):
             return
         self.run("update-ref", ref, oid)
+
+    def hash_paths(self, paths: Sequence[str]) -> list[str]:
+        """``git hash-object --stdin-paths`` of ``paths`` (relative to this Git's cwd, no
+        newline in them): their blob ids as git would store them, clean filters applied."""
+        hasher = self._helper(_PathHasher, "hash-object", "--stdin-paths")
+        if hasher is not None and (ids := hasher.hash(paths)) is not None:
+            return ids
+        listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
+        return self.run("hash-object", "--stdin-paths", input=listing).text.split()
 
     def _env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         return scrubbed_env({**self.pinned_env(), **(env or {})})
@@ -368,7 +422,7 @@ class Git:
         return res.text.strip() if res.returncode == 0 else None
 
     def blob_bytes(self, blob: str) -> bytes:
-        reader = self._reader
+        reader = self._helper(_BatchReader, "cat-file", "--batch")
         if reader is not None and (kept := reader.read([blob])) is not None:
             return kept[blob]
         return self.run("cat-file", "blob", blob).stdout
@@ -378,7 +432,7 @@ class Git:
         if not blobs:
             return {}
         unique = list(dict.fromkeys(blobs))
-        reader = self._reader
+        reader = self._helper(_BatchReader, "cat-file", "--batch")
         if reader is not None and (kept := reader.read(unique)) is not None:
             return kept
         out = self.run(

@@ -27,10 +27,15 @@ def _blobs(repo: Repo) -> list[str]:
     return [repo.git("hash-object", "-w", "--stdin", input=data).strip() for data in CONTENTS]
 
 
-def _reader_pid(git: Git) -> int:
-    proc = git._reader._proc if git._reader is not None else None
+def _pid(git: Git, kind: str) -> int:
+    assert git._kept is not None
+    proc = git._kept[kind]._proc
     assert proc is not None
     return proc.pid
+
+
+def _reader_pid(git: Git) -> int:
+    return _pid(git, "_BatchReader")
 
 
 def test_reads_through_it_are_the_reads_without_it(repo: Repo) -> None:
@@ -38,11 +43,11 @@ def test_reads_through_it_are_the_reads_without_it(repo: Repo) -> None:
     git = Git(repo.root)
     plain = git.read_blobs(blobs)
     with git.kept_processes():
-        pid = _reader_pid(git)
         assert git.read_blobs(blobs) == plain == dict(zip(blobs, CONTENTS, strict=True))
+        pid = _reader_pid(git)
         assert [git.blob_bytes(b) for b in blobs] == CONTENTS
         assert _reader_pid(git) == pid  # one process for all of it
-    assert git._reader is None
+    assert git._kept is None
     assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
 
 
@@ -50,6 +55,7 @@ def test_a_missing_object_is_an_error_and_the_reader_goes_on(repo: Repo) -> None
     [blob, *_] = _blobs(repo)
     git = Git(repo.root)
     with git.kept_processes():
+        assert git.blob_bytes(blob) == CONTENTS[0]
         pid = _reader_pid(git)
         with pytest.raises(GitError, match="missing"):
             git.blob_bytes("0" * 40)
@@ -72,6 +78,7 @@ def test_a_reader_killed_under_it_means_reads_the_usual_way(repo: Repo) -> None:
     blobs = _blobs(repo)
     git = Git(repo.root)
     with git.kept_processes():
+        assert git.blob_bytes(blobs[0]) == CONTENTS[0]
         os.killpg(_reader_pid(git), signal.SIGKILL)
         assert git.read_blobs(blobs) == dict(zip(blobs, CONTENTS, strict=True))
         assert git.blob_bytes(blobs[1]) == CONTENTS[1]
@@ -81,8 +88,10 @@ def test_nested_uses_share_one_reader(repo: Repo) -> None:
     blobs = _blobs(repo)
     git = Git(repo.root)
     with git.kept_processes():
+        assert git.blob_bytes(blobs[0]) == CONTENTS[0]
         pid = _reader_pid(git)
         with git.kept_processes():
+            assert git.blob_bytes(blobs[0]) == CONTENTS[0]
             assert _reader_pid(git) == pid
         assert _reader_pid(git) == pid  # the inner use did not end it
         assert git.blob_bytes(blobs[1]) == CONTENTS[1]
@@ -96,15 +105,14 @@ def _zombie(pid: int) -> bool:
 
 
 def _writer_pid(git: Git) -> int:
-    proc = git._refs._proc if git._refs is not None else None
-    assert proc is not None
-    return proc.pid
+    return _pid(git, "_RefWriter")
 
 
 def test_ref_updates_are_done_on_return_and_share_one_process(repo: Repo) -> None:
     blobs = _blobs(repo)
     git = Git(repo.root)
     with git.kept_processes():
+        git.update_ref("refs/tidegate/test/first", blobs[0])
         pid = _writer_pid(git)
         for i, blob in enumerate(blobs):
             git.update_ref(f"refs/tidegate/test/{i}", blob)
@@ -112,7 +120,7 @@ def test_ref_updates_are_done_on_return_and_share_one_process(repo: Repo) -> Non
         git.update_ref("refs/tidegate/test/0", blobs[1])  # an update of an existing ref
         assert repo.git("rev-parse", "refs/tidegate/test/0").strip() == blobs[1]
         assert _writer_pid(git) == pid
-    assert git._refs is None
+    assert git._kept is None
 
 
 def test_a_refused_update_is_git_s_error_and_later_ones_still_land(repo: Repo) -> None:
@@ -131,6 +139,30 @@ def test_a_writer_killed_under_it_means_updates_the_usual_way(repo: Repo) -> Non
     [blob, *_] = _blobs(repo)
     git = Git(repo.root)
     with git.kept_processes():
+        git.update_ref("refs/tidegate/before", blob)
         os.killpg(_writer_pid(git), signal.SIGKILL)
         git.update_ref("refs/tidegate/after", blob)
         assert repo.git("rev-parse", "refs/tidegate/after").strip() == blob
+
+
+def test_file_hashes_are_git_s_and_share_one_process(repo: Repo) -> None:
+    repo.write(".gitattributes", "*.txt text eol=lf\n")  # clean conversion applies
+    repo.write("a.txt", b"crlf\r\nline\r\n")
+    repo.write("b.bin", os.urandom(70_000))
+    git = Git(repo.root)
+    expected = [repo.git("hash-object", "--", p).strip() for p in ("a.txt", "b.bin")]
+    with git.kept_processes():
+        assert git.hash_paths(["a.txt", "b.bin"]) == expected
+        pid = _pid(git, "_PathHasher")
+        assert git.hash_paths(["b.bin"]) == expected[1:]
+        assert _pid(git, "_PathHasher") == pid
+        with pytest.raises(GitError):
+            git.hash_paths(["a.txt", "gone.txt"])  # git's own error, from a call of its own
+        assert git.hash_paths(["a.txt"]) == expected[:1]
+    assert git.hash_paths(["a.txt", "b.bin"]) == expected  # outside: a call each time
+
+
+def test_nothing_is_started_before_it_is_needed(repo: Repo) -> None:
+    git = Git(repo.root)
+    with git.kept_processes():
+        assert git._kept == {}

@@ -196,36 +196,6 @@ class _BatchReader(_Kept):
             return out
 
 
-class _PathHasher(_Kept):
-    """``git hash-object --stdin-paths``, which answers each path as it reads it. ``hash``
-    gives None, and the caller runs it once as usual, for a path with a newline or any
-    trouble (git ends the process on a path it cannot hash)."""
-
-    def hash(self, paths: Sequence[str]) -> list[str] | None:
-        if any("\n" in p for p in paths):
-            return None
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.stdin is None or proc.stdout is None:
-                return None
-            ids: list[str] = []
-            try:
-                for path in paths:
-                    proc.stdin.write(path.encode("utf-8", "surrogateescape") + b"\n")
-                    proc.stdin.flush()
-                    answer = proc.stdout.readline().decode("ascii", "replace").strip()
-                    if not _OBJECT_ID.fullmatch(answer):
-                        raise OSError(f"hash-object said {answer[:80]!r}")
-                    ids.append(answer)
-            except OSError:
-                self._stop()
-                return None
-            except BaseException:  # interrupted mid-answer: what is left would be misread
-                self._stop()
-                raise
-            return ids
-
-
 class _RefWriter(_Kept):
     """``git update-ref --stdin``, one transaction per update (``start``, ``update``,
     ``commit``: the ref is written when ``commit: ok`` comes back). ``update`` gives
@@ -302,12 +272,15 @@ class Git:
 
     @contextlib.contextmanager
     def kept_processes(self) -> Iterator[None]:
-        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``), ref updates
-        (``update_ref``) and work-tree file hashes (``hash_paths``) each go through one
-        long-lived git process (``cat-file --batch``, ``update-ref --stdin``,
-        ``hash-object --stdin-paths``), started at its first use, instead of one process a
-        call: a run does each in several phases. Nested uses share them; they end (their
-        groups killed if need be) when the outermost use does. Thread-safe."""
+        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``) and ref updates
+        (``update_ref``) each go through one long-lived git process (``cat-file --batch``,
+        ``update-ref --stdin``), started at its first use, instead of one process a call:
+        a run does both in several phases. Nested uses share them; they end (their groups
+        killed if need be) when the outermost use does. Thread-safe.
+
+        Only commands whose answers cannot depend on the work tree are kept: a long-lived
+        ``hash-object --stdin-paths`` would go on applying the ``.gitattributes`` it read
+        first after a candidate or a command changed them."""
         if self._kept is not None:
             yield
             return
@@ -341,15 +314,6 @@ class Git:
         if refs is not None and refs.update(ref, oid):
             return
         self.run("update-ref", ref, oid)
-
-    def hash_paths(self, paths: Sequence[str]) -> list[str]:
-        """``git hash-object --stdin-paths`` of ``paths`` (relative to this Git's cwd, no
-        newline in them): their blob ids as git would store them, clean filters applied."""
-        hasher = self._helper(_PathHasher, "hash-object", "--stdin-paths")
-        if hasher is not None and (ids := hasher.hash(paths)) is not None:
-            return ids
-        listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
-        return self.run("hash-object", "--stdin-paths", input=listing).text.split()
 
     def _env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         return scrubbed_env({**self.pinned_env(), **(env or {})})

@@ -206,7 +206,7 @@ def _execute(
             )
         state.policy = policy
         driver = Driver(state, recorder, started)
-        with repo.git.kept_processes(), shadow.git.kept_processes():
+        with repo.git.kept_processes():
             return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
         if warm is not None:

@@ -195,7 +195,9 @@ class ShadowWorktree:
         present = [p for p in paths if os.path.isfile(self.path / p) and "\n" not in p]
         out: dict[str, str] = {}
         if present:
-            out.update(zip(present, self.git.hash_paths(present), strict=True))
+            listing = "".join(p + "\n" for p in present).encode("utf-8", "surrogateescape")
+            ids = self.git.run("hash-object", "--stdin-paths", input=listing).text.split()
+            out.update(zip(present, ids, strict=True))
         for p in paths:
             if p not in out and os.path.isfile(self.path / p):
                 out[p] = self.git.out("hash-object", "--", p)

@@ -145,23 +145,6 @@ def test_a_writer_killed_under_it_means_updates_the_usual_way(repo: Repo) -> Non
         assert repo.git("rev-parse", "refs/tidegate/after").strip() == blob
 
 
-def test_file_hashes_are_git_s_and_share_one_process(repo: Repo) -> None:
-    repo.write(".gitattributes", "*.txt text eol=lf\n")  # clean conversion applies
-    repo.write("a.txt", b"crlf\r\nline\r\n")
-    repo.write("b.bin", os.urandom(70_000))
-    git = Git(repo.root)
-    expected = [repo.git("hash-object", "--", p).strip() for p in ("a.txt", "b.bin")]
-    with git.kept_processes():
-        assert git.hash_paths(["a.txt", "b.bin"]) == expected
-        pid = _pid(git, "_PathHasher")
-        assert git.hash_paths(["b.bin"]) == expected[1:]
-        assert _pid(git, "_PathHasher") == pid
-        with pytest.raises(GitError):
-            git.hash_paths(["a.txt", "gone.txt"])  # git's own error, from a call of its own
-        assert git.hash_paths(["a.txt"]) == expected[:1]
-    assert git.hash_paths(["a.txt", "b.bin"]) == expected  # outside: a call each time
-
-
 def test_nothing_is_started_before_it_is_needed(repo: Repo) -> None:
     git = Git(repo.root)
     with git.kept_processes():

@@ -162,7 +162,9 @@ class _BatchReader(_Kept):
     usual, for a name that is not a full object id or once the process is gone; a
     missing object is a GitError, as from a one-shot ``cat-file``."""
 
-    def read(self, oids: Sequence[str]) -> dict[str, bytes] | None:
+    def read(self, oids: Sequence[str], only: bytes | None = None) -> dict[str, bytes] | None:
+        """``oids``' contents; None (the caller asks git once) also when ``only`` names an
+        object type and an object is of another."""
         if not all(_OBJECT_ID.fullmatch(oid) for oid in oids):
             return None
         with self._lock:
@@ -184,6 +186,8 @@ class _BatchReader(_Kept):
                     data = proc.stdout.read(size + 1)
                     if len(data) != size + 1:
                         raise OSError("cat-file ended mid-object")
+                    if only is not None and fields[1] != only:
+                        return None  # the process is in step: the answer was read whole
                     out[oid] = data[:size]
             except GitError:
                 raise  # an answer like any other: the process goes on
@@ -387,7 +391,7 @@ class Git:
 
     def blob_bytes(self, blob: str) -> bytes:
         reader = self._helper(_BatchReader, "cat-file", "--batch")
-        if reader is not None and (kept := reader.read([blob])) is not None:
+        if reader is not None and (kept := reader.read([blob], only=b"blob")) is not None:
             return kept[blob]
         return self.run("cat-file", "blob", blob).stdout
 

@@ -63,6 +63,17 @@ def test_a_missing_object_is_an_error_and_the_reader_goes_on(repo: Repo) -> None
         assert _reader_pid(git) == pid
 
 
+def test_a_blob_read_of_another_object_is_refused_as_without_it(repo: Repo) -> None:
+    repo.write("f.txt", "text\n")
+    repo.commit_all()
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    git = Git(repo.root)
+    with git.kept_processes():
+        with pytest.raises(GitError):
+            git.blob_bytes(tree)  # `cat-file blob` of a tree
+        assert git.read_blobs([tree])[tree]  # a batch read takes any object, as before
+
+
 def test_names_that_are_not_object_ids_are_read_the_usual_way(repo: Repo) -> None:
     repo.write("f.txt", "text\n")
     repo.commit_all()

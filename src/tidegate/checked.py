@@ -69,11 +69,14 @@ def spec(
 
 
 class _Field:
-    __slots__ = ("check", "field", "ge", "gt", "key", "le", "name", "type")
+    __slots__ = ("check", "field", "ge", "gt", "key", "le", "name", "required", "type")
 
     def __init__(self, f: dataclasses.Field[Any], hint: Any) -> None:
         self.field = f
         self.name = f.name
+        self.required = f.default is dataclasses.MISSING and (
+            f.default_factory is dataclasses.MISSING
+        )
         self.type = hint
         self.key: str = f.metadata.get("key", f.name)
         self.ge = f.metadata.get("ge")
@@ -103,19 +106,18 @@ class Checked:
 
     def __init__(self, **kwargs: Any) -> None:
         fields = self._checked_fields()
+        if unknown := sorted(kwargs.keys() - {f.name for f in fields}):
+            raise TypeError(f"{type(self).__qualname__}() got unexpected arguments {unknown}")
         for f in fields:
             if f.name in kwargs:
                 value = kwargs[f.name]
+            elif f.required:
+                raise TypeError(f"{type(self).__qualname__}() missing the argument {f.name!r}")
             elif f.field.default is not dataclasses.MISSING:
                 value = f.field.default
-            elif f.field.default_factory is not dataclasses.MISSING:
-                value = f.field.default_factory()
             else:
-                raise TypeError(f"{type(self).__qualname__}() missing the argument {f.name!r}")
+                value = f.field.default_factory()  # type: ignore[operator]
             object.__setattr__(self, f.name, value)
-        if len(kwargs) > len(fields) or not kwargs.keys() <= {f.name for f in fields}:
-            unknown = sorted(kwargs.keys() - {f.name for f in fields})
-            raise TypeError(f"{type(self).__qualname__}() got unexpected arguments {unknown}")
         self.__post_init__()
 
     def __repr__(self) -> str:
@@ -189,7 +191,7 @@ class Checked:
                 raise CheckError((*loc, str(key)), "not a known field")
         kwargs = {known[key].name: value for key, value in data.items()}
         for f in fields:
-            if f.name not in kwargs and _required(cls, f.name):
+            if f.name not in kwargs and f.required:
                 raise CheckError((*loc, f.key), "missing")
         try:
             return cls(**kwargs)
@@ -222,11 +224,6 @@ class Checked:
     def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
         """A copy with ``update``'s fields replaced; the new values are checked too."""
         return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
-
-
-def _required(cls: type, name: str) -> bool:
-    f = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
-    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def _dump(value: Any, json_mode: bool, by_alias: bool) -> Any:

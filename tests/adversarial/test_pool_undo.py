@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._pool import pool_path, remove_pool
 from tests.conftest import Repo
 from tidegate.exec.overlay import probe
 
@@ -42,13 +43,7 @@ def work(repo: Repo) -> Iterator[Repo]:
     repo.write("pkg/sub/a.py", "a = 1\n")
     repo.commit_all()
     yield repo
-    record = repo.root / ".git" / "tidegate" / "shadow-pool"
-    if record.exists():
-        shutil.rmtree(record.read_text().strip(), ignore_errors=True)
-
-
-def _pool(repo: Repo) -> Path:
-    return Path((repo.root / ".git" / "tidegate" / "shadow-pool").read_text().strip())
+    remove_pool(repo)
 
 
 def _record(repo: Repo) -> Path:
@@ -80,7 +75,7 @@ def _next_run_cleans_in_full(work: Repo, also: str = "") -> None:
 def test_verify_writes_stay_in_the_layer_and_the_next_run_undoes_only_apply(work: Repo) -> None:
     first = work.run(CREATE, verify=LITTER, warm_shadow=True)
     assert first.status == "succeeded", first.message
-    pool = _pool(work)
+    pool = pool_path(work)
     # The command wrote, deleted and chmod-ed in its layer only: the shadow holds the
     # candidate and nothing of the command.
     assert not (pool / "litter.txt").exists() and not (pool / "deep").exists()
@@ -124,7 +119,7 @@ def test_a_command_that_wrote_the_shadow_itself_means_a_full_cleaning(
         monkeypatch.setenv("TIDEGATE_FAULT", "overlay.mount")
     first = work.run(CREATE, verify=LITTER, warm_shadow=True)
     assert first.status == "succeeded", first.message
-    pool = _pool(work)
+    pool = pool_path(work)
     assert (pool / "deep" / "er" / "z").is_file()  # no layer: the command wrote the shadow
     assert not _record(work).exists()
 
@@ -135,7 +130,7 @@ def test_a_command_that_wrote_the_shadow_itself_means_a_full_cleaning(
 @needs_layer
 def test_git_state_of_the_pool_changed_between_runs_means_a_full_cleaning(work: Repo) -> None:
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
-    pool = _pool(work)
+    pool = pool_path(work)
     git_dir = (pool / ".git").read_text().split(":", 1)[1].strip()
     # Deep enough that no directory the tripwire watches changes: only git's index does.
     (pool / "pkg" / "sub" / "staged.py").write_text("staged = 1\n")
@@ -150,15 +145,15 @@ def test_a_file_planted_at_the_top_of_the_pool_means_a_full_cleaning(
     work: Repo, where: str
 ) -> None:
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
-    (_pool(work) / where).write_text("planted between runs\n")
+    (pool_path(work) / where).write_text("planted between runs\n")
 
     _next_run_cleans_in_full(work, f" && test ! -e {where}")
 
 
 @needs_layer
-def test_a_forged_record_reaches_nothing_outside_the_pool(work: Repo) -> None:
+def test_a_forged_record_reaches_nothing_outside_thepool_path(work: Repo) -> None:
     assert work.run(CREATE, warm_shadow=True).status == "succeeded"
-    pool = _pool(work)
+    pool = pool_path(work)
     outside = pool.parent / f"{pool.name}-outside"
     outside.mkdir()
     (outside / "precious").write_text("not the pool's\n")
@@ -239,3 +234,24 @@ def test_an_uncontained_share_link_is_undone_with_the_rest(work: Repo) -> None:
     )
     assert second.status == "succeeded", second.message
     assert _cleaned(second.notes) == "undo"
+
+
+def test_a_pool_whose_git_link_names_another_work_tree_is_not_reused(
+    work: Repo, tmp_path: Path
+) -> None:
+    """Something rewrote the pooled shadow's ``.git`` to another linked work tree's admin
+    dir (of the same repository, so it passes the link check alone): that admin dir does
+    not name the pool back, so the pool is replaced and the other work tree is untouched."""
+    assert work.run(EDIT, warm_shadow=True).status == "succeeded"
+    pool = pool_path(work)
+    other = tmp_path / "other"
+    work.git("worktree", "add", "--detach", str(other))
+    admin = Path((other / ".git").read_text().split("gitdir: ", 1)[1].strip())
+    (pool / ".git").write_text(f"gitdir: {admin}\n")
+    work.git("checkout", "--", "f.txt")
+    report = work.run(EDIT, warm_shadow=True)
+    assert report.status == "succeeded", report.message
+    assert not any("reused" in n for n in report.notes)
+    assert pool_path(work) != pool
+    assert (other / "f.txt").read_text() == "one\ntwo\n"
+    assert work.git("-C", str(other), "status", "--porcelain") == ""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._pool import pool_path, remove_pool
 from tests.conftest import Repo
 
 EDIT = "edit-file: f.txt\nreplace: two\nwith: TWO\n"
@@ -16,13 +17,7 @@ EDIT = "edit-file: f.txt\nreplace: two\nwith: TWO\n"
 @pytest.fixture(autouse=True)
 def _remove_pool(repo: Repo) -> Iterator[None]:
     yield
-    record = repo.root / ".git" / "tidegate" / "shadow-pool"
-    if record.exists():
-        shutil.rmtree(record.read_text().strip(), ignore_errors=True)
-
-
-def _pool(repo: Repo) -> Path:
-    return Path((repo.root / ".git" / "tidegate" / "shadow-pool").read_text().strip())
+    remove_pool(repo)
 
 
 def test_second_run_reuses_the_shadow_and_sees_the_new_t0(repo: Repo) -> None:
@@ -33,7 +28,7 @@ def test_second_run_reuses_the_shadow_and_sees_the_new_t0(repo: Repo) -> None:
 
     first = repo.run(EDIT, verify="test ! -e leftover", warm_shadow=True)
     assert first.status == "succeeded", first.message
-    shadow = _pool(repo)
+    shadow = pool_path(repo)
     assert shadow.is_dir() and any("shadow kept at" in n for n in first.notes)
     (shadow / "leftover").write_text("from an earlier run\n")  # must not survive a reset
 
@@ -49,7 +44,7 @@ def test_second_run_reuses_the_shadow_and_sees_the_new_t0(repo: Repo) -> None:
     assert second.status == "succeeded", second.message
     assert second.attempts == 1
     assert any(f"reused the warm shadow {shadow}" in n for n in second.notes)
-    assert _pool(repo) == shadow
+    assert pool_path(repo) == shadow
     assert repo.read("f.txt") == "one\nTWO\nthree\n"
     assert repo.index_bytes() == index
 
@@ -58,12 +53,12 @@ def test_a_broken_pool_is_replaced(repo: Repo) -> None:
     repo.write("f.txt", "one\ntwo\n")
     repo.commit_all()
     assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
-    old = _pool(repo)
+    old = pool_path(repo)
     shutil.rmtree(old)  # e.g. the temp dir was cleaned
     repo.git("checkout", "--", "f.txt")
     report = repo.run(EDIT, warm_shadow=True)
     assert report.status == "succeeded", report.message
-    assert _pool(repo) != old and _pool(repo).is_dir()
+    assert pool_path(repo) != old and pool_path(repo).is_dir()
     assert not any("reused" in n for n in report.notes)
     listed = repo.git("worktree", "list", "--porcelain")
     assert str(old) not in listed
@@ -77,7 +72,7 @@ def test_pool_from_config_and_fresh_shadows_still_removed(repo: Repo) -> None:
     repo.git("checkout", "--", "f.txt")
     repo.write(".tidegate/config.toml", "[shadow]\npool = true\n")
     assert repo.run(EDIT).status == "succeeded"
-    assert _pool(repo).name.startswith("tidegate-pool-")
+    assert pool_path(repo).name.startswith("tidegate-pool-")
 
 
 def test_a_shadow_a_command_committed_in_staged_in_and_littered_is_back_at_t0(repo: Repo) -> None:
@@ -89,7 +84,7 @@ def test_a_shadow_a_command_committed_in_staged_in_and_littered_is_back_at_t0(re
     repo.write("keep.txt", "kept\n")
     repo.commit_all()
     assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
-    shadow = _pool(repo)
+    shadow = pool_path(repo)
     git_dir = (shadow / ".git").read_text().split(":", 1)[1].strip()
     env = ["--git-dir", git_dir, "--work-tree", str(shadow)]
     (shadow / "keep.txt").write_text("changed by a command\n")
@@ -157,7 +152,7 @@ def test_every_kind_of_leftover_in_tracked_paths_is_undone(repo: Repo, unmerged:
     repo.write("gone.txt", "bye\n")
     repo.commit_all()
     assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
-    shadow = _pool(repo)
+    shadow = pool_path(repo)
     git_dir = (shadow / ".git").read_text().split(":", 1)[1].strip()
     env = ["--git-dir", git_dir, "--work-tree", str(shadow)]
     (shadow / "link-me.txt").unlink()
@@ -204,31 +199,8 @@ def test_the_pools_index_stays_split(repo: Repo) -> None:
     for _ in range(3):
         assert repo.run(EDIT, verify="true", warm_shadow=True).status == "succeeded"
         repo.git("checkout", "--", "f.txt")
-    admin = Path((_pool(repo) / ".git").read_text().split(":", 1)[1].strip())
+    admin = Path((pool_path(repo) / ".git").read_text().split(":", 1)[1].strip())
     index = (admin / "index").read_bytes()
     # A split index names its shared part: the part's id is in the "link" extension.
     shared = [bytes.fromhex(p.name.split(".", 1)[1]) for p in admin.glob("sharedindex.*")]
     assert any(oid in index for oid in shared)
-
-
-def test_a_pool_whose_git_link_names_another_work_tree_is_not_reused(
-    repo: Repo, tmp_path: Path
-) -> None:
-    """Something rewrote the pooled shadow's ``.git`` to another linked work tree's admin
-    dir (of the same repository, so it passes the link check alone): that admin dir does
-    not name the pool back, so the pool is replaced and the other work tree is untouched."""
-    repo.write("f.txt", "one\ntwo\n")
-    repo.commit_all()
-    assert repo.run(EDIT, warm_shadow=True).status == "succeeded"
-    pool = _pool(repo)
-    other = tmp_path / "other"
-    repo.git("worktree", "add", "--detach", str(other))
-    admin = Path((other / ".git").read_text().split("gitdir: ", 1)[1].strip())
-    (pool / ".git").write_text(f"gitdir: {admin}\n")
-    repo.git("checkout", "--", "f.txt")
-    report = repo.run(EDIT, warm_shadow=True)
-    assert report.status == "succeeded", report.message
-    assert not any("reused" in n for n in report.notes)
-    assert _pool(repo) != pool
-    assert (other / "f.txt").read_text() == "one\ntwo\n"
-    assert repo.git("-C", str(other), "status", "--porcelain") == ""

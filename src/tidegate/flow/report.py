@@ -21,11 +21,11 @@ class _Model(Checked):
         path = getattr(self, "path", None)
         if isinstance(path, str) and getattr(self, "path_bytes", "") is None:
             object.__setattr__(self, "path_bytes", b64_bytes(path))
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
+        for f in self._checked_fields():
+            value = getattr(self, f.name)
             clean = _utf8_values(value)
             if clean is not value:
-                object.__setattr__(self, name, clean)
+                object.__setattr__(self, f.name, clean)
 
 
 def _utf8_values(value: Any) -> Any:

@@ -77,17 +77,14 @@ def _entry(git: Git, tree: str, path: str) -> tuple[str, str] | None:
     return mode, blob
 
 
-def config_problems(
-    git: Git, t0: str, candidate: str, changed: set[str] | None = None
-) -> list[str]:
+def config_problems(git: Git, t0: str, candidate: str, changed: set[str]) -> list[str]:
     """Why the candidate tree changes tidegate's policy in ``pyproject.toml`` (empty: it
     does not). ``changed``, every path the two trees differ in, spares the candidate's
     lookup when T0's ``pyproject.toml`` is not a symlink (a file, or absent) and the
     change leaves it alone: the candidate then finds exactly T0's entry."""
     before = lookup(git, t0, CONFIG_PYPROJECT)
     if (
-        changed is not None
-        and before.path == CONFIG_PYPROJECT  # not a symlink: no target to follow
+        before.path == CONFIG_PYPROJECT  # not a symlink: no target to follow
         and not any(p == CONFIG_PYPROJECT or p.startswith(CONFIG_PYPROJECT + "/") for p in changed)
     ):
         return []

@@ -26,7 +26,7 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: this module is on every run's start
 if TYPE_CHECKING:
-    import socket
+    from _socket import socket
 
 PROTOCOL = b"TGW1"
 SOCKET_NAME = "warm.sock"
@@ -94,19 +94,20 @@ def frame(fields: list[bytes]) -> bytes:
     return PROTOCOL + len(body).to_bytes(4, "big") + body
 
 
-def connect(dir_fd: int) -> socket.socket | None:
+def connect(dir_fd: int) -> socket | None:
     """A connection to the server listening in the directory ``dir_fd``, checked to be this
-    user's (``SO_PEERCRED``), or None."""
-    import socket
+    user's (``SO_PEERCRED``), or None. (``_socket``, not ``socket``: the module around it
+    builds its enums at import, a few ms of every client's start.)"""
+    import _socket
     import struct
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
     try:
         sock.settimeout(10.0)
         # Through the directory's descriptor: the path is short whatever the directory's,
         # and it names the directory checked above, not whatever is at its path now.
         sock.connect(f"/proc/self/fd/{dir_fd}/{SOCKET_NAME}")
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
         _pid, uid, _gid = struct.unpack("3i", creds)
         if uid != os.getuid():
             raise OSError("the warm server is another user's")
@@ -165,13 +166,15 @@ def run_remotely(args: list[str]) -> int | None:
         os.close(dir_fd)
     if sock is None:
         return None
-    with sock:
+    try:
         return _hand_over(sock, args)
+    finally:
+        sock.close()
 
 
-def _hand_over(sock: socket.socket, args: list[str]) -> int | None:
+def _hand_over(sock: socket, args: list[str]) -> int | None:
+    import _socket
     import array
-    import socket
 
     context = _context()
     if context is None:
@@ -188,7 +191,7 @@ def _hand_over(sock: socket.socket, args: list[str]) -> int | None:
         fields = [b"run", interpreter_key(), *context, str(len(argv)).encode(), *argv, *env]
         fds = array.array("i", [0, 1, 2, cwd])
         payload = frame(fields)
-        sent = sock.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        sent = sock.sendmsg([payload], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
         if sent < len(payload):
             sock.sendall(payload[sent:])
         reply = _read_reply(sock)
@@ -202,13 +205,13 @@ def _hand_over(sock: socket.socket, args: list[str]) -> int | None:
     return _follow(sock, reply[1:])
 
 
-def _read_reply(sock: socket.socket) -> bytes:
+def _read_reply(sock: socket) -> bytes:
     """The first byte the server answers (with what came along with it)."""
     data = sock.recv(4096)
     return data
 
 
-def _follow(sock: socket.socket, pending: bytes) -> int:
+def _follow(sock: socket, pending: bytes) -> int:
     """Forward signals to the child until the server reports how it ended."""
     import contextlib
     import signal

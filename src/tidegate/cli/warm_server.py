@@ -597,10 +597,15 @@ def lock(dir_fd: int) -> int | None:
 
 
 def preload() -> None:
+    """Import the run path, and do once what each run would do on first use and that
+    depends on the code alone (the records' field types)."""
     import importlib
 
     for name in PRELOAD:
         importlib.import_module(name)
+    from tidegate.checked import resolve_all
+
+    resolve_all()
 
 
 def serve(dir_fd: int, lock_fd: int, idle_timeout: float, ready: int | None = None) -> None:
@@ -706,17 +711,18 @@ def request(kind: bytes) -> dict[str, object] | None:
         os.close(dir_fd)
     if sock is None:
         return None
-    with sock:
-        try:
-            sock.sendall(wire.frame([kind]))
-            data = b""
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-        except OSError:
-            return None
+    try:
+        sock.sendall(wire.frame([kind]))
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        sock.close()
     if data[:1] != b"P":
         return None
     answer = json.loads(data[1:])

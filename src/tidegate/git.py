@@ -50,6 +50,35 @@ from tidegate.gitcall import _SAFETY_CONFIG
 from tidegate.gitcall import KEPT_GIT_VARS as KEPT_GIT_VARS
 from tidegate.gitcall import scrubbed_env as scrubbed_env
 
+CORE_SETTINGS = r"^core\.(ignorecase|precomposeunicode|autocrlf|eol)$"
+"""The settings ``Git.core_settings`` reads: path folding (candidate builds) and line-ending
+conversion (apply-back)."""
+
+
+def _last(settings: dict[str, list[str | None]], key: str) -> str:
+    """The value git uses (the last one given; a key without a value means "true")."""
+    values = settings.get(key)
+    if not values:
+        return ""
+    return "true" if values[-1] is None else str(values[-1])
+
+
+def git_bool(value: str | None) -> bool:
+    """A config value as ``git config --type=bool`` reads it (a value it would refuse,
+    such as ``maybe``, is False here: that command prints nothing for it)."""
+    if value is None:
+        return True
+    text = value.strip().lower()
+    if text in ("true", "yes", "on"):
+        return True
+    if text in ("false", "no", "off", ""):
+        return False
+    try:
+        return int(text) != 0
+    except ValueError:
+        return False
+
+
 IDENTITY = {
     "GIT_AUTHOR_NAME": "tidegate",
     "GIT_AUTHOR_EMAIL": "tidegate@localhost",
@@ -273,6 +302,25 @@ class Git:
         self.prefix = tuple(prefix)
         self._kept: dict[str, _Kept] | None = None
         self._kept_lock = threading.Lock()
+        self._settings: dict[str, list[str | None]] | None = None
+        self._settings_lock = threading.Lock()
+
+    def core_settings(self) -> dict[str, list[str | None]]:
+        """The ``core.ignorecase``, ``core.precomposeunicode``, ``core.autocrlf`` and
+        ``core.eol`` values of the configuration (each key's values in git's order; None
+        for a key given without a value), read once per ``Git``. A run reads them beside
+        its scan (``tidegate.workspace.snapshot``): the settings the user had when the run
+        began, not whatever a command run since has left in the repository's config."""
+        with self._settings_lock:
+            if self._settings is None:
+                out = self.run("config", "-z", "--get-regexp", CORE_SETTINGS, check=False).text
+                settings: dict[str, list[str | None]] = {}
+                for item in out.split("\0"):
+                    if item:
+                        key, sep, value = item.partition("\n")
+                        settings.setdefault(key, []).append(value if sep else None)
+                self._settings = settings
+            return self._settings
 
     @contextlib.contextmanager
     def kept_processes(self) -> Iterator[None]:
@@ -442,15 +490,9 @@ class Git:
 
     def _converted_paths(self, paths: Sequence[str]) -> set[str]:
         """Paths whose checkout may differ from the raw blob (filters, eol, encoding)."""
-        settings = self.run(
-            "config", "-z", "--get-regexp", r"^core\.(autocrlf|eol)$", check=False
-        ).text
-        values: dict[str, str] = {}
-        for item in settings.split("\0"):
-            key, sep, setting = item.partition("\n")  # a key without a value means "true"
-            values[key] = setting if sep else "true"
-        autocrlf = values.get("core.autocrlf", "").strip().lower()
-        eol = values.get("core.eol", "").strip().lower()
+        settings = self.core_settings()
+        autocrlf = _last(settings, "core.autocrlf").strip().lower()
+        eol = _last(settings, "core.eol").strip().lower()
         if autocrlf in ("true", "1", "yes", "on") or eol == "crlf":
             return set(paths)
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)

@@ -45,6 +45,7 @@ from tidegate.flow.state import RunState
 from tidegate.planners.base import ContentCheck, FileEdit, Finding, Plan, Proposal
 from tidegate.planners.objective import parse_objective
 from tidegate.workspace.changes import diff_trees
+from tidegate.workspace.loose import write_blob
 from tidegate.workspace.repo import Repository
 
 STATE_FORMAT = "tidegate.engine/1"
@@ -83,7 +84,7 @@ class RunBlobs:
         digest = sha256_hex(data)
         oid = self._known.get((name, digest))
         if oid is None:
-            oid = self.repo.git.run("hash-object", "-w", "--stdin", input=data).text.strip()
+            oid = write_blob(self.repo, data)
             self.repo.git.update_ref(f"{self.prefix}/{name}", oid)
             self._known[(name, digest)] = oid
         return {"blob": oid, "sha256": digest}

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from tidegate.errors import ErrorClass, GitError, PhaseError
-from tidegate.git import IDENTITY, Git, no_index
+from tidegate.git import IDENTITY, Git, git_bool, no_index
 from tidegate.planners.base import Proposal
 from tidegate.workspace.fs import UnsafePathError, check_relative
 from tidegate.workspace.tree_edit import edit_tree
@@ -118,15 +118,9 @@ def _by_paths(
 def _folds_names(git: Git) -> bool:
     """Does git match paths case-insensitively or unicode-normalised here? Then a path the
     proposal spells differently from T0 finds T0's entry in a whole index, and only there."""
-    out = git.run(
-        "config",
-        "--type=bool",
-        "-z",
-        "--get-regexp",
-        r"^core\.(ignorecase|precomposeunicode)$",
-        check=False,
-    ).text
-    return any(item.partition("\n")[2] == "true" for item in out.split("\0"))
+    settings = git.core_settings()
+    keys = ("core.ignorecase", "core.precomposeunicode")
+    return any(git_bool(value) for key in keys for value in settings.get(key, []))
 
 
 def _entries(raw: bytes, staged: bool) -> dict[str, tuple[str, str]] | None:

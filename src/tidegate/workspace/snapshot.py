@@ -21,6 +21,7 @@ from tidegate.errors import GitError
 from tidegate.faults import maybe_crash
 from tidegate.git import IDENTITY, Git
 from tidegate.workspace.confine import DIR_FLAGS
+from tidegate.workspace.loose import write_commit
 from tidegate.workspace.repo import Repository
 
 REF_PREFIX = "refs/tidegate/runs"
@@ -86,20 +87,30 @@ def snapshot_trees(repo: Repository, scratch: Path) -> T0Trees:
 
     writer = threading.Thread(target=write_staged, name="tidegate-staged-tree", daemon=True)
     writer.start()
+    settings = threading.Thread(target=_read_settings, args=(git,), daemon=True)
     try:
         # The whole tree (add runs at its top). --sparse: a file the user (or an earlier
         # run) put outside a sparse checkout's cone is part of the work tree too; without
         # it, git refuses and every run fails here. Skip-worktree entries keep their index
         # version.
         git.run("add", "--all", "--sparse", env=env)
+        # The settings the run's later phases read, on the core the scan no longer needs.
+        settings.start()
         tree = git.out("write-tree", env=env)
     finally:
+        if settings.ident is not None:
+            settings.join()
         writer.join()
         staged_copy.unlink(missing_ok=True)
     index_tree = staged[0]
     if isinstance(index_tree, BaseException):
         raise index_tree
     return T0Trees(index_tree=index_tree, tree=tree, index_file=temp_index)
+
+
+def _read_settings(git: Git) -> None:
+    with contextlib.suppress(GitError, OSError):  # read again, and reported, where used
+        git.core_settings()
 
 
 def _staged_tree(git: Git, index: Path) -> str | None:
@@ -114,10 +125,7 @@ def _staged_tree(git: Git, index: Path) -> str | None:
 def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot:
     """T0 as commits on HEAD, under the run's refs (both created in one transaction)."""
     git = repo.git
-    env = {"GIT_INDEX_FILE": str(trees.index_file), **IDENTITY}
-    commit = git.out(
-        "commit-tree", trees.tree, "-p", repo.head, "-m", f"tidegate T0 for run {run_id}", env=env
-    )
+    commit = write_commit(repo, git, trees.tree, repo.head, f"tidegate T0 for run {run_id}")
     snapshot = T0Snapshot(
         run_id=run_id,
         head=repo.head,
@@ -129,14 +137,8 @@ def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot
     # Both refs in one transaction; "create": neither may exist yet.
     refs = [(snapshot.ref, commit)]
     if trees.index_tree is not None:
-        staged = git.out(
-            "commit-tree",
-            trees.index_tree,
-            "-p",
-            repo.head,
-            "-m",
-            f"tidegate T0 index for {run_id}",
-            env=env,
+        staged = write_commit(
+            repo, git, trees.index_tree, repo.head, f"tidegate T0 index for {run_id}"
         )
         refs.append((f"{REF_PREFIX}/{run_id}/index", staged))
     commands = "".join(f"create {ref}\0{oid}\0" for ref, oid in refs)

@@ -1,0 +1,112 @@
+"""Objects written without git (``tidegate.workspace.loose``): git reads them as its own,
+``git fsck --strict`` finds nothing, and every repository they could be wrong for gets
+them from git instead."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo
+from tidegate.workspace.loose import objects_dir, write_blob, write_commit, write_object
+from tidegate.workspace.repo import discover
+
+
+def _fsck(root: Path) -> None:
+    res = subprocess.run(
+        ["git", "fsck", "--strict", "--no-dangling"], cwd=root, capture_output=True, text=True
+    )
+    assert res.returncode == 0 and not res.stdout.strip(), res.stdout + res.stderr
+
+
+def test_a_blob_is_the_one_git_would_write(committed_repo: Repo) -> None:
+    repo = discover(committed_repo.root)
+    assert objects_dir(repo) is not None
+    data = b"a request\n\x00 with a NUL and \xff bytes\n"
+    oid = write_blob(repo, data)
+    expected = subprocess.run(
+        ["git", "hash-object", "--stdin"], cwd=committed_repo.root, input=data,
+        capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+    assert oid == expected
+    shown = subprocess.run(
+        ["git", "cat-file", "blob", oid], cwd=committed_repo.root, capture_output=True, check=True
+    )
+    assert shown.stdout == data
+    path = committed_repo.root / ".git" / "objects" / oid[:2] / oid[2:]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444 & ~umask  # as git's own
+    assert not list(path.parent.glob("tmp_obj_*"))
+    _fsck(committed_repo.root)
+
+
+def test_a_commit_is_a_valid_commit_on_its_parent(committed_repo: Repo) -> None:
+    repo = discover(committed_repo.root)
+    tree = committed_repo.git("rev-parse", "HEAD^{tree}").strip()
+    oid = write_commit(repo, repo.git, tree, repo.head, "tidegate T0 for run x")
+    assert committed_repo.git("cat-file", "-t", oid).strip() == "commit"
+    assert committed_repo.git("rev-parse", f"{oid}^{{tree}}").strip() == tree
+    assert committed_repo.git("rev-parse", f"{oid}^").strip() == repo.head
+    body = committed_repo.git("cat-file", "commit", oid)
+    assert "\nauthor tidegate <tidegate@localhost> " in body
+    assert body.endswith("\n\ntidegate T0 for run x\n")
+    committed_repo.git("update-ref", "refs/tidegate/check", oid)  # reachable: fsck reads it
+    _fsck(committed_repo.root)
+
+
+def test_an_object_already_there_is_freshened_not_rewritten(committed_repo: Repo) -> None:
+    repo = discover(committed_repo.root)
+    objects = objects_dir(repo)
+    assert objects is not None
+    oid = write_object(objects, "blob", b"same bytes\n")
+    path = objects / oid[:2] / oid[2:]
+    os.utime(path, (1_000_000, 1_000_000))
+    inode = path.stat().st_ino
+    assert write_object(objects, "blob", b"same bytes\n") == oid
+    assert path.stat().st_ino == inode and path.stat().st_mtime > 1_000_000
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["shared at init", "shared later", "an include", "an fsync setting", "objects open to group"],
+)
+def test_repositories_git_must_write_for(repo: Repo, shape: str) -> None:
+    if shape == "shared at init":
+        repo.git("init", "-q", "--shared=group")
+    elif shape == "shared later":
+        repo.git("config", "core.sharedRepository", "group")
+    elif shape == "an include":
+        repo.git("config", "include.path", "other.config")
+    elif shape == "an fsync setting":
+        repo.git("config", "core.fsync", "loose-object")
+    repo.write("a.txt", "a\n")
+    repo.commit_all("one")
+    if shape == "objects open to group":
+        (repo.root / ".git" / "objects").chmod(0o775)
+    found = discover(repo.root)
+    assert objects_dir(found) is None
+    oid = write_blob(found, b"through git\n")  # still written, by git
+    assert repo.git("cat-file", "blob", oid) == "through git\n"
+
+
+def test_a_sha256_repository_gets_its_objects_from_git(tmp_path: Path) -> None:
+    root = tmp_path / "sha256"
+    root.mkdir()
+    made = subprocess.run(
+        ["git", "init", "-q", "--object-format=sha256"], cwd=root, capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip("this git has no SHA-256 repositories")
+    r = Repo(root)
+    r.write("a.txt", "a\n")
+    r.commit_all("one")
+    found = discover(root)
+    assert objects_dir(found) is None
+    tree = r.git("rev-parse", "HEAD^{tree}").strip()
+    commit = write_commit(found, found.git, tree, found.head, "m")
+    assert len(commit) == 64 and r.git("cat-file", "-t", commit).strip() == "commit"

@@ -443,6 +443,16 @@ class Git:
             return kept[blob]
         return self.run("cat-file", "blob", blob).stdout
 
+    def kept_object(self, oid: str, kind: bytes) -> bytes | None:
+        """The object ``oid`` of type ``kind`` (``b"tree"``, ``b"commit"``) through the kept
+        reader, or None: outside ``kept_processes``, not a full id, of another type, or any
+        trouble (the caller asks git itself). A missing object is a GitError."""
+        reader = self._helper(_BatchReader, "cat-file", "--batch")
+        if reader is None:
+            return None
+        got = reader.read([oid], only=kind)
+        return None if got is None else got[oid]
+
     def read_blobs(self, blobs: Sequence[str]) -> dict[str, bytes]:
         """Raw contents of many objects through one ``git cat-file --batch``."""
         if not blobs:

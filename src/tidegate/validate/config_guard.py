@@ -18,6 +18,7 @@ from typing import Literal
 
 from tidegate.config import CONFIG_PYPROJECT, policy_table_change
 from tidegate.git import Git
+from tidegate.workspace.tree_walk import tree_entries
 
 MAX_HOPS = 40
 
@@ -66,6 +67,10 @@ def lookup(git: Git, tree: str, path: str) -> TreeLookup:
 
 
 def _entry(git: Git, tree: str, path: str) -> tuple[str, str] | None:
+    known = tree_entries(git, tree, [path])
+    if known is not None:
+        found = known.get(path)
+        return None if found is None else (found[0], found[2])
     out = git.run("ls-tree", "-z", "--full-tree", tree, "--", path).stdout
     record = out.split(b"\0", 1)[0]
     if not record:

@@ -17,6 +17,7 @@ from tidegate.git import IDENTITY, Git, git_bool, no_index
 from tidegate.planners.base import Proposal
 from tidegate.workspace.fs import UnsafePathError, check_relative
 from tidegate.workspace.tree_edit import edit_tree
+from tidegate.workspace.tree_walk import tree_entries
 
 
 class DiffRefused(PhaseError):
@@ -79,17 +80,25 @@ def _by_paths(
     env = {"GIT_INDEX_FILE": str(index_file), **IDENTITY}
     index_file.unlink(missing_ok=True)
     try:
-        listed = git.run(
-            "ls-tree",
-            "-r",
-            "-z",
-            "--full-tree",
-            t0_commit,
-            "--",
-            *sorted(paths),
-            env={"GIT_LITERAL_PATHSPECS": "1", **no_index()},
-        ).stdout
-        before = _entries(listed, staged=False)
+        known = tree_entries(git, t0_commit, sorted(paths))
+        if known is not None:
+            if any(kind == "tree" for _mode, kind, _oid in known.values()):
+                return None  # a named path is a directory at T0
+            before: dict[str, tuple[str, str]] | None = {
+                path: (mode, oid) for path, (mode, _kind, oid) in known.items()
+            }
+        else:
+            listed = git.run(
+                "ls-tree",
+                "-r",
+                "-z",
+                "--full-tree",
+                t0_commit,
+                "--",
+                *sorted(paths),
+                env={"GIT_LITERAL_PATHSPECS": "1", **no_index()},
+            ).stdout
+            before = _entries(listed, staged=False)
         if before is None or not set(before) <= paths:
             return None  # a named path is a directory at T0
         if before:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 
+from tidegate.errors import GitError
 from tidegate.git import Git
+from tidegate.workspace.tree_walk import root_tree
 
 Entry = tuple[str, str]
 """(mode as git writes it in a tree, e.g. ``100644`` or ``40000``; object id in hex)."""
@@ -69,6 +71,9 @@ def _read_trees(
 ) -> dict[str, dict[str, Entry]] | None:
     """The entries of ``base``'s tree at each of ``dirs`` ({} for a directory it lacks);
     None if one of them is not a tree there."""
+    kept = _read_kept_trees(git, base, dirs, id_bytes)
+    if kept is not None:
+        return kept
     specs = [f"{base}:{d}" if d else f"{base}^{{tree}}" for d in dirs]
     out = git.run(
         "cat-file", "--batch", input="".join(s + "\n" for s in specs).encode("utf-8")
@@ -87,6 +92,37 @@ def _read_trees(
         size = int(header[2])
         trees[d] = _parse_tree(out[pos : pos + size], id_bytes)
         pos += size + 1
+    return trees
+
+
+def _read_kept_trees(
+    git: Git, base: str, dirs: list[str], id_bytes: int
+) -> dict[str, dict[str, Entry]] | None:
+    """``_read_trees`` through the run's kept reader, from the root down (None: no kept
+    reader, or a file where a directory is needed; the one-shot batch decides)."""
+    try:
+        root = root_tree(git, base)
+        if root is None:
+            return None
+        trees: dict[str, dict[str, Entry]] = {}
+        for d in sorted(dirs, key=lambda d: d.count("/") + 1 if d else 0):
+            if not d:
+                oid: str | None = root
+            else:
+                parent, _, name = d.rpartition("/")
+                entry = trees[parent].get(name)
+                if entry is not None and entry[0] != _TREE:
+                    return None
+                oid = entry[1] if entry is not None else None
+            if oid is None:
+                trees[d] = {}
+                continue
+            raw = git.kept_object(oid, b"tree")
+            if raw is None:
+                return None
+            trees[d] = _parse_tree(raw, id_bytes)
+    except (GitError, KeyError, ValueError):
+        return None
     return trees
 
 

@@ -7,6 +7,7 @@ import re
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
 from tidegate.git import no_index
+from tidegate.workspace.tree_walk import tree_entries
 
 _PATH_TOKEN = re.compile(r"[\w./-]+\.[A-Za-z0-9]+|[\w.-]+/[\w./-]+")
 
@@ -50,6 +51,11 @@ def explore(state: RunState) -> str:
     )
     if not candidates:
         return "the objective names no paths"
+    known = tree_entries(state.repo.git, state.snapshot.commit, candidates)
+    if known is not None:
+        for name, (_mode, _kind, oid) in known.items():
+            state.context_files[name] = oid
+        return f"{len(state.context_files)} named path(s) found at T0"
     res = state.repo.git.run(
         "ls-tree",
         "-z",

@@ -238,14 +238,22 @@ class _RefWriter(_Kept):
     process on a refused update."""
 
     def update(self, ref: str, oid: str) -> bool:
-        if not _OBJECT_ID.fullmatch(oid) or not _PLAIN_REF.fullmatch(ref):
+        return self.transaction([("update", ref, oid)])
+
+    def transaction(self, commands: Sequence[tuple[str, str, str]]) -> bool:
+        """``(verb, ref, oid)`` commands (``update``, ``create``) in one transaction."""
+        if not all(
+            verb in ("update", "create") and _OBJECT_ID.fullmatch(oid) and _PLAIN_REF.fullmatch(ref)
+            for verb, ref, oid in commands
+        ):
             return False
+        lines = "".join(f"{verb} {ref} {oid}\n" for verb, ref, oid in commands)
         with self._lock:
             proc = self._proc
             if proc is None or proc.stdin is None or proc.stdout is None:
                 return False
             try:
-                proc.stdin.write(f"start\nupdate {ref} {oid}\ncommit\n".encode())
+                proc.stdin.write(f"start\n{lines}commit\n".encode())
                 proc.stdin.flush()
                 answers = (proc.stdout.readline(), proc.stdout.readline())
             except OSError:
@@ -366,6 +374,15 @@ class Git:
         if refs is not None and refs.update(ref, oid):
             return
         self.run("update-ref", ref, oid)
+
+    def create_refs(self, refs: Sequence[tuple[str, str]]) -> None:
+        """Create every ``(ref, oid)`` in one transaction; none may exist yet (a GitError,
+        in git's words, when one does)."""
+        kept = self._helper(_RefWriter, "update-ref", "--stdin")
+        if kept is not None and kept.transaction([("create", ref, oid) for ref, oid in refs]):
+            return
+        commands = "".join(f"create {ref}\0{oid}\0" for ref, oid in refs)
+        self.run("update-ref", "-z", "--stdin", input=commands.encode())
 
     def _env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         return scrubbed_env({**self.pinned_env(), **(env or {})})

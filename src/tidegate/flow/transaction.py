@@ -15,6 +15,7 @@ checkpoint (status ``paused``, exit code 130); ``tidegate resume`` continues it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import shutil
@@ -158,7 +159,11 @@ def _execute(
     shadow: ShadowWorktree | None = None
     warm: PoolCleaning | None = None
     pool = request.warm_shadow or config.shadow.pool
+    # The long-lived cat-file and update-ref (``Git.kept_processes``) serve the bootstrap
+    # (T0's refs, the shadow's move) as well as every phase; they end before the lock.
+    kept = contextlib.ExitStack()
     try:
+        kept.enter_context(repo.git.kept_processes())
         try:
             if head is not None:
                 # T0's trees were taken, and the warm shadow cleaned, beside the imports.
@@ -206,9 +211,9 @@ def _execute(
             )
         state.policy = policy
         driver = Driver(state, recorder, started)
-        with repo.git.kept_processes():
-            return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
+        return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
     finally:
+        kept.close()
         if warm is not None:
             warm.wait()  # no git may still run in the pooled shadow once the lock is gone
         if shadow is not None:

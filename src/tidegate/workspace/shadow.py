@@ -22,6 +22,7 @@ from tidegate.git import Git
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import Claim, all_claims, claim, release
 from tidegate.workspace.repo import Repository
+from tidegate.workspace.tree_walk import root_tree
 
 SHADOW_PREFIX = "tidegate-shadow-"
 POOL_PREFIX = "tidegate-pool-"
@@ -394,9 +395,18 @@ class ShadowWorktree:
         """From a clean checkout of HEAD (``clean_to_head``) to ``t0_commit``, rewriting only
         the paths whose content differs between the two trees: a two-way merge, so the rest
         of the work tree and its stat cache stay as they are."""
-        head_tree, t0_tree = self.git.out(
-            "rev-parse", "HEAD^{tree}", f"{t0_commit}^{{tree}}"
-        ).split()
+        head = self.head_file()
+        # Through the repository's kept reader when there is one (the shadow shares its
+        # objects): no process; else, or for a HEAD a command made symbolic, rev-parse.
+        known = (
+            (root_tree(self.repo.git, head), root_tree(self.repo.git, t0_commit)) if head else None
+        )
+        if known is not None and known[0] is not None and known[1] is not None:
+            head_tree, t0_tree = known
+        else:
+            head_tree, t0_tree = self.git.out(
+                "rev-parse", "HEAD^{tree}", f"{t0_commit}^{{tree}}"
+            ).split()
         if head_tree != t0_tree:
             self.git.run("read-tree", "-m", "-u", "HEAD", t0_commit)
         # --no-deref: HEAD is detached at T0 even if a command made it a symbolic ref.

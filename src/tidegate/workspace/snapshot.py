@@ -167,8 +167,7 @@ def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot
             repo, git, trees.index_tree, repo.head, f"tidegate T0 index for {run_id}"
         )
         refs.append((f"{REF_PREFIX}/{run_id}/index", staged))
-    commands = "".join(f"create {ref}\0{oid}\0" for ref, oid in refs)
-    git.run("update-ref", "-z", "--stdin", input=commands.encode())
+    git.create_refs(refs)
     return snapshot
 
 

@@ -58,8 +58,12 @@ def _plain(path: str) -> bool:
 
 
 def root_tree(git: Git, treeish: str) -> str | None:
-    """The tree of ``treeish`` (a commit or tree id) through the kept reader, or None."""
-    commit = git.kept_object(treeish, b"commit")
+    """The tree of ``treeish`` (a commit or tree id) through the kept reader, or None
+    (no kept reader, a missing object, anything else: git answers)."""
+    try:
+        commit = git.kept_object(treeish, b"commit")
+    except GitError:
+        return None
     if commit is not None:
         line = commit.split(b"\n", 1)[0]
         return line[5:].decode() if line.startswith(b"tree ") else None

@@ -4,8 +4,10 @@ any trouble with them means a call the usual way, never a wrong answer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,26 @@ def test_nothing_is_started_before_it_is_needed(repo: Repo) -> None:
     git = Git(repo.root)
     with git.kept_processes():
         assert git._kept == {}
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "one-shot"])
+def test_refs_are_created_together_or_not_at_all(committed_repo: Repo, kept: bool) -> None:
+    git = Git(committed_repo.root)
+    head = committed_repo.git("rev-parse", "HEAD").strip()
+    tree = committed_repo.git("rev-parse", "HEAD^{tree}").strip()
+    with contextlib.ExitStack() as stack:
+        if kept:
+            stack.enter_context(git.kept_processes())
+        git.create_refs([("refs/tidegate/t/a", head), ("refs/tidegate/t/b", tree)])
+        assert committed_repo.git("rev-parse", "refs/tidegate/t/a").strip() == head
+        assert committed_repo.git("rev-parse", "refs/tidegate/t/b").strip() == tree
+        # "create": a ref that exists refuses the whole transaction, in git's words
+        with pytest.raises(GitError, match="refs/tidegate/t/a"):
+            git.create_refs([("refs/tidegate/t/c", head), ("refs/tidegate/t/a", tree)])
+        listed = subprocess.run(
+            ["git", "show-ref", "refs/tidegate/t/c"], cwd=committed_repo.root, capture_output=True
+        )
+        assert listed.returncode == 1 and not listed.stdout
+        assert committed_repo.git("rev-parse", "refs/tidegate/t/a").strip() == head
+        git.update_ref("refs/tidegate/t/d", head)  # the writer goes on (a new one if need be)
+        assert committed_repo.git("rev-parse", "refs/tidegate/t/d").strip() == head

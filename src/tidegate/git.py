@@ -187,9 +187,42 @@ class _Kept:
 
 
 class _BatchReader(_Kept):
-    """``git cat-file --batch``. ``read`` gives None, and the caller runs git once as
-    usual, for a name that is not a full object id or once the process is gone; a
-    missing object is a GitError, as from a one-shot ``cat-file``."""
+    """``git cat-file --batch-command`` (git 2.36; an older git's process ends at once, and
+    every read goes the one-shot way). ``read`` and ``sizes`` give None, and the caller
+    runs git once as usual, for a name that is not a full object id or once the process
+    is gone; a missing object is a GitError, as from a one-shot ``cat-file``."""
+
+    def sizes(self, oids: Sequence[str]) -> dict[str, int] | None:
+        """``oids``' sizes (``info``: the header alone, whatever the object's size)."""
+        if not all(_OBJECT_ID.fullmatch(oid) for oid in oids):
+            return None
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None or proc.stdout is None:
+                return None
+            out: dict[str, int] = {}
+            try:
+                for oid in oids:
+                    proc.stdin.write(b"info " + oid.encode() + b"\n")
+                    proc.stdin.flush()
+                    header = proc.stdout.readline()
+                    fields = header.split()
+                    if len(fields) != 3:
+                        if header.endswith((b" missing\n", b" ambiguous\n")):
+                            raise GitError(
+                                ["cat-file", "--batch-check"], 0, header.decode().strip()
+                            )
+                        raise OSError(f"cat-file said {header[:80]!r}")
+                    out[oid] = int(fields[2])
+            except GitError:
+                raise
+            except (OSError, ValueError):
+                self._stop()
+                return None
+            except BaseException:
+                self._stop()
+                raise
+            return out
 
     def read(self, oids: Sequence[str], only: bytes | None = None) -> dict[str, bytes] | None:
         """``oids``' contents; None (the caller asks git once) also when ``only`` names an
@@ -203,7 +236,7 @@ class _BatchReader(_Kept):
             out: dict[str, bytes] = {}
             try:
                 for oid in oids:
-                    proc.stdin.write(oid.encode() + b"\n")
+                    proc.stdin.write(b"contents " + oid.encode() + b"\n")
                     proc.stdin.flush()
                     header = proc.stdout.readline()
                     fields = header.split()
@@ -332,9 +365,10 @@ class Git:
 
     @contextlib.contextmanager
     def kept_processes(self) -> Iterator[None]:
-        """Within, this Git's blob reads (``blob_bytes``, ``read_blobs``) and ref updates
-        (``update_ref``) each go through one long-lived git process (``cat-file --batch``,
-        ``update-ref --stdin``), started at its first use, instead of one process a call:
+        """Within, this Git's object reads (``blob_bytes``, ``read_blobs``, ``blob_sizes``,
+        ``kept_object``) and ref updates (``update_ref``, ``create_refs``) each go through
+        one long-lived git process (``cat-file --batch-command``, ``update-ref --stdin``),
+        started at its first use, instead of one process a call:
         a run does both in several phases. Nested uses share them; they end (their groups
         killed if need be) when the outermost use does. Thread-safe.
 
@@ -455,7 +489,7 @@ class Git:
         return res.text.strip() if res.returncode == 0 else None
 
     def blob_bytes(self, blob: str) -> bytes:
-        reader = self._helper(_BatchReader, "cat-file", "--batch")
+        reader = self._helper(_BatchReader, "cat-file", "--batch-command")
         if reader is not None and (kept := reader.read([blob], only=b"blob")) is not None:
             return kept[blob]
         return self.run("cat-file", "blob", blob).stdout
@@ -464,7 +498,7 @@ class Git:
         """The object ``oid`` of type ``kind`` (``b"tree"``, ``b"commit"``) through the kept
         reader, or None: outside ``kept_processes``, not a full id, of another type, or any
         trouble (the caller asks git itself). A missing object is a GitError."""
-        reader = self._helper(_BatchReader, "cat-file", "--batch")
+        reader = self._helper(_BatchReader, "cat-file", "--batch-command")
         if reader is None:
             return None
         got = reader.read([oid], only=kind)
@@ -475,7 +509,7 @@ class Git:
         if not blobs:
             return {}
         unique = list(dict.fromkeys(blobs))
-        reader = self._helper(_BatchReader, "cat-file", "--batch")
+        reader = self._helper(_BatchReader, "cat-file", "--batch-command")
         if reader is not None and (kept := reader.read(unique)) is not None:
             return kept
         out = self.run(
@@ -498,6 +532,9 @@ class Git:
         if not blobs:
             return {}
         unique = list(dict.fromkeys(blobs))
+        reader = self._helper(_BatchReader, "cat-file", "--batch-command")
+        if reader is not None and (kept := reader.sizes(unique)) is not None:
+            return kept
         out = self.run(
             "cat-file", "--batch-check", input="".join(b + "\n" for b in unique).encode()
         ).text

@@ -85,6 +85,22 @@ def test_whole_file_edits_give_the_same_tree_both_ways(tree: Repo, tmp_path: Pat
     assert by_paths == whole
 
 
+def test_edits_of_every_kind_of_t0_entry_give_the_same_tree_both_ways(
+    tree: Repo, tmp_path: Path
+) -> None:
+    """Whole-file edits alone build the candidate without T0's entries in the scratch
+    index: a symlink made a file, an executable made plain, a file rewritten unchanged."""
+    proposal = Proposal(
+        edits=(
+            FileEdit("link", b"now a file\n"),
+            FileEdit("run.sh", b"#!/bin/sh\n", executable=False),
+            FileEdit("a/b/d.txt", b"d\n"),
+        )
+    )
+    whole, by_paths = _both(tree, tmp_path, proposal, {"link", "run.sh", "a/b/d.txt"})
+    assert by_paths == whole
+
+
 @pytest.mark.parametrize(
     ("edits", "paths"),
     [

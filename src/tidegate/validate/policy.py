@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tidegate.config import ValidationConfig
 from tidegate.git import Git, no_index
-from tidegate.workspace.changes import PathChange
+from tidegate.workspace.changes import PathChange, parse_raw
 from tidegate.workspace.fs import UnsafePathError, check_relative
 
 
@@ -35,13 +35,26 @@ def change_stats(git: Git, old_tree: str, new_tree: str) -> ChangeStats:
     the ``diff``/``binary`` attributes from the work tree's ``.gitattributes`` files alone,
     which is what T0 holds; with it, a ``.gitattributes`` deleted from the work tree but
     still in the index would count too."""
+    return diff_and_stats(git, old_tree, new_tree)[1]
+
+
+def diff_and_stats(git: Git, old_tree: str, new_tree: str) -> tuple[list[PathChange], ChangeStats]:
+    """``diff_trees`` and ``change_stats`` of the same two trees from one ``diff-tree``
+    (``--raw --numstat``: the raw records, then the counts)."""
     out = git.run(
-        "diff-tree", "-r", "-z", "--no-renames", "--numstat", old_tree, new_tree, env=no_index()
-    ).stdout
+        "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", old_tree, new_tree,
+        env=no_index(),
+    ).stdout  # fmt: skip
+    fields = out.split(b"\0")
     added = removed = 0
     binary: list[str] = []
-    fields = out.split(b"\0")
-    for field in fields:
+    i = 0
+    while i < len(fields):
+        field = fields[i]
+        if field.startswith(b":"):
+            i += 2  # a raw record and its path
+            continue
+        i += 1
         if not field or b"\t" not in field:
             continue
         a, r, path = field.split(b"\t", 2)
@@ -50,7 +63,7 @@ def change_stats(git: Git, old_tree: str, new_tree: str) -> ChangeStats:
         else:
             added += int(a)
             removed += int(r)
-    return ChangeStats(added, removed, tuple(binary))
+    return parse_raw(fields), ChangeStats(added, removed, tuple(binary))
 
 
 ALWAYS_REFUSED = (".git", ".tidegate")

@@ -101,7 +101,12 @@ def _by_paths(
             before = _entries(listed, staged=False)
         if before is None or not set(before) <= paths:
             return None  # a named path is a directory at T0
-        if before:
+        # T0's entries are what a diff applies to. Whole-file edits alone replace (or
+        # remove) every one of them: git would drop none of those replacements (each path
+        # is in T0, so it passed the same path checks), and leaving them out saves a read
+        # and a write of the scratch index.
+        has_diff = bool(proposal.diff and proposal.diff.strip())
+        if before and (has_diff or not set(before) <= {e.path for e in proposal.edits}):
             info = b"".join(
                 f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0"
                 for path, (mode, oid) in before.items()

@@ -41,10 +41,20 @@ class PathChange:
 def diff_trees(git: Git, old: str, new: str) -> list[PathChange]:
     """Every path that differs between two trees (renames as delete + create)."""
     raw = git.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old, new, env=no_index()).stdout
-    fields = raw.split(b"\0")
+    return parse_raw(raw.split(b"\0"))
+
+
+def parse_raw(fields: list[bytes]) -> list[PathChange]:
+    """``diff-tree -z --raw`` records (a ``:``-meta field, then its path); any other field
+    (a ``--numstat`` record printed with them) is skipped."""
     changes: list[PathChange] = []
     i = 0
-    while i + 1 < len(fields) and fields[i]:
+    while i < len(fields):
+        if not fields[i].startswith(b":"):
+            i += 1
+            continue
+        if i + 1 >= len(fields):
+            break
         meta = fields[i].decode().lstrip(":").split()
         path = fields[i + 1].decode("utf-8", "surrogateescape")
         old_mode, new_mode, old_blob, new_blob = meta[0], meta[1], meta[2], meta[3]

@@ -185,3 +185,38 @@ def test_refs_are_created_together_or_not_at_all(committed_repo: Repo, kept: boo
         assert committed_repo.git("rev-parse", "refs/tidegate/t/a").strip() == head
         git.update_ref("refs/tidegate/t/d", head)  # the writer goes on (a new one if need be)
         assert committed_repo.git("rev-parse", "refs/tidegate/t/d").strip() == head
+
+
+def test_sizes_come_from_the_kept_reader_as_from_batch_check(committed_repo: Repo) -> None:
+    git = Git(committed_repo.root)
+    blobs = _blobs(committed_repo)
+    alone = git.blob_sizes(blobs)
+    assert alone == {b: len(data) for b, data in zip(blobs, CONTENTS, strict=True)}
+    with git.kept_processes():
+        assert git.blob_sizes(blobs) == alone
+        pid = _reader_pid(git)
+        with pytest.raises(GitError, match="missing"):
+            git.blob_sizes(["1" * 40])
+        assert git.blob_bytes(blobs[1]) == CONTENTS[1]  # in step after the miss
+        assert _reader_pid(git) == pid
+
+
+def test_a_git_without_batch_command_reads_the_one_shot_way(
+    committed_repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older git refuses ``--batch-command``: its kept process ends at once, and every
+    read is still answered, by a call of its own."""
+    git = Git(committed_repo.root)
+    blobs = _blobs(committed_repo)
+    original = Git._helper
+
+    def older(self: Git, kind: type, *args: str) -> object:
+        if args == ("cat-file", "--batch-command"):
+            args = ("cat-file", "--no-such-batch-mode")
+        return original(self, kind, *args)
+
+    monkeypatch.setattr(Git, "_helper", older)
+    with git.kept_processes():
+        assert git.read_blobs(blobs) == dict(zip(blobs, CONTENTS, strict=True))
+        assert git.blob_sizes(blobs) == {b: len(d) for b, d in zip(blobs, CONTENTS, strict=True)}
+        assert git.blob_bytes(blobs[2]) == CONTENTS[2]

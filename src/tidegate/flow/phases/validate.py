@@ -8,11 +8,11 @@ from tidegate.git import Git
 from tidegate.validate.comments import objective_allows_comment_changes, rewritten_comments
 from tidegate.validate.config_guard import config_problems
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff
-from tidegate.validate.policy import change_stats, check_change, nested_writes
+from tidegate.validate.policy import check_change, diff_and_stats, nested_writes
 from tidegate.validate.shapes import shape_problems
 from tidegate.validate.syntax import check_change as check_new_contents
 from tidegate.workspace.candidate import DiffRefused, build_candidate
-from tidegate.workspace.changes import PathChange, diff_trees
+from tidegate.workspace.changes import PathChange
 
 
 def validate(state: RunState) -> str:
@@ -49,10 +49,9 @@ def validate(state: RunState) -> str:
         tree = build_candidate(git, t0, proposal, index_file, t0_index, paths=named)
     state.attempt.proposal = proposal  # APPLY reproduces exactly what is judged here
     state.notes.extend(f"attempt {state.attempt.number}: {note}" for note in notes)
-    changes = diff_trees(git, state.snapshot.commit, tree)
+    changes, stats = diff_and_stats(git, state.snapshot.commit, tree)
     if not changes:
         raise PhaseError(ErrorClass.LOGIC, "the proposal changes nothing at T0", retryable=False)
-    stats = change_stats(git, state.snapshot.commit, tree)
     problems = check_change(
         git, changes, stats, state.shadow.path, state.config.validate_, state.repo.root
     )

@@ -7,7 +7,7 @@ import re
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
 from tidegate.git import no_index
-from tidegate.workspace.tree_walk import tree_entries
+from tidegate.workspace.tree_walk import root_tree, tree_entries
 
 _PATH_TOKEN = re.compile(r"[\w./-]+\.[A-Za-z0-9]+|[\w.-]+/[\w./-]+")
 
@@ -29,8 +29,13 @@ def context(state: RunState) -> str:
     git = state.repo.git
     snap = state.snapshot
     tree_only = no_index()  # a tree-to-tree listing: the work tree's index is not needed
-    dirty = git.run("diff-tree", "-r", "--name-only", "-z", snap.head, snap.commit, env=tree_only)
-    dirty_count = len([p for p in dirty.stdout.split(b"\0") if p])
+    if snap.tree is not None and root_tree(git, snap.head) == snap.tree:
+        dirty_count = 0  # T0 is HEAD's tree (through the kept reader: no process)
+    else:
+        dirty = git.run(
+            "diff-tree", "-r", "--name-only", "-z", snap.head, snap.commit, env=tree_only
+        )
+        dirty_count = len([p for p in dirty.stdout.split(b"\0") if p])
     staged_count = 0
     if snap.index_tree is not None and snap.index_tree == snap.tree:
         staged_count = dirty_count  # nothing unstaged: the index is T0's tree

@@ -194,63 +194,46 @@ class _BatchReader(_Kept):
 
     def sizes(self, oids: Sequence[str]) -> dict[str, int] | None:
         """``oids``' sizes (``info``: the header alone, whatever the object's size)."""
+        got = self._ask(b"info", oids, None)
+        return None if got is None else {oid: size for oid, (size, _data) in got.items()}
+
+    def read(self, oids: Sequence[str], only: bytes | None = None) -> dict[str, bytes] | None:
+        """``oids``' contents; None (the caller asks git once) also when ``only`` names an
+        object type and an object is of another."""
+        got = self._ask(b"contents", oids, only)
+        return None if got is None else {oid: data for oid, (_size, data) in got.items()}
+
+    def _ask(
+        self, command: bytes, oids: Sequence[str], only: bytes | None
+    ) -> dict[str, tuple[int, bytes]] | None:
+        """``command`` (``info``, ``contents``) for each of ``oids``: size and content."""
         if not all(_OBJECT_ID.fullmatch(oid) for oid in oids):
             return None
         with self._lock:
             proc = self._proc
             if proc is None or proc.stdin is None or proc.stdout is None:
                 return None
-            out: dict[str, int] = {}
+            out: dict[str, tuple[int, bytes]] = {}
             try:
                 for oid in oids:
-                    proc.stdin.write(b"info " + oid.encode() + b"\n")
+                    proc.stdin.write(command + b" " + oid.encode() + b"\n")
                     proc.stdin.flush()
                     header = proc.stdout.readline()
                     fields = header.split()
                     if len(fields) != 3:
                         if header.endswith((b" missing\n", b" ambiguous\n")):
                             raise GitError(
-                                ["cat-file", "--batch-check"], 0, header.decode().strip()
+                                ["cat-file", command.decode()], 0, header.decode().strip()
                             )
                         raise OSError(f"cat-file said {header[:80]!r}")
-                    out[oid] = int(fields[2])
-            except GitError:
-                raise
-            except (OSError, ValueError):
-                self._stop()
-                return None
-            except BaseException:
-                self._stop()
-                raise
-            return out
-
-    def read(self, oids: Sequence[str], only: bytes | None = None) -> dict[str, bytes] | None:
-        """``oids``' contents; None (the caller asks git once) also when ``only`` names an
-        object type and an object is of another."""
-        if not all(_OBJECT_ID.fullmatch(oid) for oid in oids):
-            return None
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.stdin is None or proc.stdout is None:
-                return None
-            out: dict[str, bytes] = {}
-            try:
-                for oid in oids:
-                    proc.stdin.write(b"contents " + oid.encode() + b"\n")
-                    proc.stdin.flush()
-                    header = proc.stdout.readline()
-                    fields = header.split()
-                    if len(fields) != 3:
-                        if header.endswith((b" missing\n", b" ambiguous\n")):
-                            raise GitError(["cat-file", "--batch"], 0, header.decode().strip())
-                        raise OSError(f"cat-file said {header[:80]!r}")
-                    size = int(fields[2])
-                    data = proc.stdout.read(size + 1)
-                    if len(data) != size + 1:
-                        raise OSError("cat-file ended mid-object")
+                    size, data = int(fields[2]), b""
+                    if command == b"contents":
+                        data = proc.stdout.read(size + 1)
+                        if len(data) != size + 1:
+                            raise OSError("cat-file ended mid-object")
                     if only is not None and fields[1] != only:
                         return None  # the process is in step: the answer was read whole
-                    out[oid] = data[:size]
+                    out[oid] = (size, data[:size])
             except GitError:
                 raise  # an answer like any other: the process goes on
             except (OSError, ValueError):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._git_calls import record_git_calls
 from tests.conftest import Repo
-from tidegate import git as git_module
 from tidegate.workspace.repo import discover
 from tidegate.workspace.snapshot import snapshot_trees
 
@@ -86,14 +86,7 @@ def test_t0_is_what_git_says(
 ) -> None:
     _shape(committed_repo, shape)
     expected_staged, expected_tree = _git_answer(committed_repo, tmp_path)
-    calls: list[str] = []
-    original = git_module.Git.run
-
-    def run(self: git_module.Git, *args: str, **kwargs: object) -> object:
-        calls.append(args[0])
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(git_module.Git, "run", run)
+    calls = record_git_calls(monkeypatch)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     index_before = (committed_repo.root / ".git" / "index").read_bytes()

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from tests._git_calls import record_git_calls
 from tests.conftest import Repo
 from tidegate.workspace.repo import discover
 from tidegate.workspace.tree_walk import tree_entries
@@ -123,7 +124,6 @@ def test_a_tree_edit_reads_the_same_trees_through_the_kept_reader(
     changes: dict[str, tuple[str, None] | None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tidegate import git as git_module
     from tidegate.workspace.tree_edit import edit_tree
 
     repo, tree = odd_repo
@@ -131,14 +131,7 @@ def test_a_tree_edit_reads_the_same_trees_through_the_kept_reader(
     edit = {p: (e[0], blob) if e is not None else None for p, e in changes.items()}
     git = discover(repo.root).git
     plain = edit_tree(git, tree, edit)
-    calls: list[str] = []
-    original = git_module.Git.run
-
-    def run(self: git_module.Git, *args: str, **kwargs: object) -> object:
-        calls.append(args[0])
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(git_module.Git, "run", run)
+    calls = record_git_calls(monkeypatch)
     with git.kept_processes():
         kept = edit_tree(git, tree, edit)
     assert kept == plain

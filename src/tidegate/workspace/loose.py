@@ -77,10 +77,15 @@ def write_object(objects: Path, kind: str, data: bytes) -> str:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        with contextlib.suppress(FileExistsError):  # written meanwhile: the same bytes
+        try:
             os.link(temp, final)
+        except FileExistsError:
+            pass  # written meanwhile: the same bytes
+        except OSError:
+            os.replace(temp, final)  # no hard links here: git renames too
     finally:
-        os.unlink(temp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
     return oid
 
 

@@ -110,3 +110,19 @@ def test_a_sha256_repository_gets_its_objects_from_git(tmp_path: Path) -> None:
     tree = r.git("rev-parse", "HEAD^{tree}").strip()
     commit = write_commit(found, found.git, tree, found.head, "m")
     assert len(commit) == 64 and r.git("cat-file", "-t", commit).strip() == "commit"
+
+
+def test_a_file_system_without_hard_links_gets_the_object_renamed_into_place(
+    committed_repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = discover(committed_repo.root)
+    objects = objects_dir(repo)
+    assert objects is not None
+
+    def no_links(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError("hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    oid = write_object(objects, "blob", b"renamed into place\n")
+    assert committed_repo.git("cat-file", "blob", oid) == "renamed into place\n"
+    assert not list((objects / oid[:2]).glob("tmp_obj_*"))

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests._warm import EDIT, SCRIPT, cli, served, warm_server
+from tests._warm import EDIT, TIDEGATE, cli, served, warm_server
 from tests.conftest import Repo, requires_containment
 
 __all__ = ["warm_server"]
 
 
 def _run_args(repo: Repo) -> list[str]:
-    return [str(SCRIPT), "run", "--repo", str(repo.root), "--objective", EDIT, "--json"]
+    return [*TIDEGATE, "run", "--repo", str(repo.root), "--objective", EDIT, "--json"]
 
 
 def _wrapped(prefix: list[str], repo: Repo) -> dict[str, object]:

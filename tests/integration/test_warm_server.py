@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._warm import EDIT, SCRIPT, cli, served, warm_server
+from tests._warm import EDIT, TIDEGATE, cli, served, warm_server
 from tests.conftest import Repo
 
 __all__ = ["warm_server"]  # the fixture, imported for the tests below
@@ -43,7 +43,7 @@ def test_a_run_through_the_server_is_the_run_without_it(
     committed_repo.git("checkout", "--", "calc.py")
     plain = cli(*args, cwd=committed_repo.root, env=OFF)
     assert plain.returncode == 0 and served() == 1
-    keys = ("status", "mode", "attempts", "message", "changed_paths")
+    keys = ("status", "mode", "attempts", "message", "changed_files", "applied_files", "diff")
     assert {k: report.get(k) for k in keys} == {k: json.loads(plain.stdout).get(k) for k in keys}
 
 
@@ -95,8 +95,6 @@ def test_failure_exit_codes_and_error_lines_are_the_same(
 def test_changed_code_is_refused_and_the_server_stops(committed_repo: Repo, tmp_path: Path) -> None:
     """A server whose code changed on disk serves no more runs: the client runs the command
     itself, and the server exits. (Its own copy of the source, to touch a file of it.)"""
-    if not SCRIPT.exists():
-        pytest.skip(f"no console script at {SCRIPT}")
     src = tmp_path / "src"
     shutil.copytree(Path(__file__).resolve().parents[2] / "src", src)
     env = {"PYTHONPATH": str(src)}
@@ -124,7 +122,7 @@ def _interrupted(repo: Repo, sig: int, env: dict[str, str]) -> tuple[int, bytes]
     marker = repo.root.parent / "verify-started"
     marker.unlink(missing_ok=True)
     proc = subprocess.Popen(
-        [str(SCRIPT), "run", "--repo", str(repo.root), "--objective", EDIT,
+        [*TIDEGATE, "run", "--repo", str(repo.root), "--objective", EDIT,
          "--verify", f"touch {marker}; sleep 120", "--containment", "none"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env},
     )  # fmt: skip
@@ -157,7 +155,7 @@ def test_a_killed_client_ends_its_run(committed_repo: Repo, warm_server: int) ->
     before = _state(committed_repo)
     marker = committed_repo.root.parent / "verify-started"
     proc = subprocess.Popen(
-        [str(SCRIPT), "run", "--repo", str(committed_repo.root), "--objective", EDIT,
+        [*TIDEGATE, "run", "--repo", str(committed_repo.root), "--objective", EDIT,
          "--verify", f"touch {marker}; sleep 120", "--containment", "none"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -194,7 +194,7 @@ def _hand_over(sock: socket, args: list[str]) -> int | None:
         sent = sock.sendmsg([payload], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
         if sent < len(payload):
             sock.sendall(payload[sent:])
-        reply = _read_reply(sock)
+        reply = sock.recv(4096)  # "A" (the child took over), or why not
     except OSError:
         return None
     finally:
@@ -203,12 +203,6 @@ def _hand_over(sock: socket, args: list[str]) -> int | None:
         return None  # refused (or gone before the child took over): nothing ran
     sock.settimeout(None)
     return _follow(sock, reply[1:])
-
-
-def _read_reply(sock: socket) -> bytes:
-    """The first byte the server answers (with what came along with it)."""
-    data = sock.recv(4096)
-    return data
 
 
 def _follow(sock: socket, pending: bytes) -> int:

@@ -29,18 +29,13 @@ class ChangeStats:
     binary: tuple[str, ...]
 
 
-def change_stats(git: Git, old_tree: str, new_tree: str) -> ChangeStats:
-    """Lines added and removed, and the binary paths, between two trees. Without the
-    index (``no_index``: most of the call's time on a large repository): git then reads
-    the ``diff``/``binary`` attributes from the work tree's ``.gitattributes`` files alone,
-    which is what T0 holds; with it, a ``.gitattributes`` deleted from the work tree but
-    still in the index would count too."""
-    return diff_and_stats(git, old_tree, new_tree)[1]
-
-
 def diff_and_stats(git: Git, old_tree: str, new_tree: str) -> tuple[list[PathChange], ChangeStats]:
-    """``diff_trees`` and ``change_stats`` of the same two trees from one ``diff-tree``
-    (``--raw --numstat``: the raw records, then the counts)."""
+    """What changed between two trees (``diff_trees``), and its size: lines added and
+    removed, and the binary paths. One ``diff-tree --raw --numstat`` (the raw records,
+    then the counts), without the index (``no_index``: most of a call's time on a large
+    repository): git then reads the ``diff``/``binary`` attributes from the work tree's
+    ``.gitattributes`` files alone, which is what T0 holds; with it, a ``.gitattributes``
+    deleted from the work tree but still in the index would count too."""
     out = git.run(
         "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", old_tree, new_tree,
         env=no_index(),

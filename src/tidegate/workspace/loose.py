@@ -31,7 +31,7 @@ import time
 import zlib
 from pathlib import Path
 
-from tidegate.git import IDENTITY, Git
+from tidegate.git import IDENTITY
 from tidegate.workspace.repo import Repository
 
 _HEX = re.compile(r"[0-9a-f]{40}")
@@ -55,62 +55,89 @@ def objects_dir(repo: Repository) -> Path | None:
     return objects
 
 
-def write_object(objects: Path, kind: str, data: bytes) -> str:
-    """Write one object (``blob``, ``commit``) into ``objects``; its id."""
+def write_object(objects: Path, kind: str, data: bytes) -> str | None:
+    """Write one object (``blob``, ``commit``) into ``objects``; its id. None, and git is
+    left to write it, when its directory is not a plain directory or its name is taken by
+    anything but a file: every step below goes through the directory's descriptor, opened
+    without following a link, so nothing planted there sends a write elsewhere."""
     body = f"{kind} {len(data)}\0".encode() + data
     oid = hashlib.sha1(body, usedforsecurity=False).hexdigest()
-    directory = objects / oid[:2]
-    final = directory / oid[2:]
-    try:
-        os.utime(final)  # there already: freshened, as git does, so no prune takes it
-        return oid
-    except FileNotFoundError:
-        pass
+    name = oid[2:]
     with contextlib.suppress(FileExistsError):
-        os.mkdir(directory, 0o777)  # as git: the umask decides
-    temp = directory / f"tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o444)
+        os.mkdir(objects / oid[:2], 0o777)  # as git: the umask decides
+    try:
+        dir_fd = os.open(
+            objects / oid[:2], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        )
+    except OSError:
+        return None
     try:
         try:
-            view = memoryview(zlib.compress(body, 1))  # core.looseCompression's default
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            # there already: freshened, as git does, so that no prune takes it
+            os.utime(name, dir_fd=dir_fd, follow_symlinks=False)
+            return oid
+        _write_new(dir_fd, name, zlib.compress(body, 1))  # core.looseCompression's default
+    finally:
+        os.close(dir_fd)
+    return oid
+
+
+def _write_new(dir_fd: int, name: str, compressed: bytes) -> None:
+    """A temporary file in the directory, linked into place (renamed where the file
+    system has no hard links, as git does)."""
+    temp = f"tmp_obj_{os.getpid()}_{os.urandom(6).hex()}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(temp, flags, 0o444, dir_fd=dir_fd)
+    try:
+        try:
+            view = memoryview(compressed)
             while view:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         try:
-            os.link(temp, final)
+            os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except FileExistsError:
             pass  # written meanwhile: the same bytes
         except OSError:
-            os.replace(temp, final)  # no hard links here: git renames too
+            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-    return oid
+            os.unlink(temp, dir_fd=dir_fd)
 
 
 def write_blob(repo: Repository, data: bytes) -> str:
     """``git hash-object -w --stdin`` (no filters: the bytes as given)."""
     objects = objects_dir(repo)
-    if objects is None:
-        return repo.git.run("hash-object", "-w", "--stdin", input=data).text.strip()
-    return write_object(objects, "blob", data)
+    oid = write_object(objects, "blob", data) if objects is not None else None
+    if oid is None:
+        oid = repo.git.run("hash-object", "-w", "--stdin", input=data).text.strip()
+    return oid
 
 
-def write_commit(repo: Repository, git: Git, tree: str, parent: str, message: str) -> str:
+def write_commit(repo: Repository, tree: str, parent: str, message: str) -> str:
     """``git commit-tree TREE -p PARENT -m MESSAGE`` with tidegate's identity."""
     objects = objects_dir(repo)
-    if objects is None or not all(_HEX.fullmatch(oid) for oid in (tree, parent)):
-        return git.out("commit-tree", tree, "-p", parent, "-m", message, env=IDENTITY)
-    now = int(time.time())
-    offset = time.localtime(now).tm_gmtoff
-    sign = "-" if offset < 0 else "+"
-    offset = abs(offset) // 60
-    stamp = f"{now} {sign}{offset // 60:02d}{offset % 60:02d}"
-    author = f"{IDENTITY['GIT_AUTHOR_NAME']} <{IDENTITY['GIT_AUTHOR_EMAIL']}> {stamp}"
-    committer = f"{IDENTITY['GIT_COMMITTER_NAME']} <{IDENTITY['GIT_COMMITTER_EMAIL']}> {stamp}"
-    text = (
-        f"tree {tree}\nparent {parent}\nauthor {author}\ncommitter {committer}\n\n"
-        f"{message.rstrip(chr(10))}\n"
-    )
-    return write_object(objects, "commit", text.encode())
+    oid = None
+    if objects is not None and all(_HEX.fullmatch(o) for o in (tree, parent)):
+        now = int(time.time())
+        offset = time.localtime(now).tm_gmtoff
+        sign = "-" if offset < 0 else "+"
+        offset = abs(offset) // 60
+        stamp = f"{now} {sign}{offset // 60:02d}{offset % 60:02d}"
+        author = f"{IDENTITY['GIT_AUTHOR_NAME']} <{IDENTITY['GIT_AUTHOR_EMAIL']}> {stamp}"
+        committer = f"{IDENTITY['GIT_COMMITTER_NAME']} <{IDENTITY['GIT_COMMITTER_EMAIL']}> {stamp}"
+        text = (
+            f"tree {tree}\nparent {parent}\nauthor {author}\ncommitter {committer}\n\n"
+            f"{message.rstrip(chr(10))}\n"
+        )
+        oid = write_object(objects, "commit", text.encode())
+    if oid is None:
+        oid = repo.git.out("commit-tree", tree, "-p", parent, "-m", message, env=IDENTITY)
+    return oid

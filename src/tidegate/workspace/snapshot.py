@@ -151,7 +151,7 @@ def _staged_tree(git: Git, index: Path) -> str | None:
 def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot:
     """T0 as commits on HEAD, under the run's refs (both created in one transaction)."""
     git = repo.git
-    commit = write_commit(repo, git, trees.tree, repo.head, f"tidegate T0 for run {run_id}")
+    commit = write_commit(repo, trees.tree, repo.head, f"tidegate T0 for run {run_id}")
     snapshot = T0Snapshot(
         run_id=run_id,
         head=repo.head,
@@ -163,9 +163,7 @@ def record_snapshot(repo: Repository, run_id: str, trees: T0Trees) -> T0Snapshot
     # Both refs in one transaction; "create": neither may exist yet.
     refs = [(snapshot.ref, commit)]
     if trees.index_tree is not None:
-        staged = write_commit(
-            repo, git, trees.index_tree, repo.head, f"tidegate T0 index for {run_id}"
-        )
+        staged = write_commit(repo, trees.index_tree, repo.head, f"tidegate T0 index for {run_id}")
         refs.append((f"{REF_PREFIX}/{run_id}/index", staged))
     git.create_refs(refs)
     return snapshot

@@ -17,7 +17,7 @@ import hashlib
 
 from tidegate.errors import GitError
 from tidegate.git import Git
-from tidegate.workspace.tree_walk import root_tree
+from tidegate.workspace.tree_walk import parse_tree, root_tree
 
 Entry = tuple[str, str]
 """(mode as git writes it in a tree, e.g. ``100644`` or ``40000``; object id in hex)."""
@@ -35,7 +35,10 @@ def edit_tree(git: Git, base: str, changes: dict[str, Entry | None]) -> str | No
     dirs = _ancestors(changes)
     if any(path in dirs for path in changes):
         return None  # a path changed both as a file and as a directory
-    trees = _read_trees(git, base, dirs, id_bytes)
+    try:
+        trees = _read_trees(git, base, dirs, id_bytes)
+    except ValueError:
+        return None  # a tree that does not parse: the index way lets git say so
     if trees is None:
         return None
     rebuilt = _rebuild(trees, dirs, changes, id_bytes)
@@ -90,7 +93,7 @@ def _read_trees(
         if len(header) != 3 or header[1] != b"tree":
             return None  # a file (or anything else) where a directory is needed
         size = int(header[2])
-        trees[d] = _parse_tree(out[pos : pos + size], id_bytes)
+        trees[d] = parse_tree(out[pos : pos + size], id_bytes)
         pos += size + 1
     return trees
 
@@ -120,22 +123,10 @@ def _read_kept_trees(
             raw = git.kept_object(oid, b"tree")
             if raw is None:
                 return None
-            trees[d] = _parse_tree(raw, id_bytes)
+            trees[d] = parse_tree(raw, id_bytes)
     except (GitError, KeyError, ValueError):
         return None
     return trees
-
-
-def _parse_tree(raw: bytes, id_bytes: int) -> dict[str, Entry]:
-    entries: dict[str, Entry] = {}
-    pos = 0
-    while pos < len(raw):
-        space = raw.index(b" ", pos)
-        nul = raw.index(b"\0", space)
-        name = raw[space + 1 : nul].decode("utf-8", "surrogateescape")
-        entries[name] = (raw[pos:space].decode(), raw[nul + 1 : nul + 1 + id_bytes].hex())
-        pos = nul + 1 + id_bytes
-    return entries
 
 
 def _rebuild(

@@ -20,8 +20,9 @@ from tidegate.git import Git
 
 Entry = tuple[str, str, str]
 """(mode as ls-tree prints it, type, object id)."""
-_Tree = dict[bytes, tuple[int, str]]
-_cache: weakref.WeakKeyDictionary[Git, dict[str, _Tree]] = weakref.WeakKeyDictionary()
+Tree = dict[str, tuple[str, str]]
+"""A parsed tree object (``parse_tree``)."""
+_cache: weakref.WeakKeyDictionary[Git, dict[str, Tree]] = weakref.WeakKeyDictionary()
 
 
 def tree_entries(git: Git, treeish: str, paths: Sequence[str]) -> dict[str, Entry] | None:
@@ -72,7 +73,7 @@ def root_tree(git: Git, treeish: str) -> str | None:
 
 def _walk(git: Git, root: str, path: str) -> Entry | None:
     tree = root
-    parts = [os.fsencode(p) for p in path.split("/")]
+    parts = path.split("/")
     for depth, name in enumerate(parts):
         entries = _tree(git, tree)
         if entries is None:
@@ -80,7 +81,7 @@ def _walk(git: Git, root: str, path: str) -> Entry | None:
         hit = entries.get(name)
         if hit is None:
             return _ABSENT
-        mode, oid = hit
+        mode, oid = _canonical(int(hit[0], 8)), hit[1]
         if depth == len(parts) - 1:
             kind = "tree" if mode == 0o040000 else "commit" if mode == 0o160000 else "blob"
             return f"{mode:06o}", kind, oid
@@ -90,7 +91,7 @@ def _walk(git: Git, root: str, path: str) -> Entry | None:
     return _ABSENT
 
 
-def _tree(git: Git, oid: str) -> _Tree | None:
+def _tree(git: Git, oid: str) -> Tree | None:
     trees = _cache.setdefault(git, {})
     if oid in trees:
         return trees[oid]
@@ -100,18 +101,25 @@ def _tree(git: Git, oid: str) -> _Tree | None:
         return None
     if data is None:
         return None
-    size = len(oid) // 2  # 20 bytes of SHA-1, 32 of SHA-256
-    entries: _Tree = {}
+    trees[oid] = entries = parse_tree(data, len(oid) // 2)
+    return entries
+
+
+def parse_tree(raw: bytes, id_bytes: int) -> Tree:
+    """A tree object's entries: name -> (mode as stored, such as ``100644`` or ``40000``;
+    object id). ``id_bytes``: 20 for SHA-1, 32 for SHA-256. ValueError for a tree that
+    does not parse."""
+    entries: Tree = {}
     pos = 0
-    while pos < len(data):
-        space = data.index(b" ", pos)
-        nul = data.index(b"\0", space)
-        raw = data[nul + 1 : nul + 1 + size]
-        if len(raw) != size:
+    while pos < len(raw):
+        space = raw.index(b" ", pos)
+        nul = raw.index(b"\0", space)
+        oid = raw[nul + 1 : nul + 1 + id_bytes]
+        if len(oid) != id_bytes:
             raise ValueError("a truncated tree entry")
-        entries.setdefault(data[space + 1 : nul], (_canonical(int(data[pos:space], 8)), raw.hex()))
-        pos = nul + 1 + size
-    trees[oid] = entries
+        name = raw[space + 1 : nul].decode("utf-8", "surrogateescape")
+        entries[name] = (raw[pos:space].decode("ascii"), oid.hex())
+        pos = nul + 1 + id_bytes
     return entries
 
 

@@ -48,7 +48,7 @@ def test_a_blob_is_the_one_git_would_write(committed_repo: Repo) -> None:
 def test_a_commit_is_a_valid_commit_on_its_parent(committed_repo: Repo) -> None:
     repo = discover(committed_repo.root)
     tree = committed_repo.git("rev-parse", "HEAD^{tree}").strip()
-    oid = write_commit(repo, repo.git, tree, repo.head, "tidegate T0 for run x")
+    oid = write_commit(repo, tree, repo.head, "tidegate T0 for run x")
     assert committed_repo.git("cat-file", "-t", oid).strip() == "commit"
     assert committed_repo.git("rev-parse", f"{oid}^{{tree}}").strip() == tree
     assert committed_repo.git("rev-parse", f"{oid}^").strip() == repo.head
@@ -108,7 +108,7 @@ def test_a_sha256_repository_gets_its_objects_from_git(tmp_path: Path) -> None:
     found = discover(root)
     assert objects_dir(found) is None
     tree = r.git("rev-parse", "HEAD^{tree}").strip()
-    commit = write_commit(found, found.git, tree, found.head, "m")
+    commit = write_commit(found, tree, found.head, "m")
     assert len(commit) == 64 and r.git("cat-file", "-t", commit).strip() == "commit"
 
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/warm_run.py --from-repo DIR [--repeat 7] [--workdir DIR]
                                        [--shadow-dir DIR] [--src DIR] [--baseline OLD/src]
-                                       [--warm-server] [--trace] [--json]
+                                       [--trace] [--json]
 
 The part of ``bench/transaction.py --warm --status`` that needs no cold run (a cold run on
 a slow disk is minutes of checkout): the repository is copied (``cp -a``), one untimed
@@ -12,12 +12,6 @@ repeat run through the real CLI (a one-line structured edit, ``--verify true``, 
 afterwards) and ``git status --porcelain`` in the same tree, wall and CPU (user + system
 of the process and the children it waited for). Printed: the medians, the median of the
 per-round ratios (issue #12's target: at most 3) and the ratio of the CPU medians.
-
-``--warm-server`` adds a contender in the same rounds: the same run through a warm server
-(``tidegate warm start``, in a runtime directory of the benchmark's own), which forks a
-child of an interpreter that has imported the engine already. Its CPU is the client's
-alone (the child is the server's, not the client's), so only its wall time is compared.
-The plain contender then runs with ``TIDEGATE_WARM=off``.
 """
 
 from __future__ import annotations
@@ -63,11 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         help="another checkout's src/ timed as a third contender in the same rounds",
     )
     ap.add_argument("--tidegate", type=Path, default=ROOT / ".venv" / "bin" / "tidegate")
-    ap.add_argument(
-        "--warm-server",
-        action="store_true",
-        help="time the same run through a warm server too (tidegate warm start)",
-    )
     ap.add_argument("--trace", action="store_true", help="end with one traced warm run")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
@@ -89,12 +78,6 @@ def main(argv: list[str] | None = None) -> int:
         env["PYTHONPATH"] = str(args.src.resolve())
         args.tidegate = console_script(args.tidegate, scratch)
     base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())} if args.baseline else None
-    server_env: dict[str, str] | None = None
-    if args.warm_server:
-        runtime = workdir / "runtime"
-        runtime.mkdir(mode=0o700)
-        server_env = {**env, "XDG_RUNTIME_DIR": str(runtime)}
-        env["TIDEGATE_WARM"] = "off"
     try:
         log(f"copying {args.from_repo} to {repo}")
         subprocess.run(["cp", "-a", str(args.from_repo), str(repo)], check=True)
@@ -114,26 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             refresh(base_repo)
             tidegate_once(base_repo, scratch, base_cli, base_env, 0, warm_args)
             refresh(base_repo)
-        if server_env is not None:
-            started = subprocess.run(
-                [str(args.tidegate), "warm", "start", "--idle-timeout", "900"],
-                env=server_env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if started.returncode != 0:
-                raise SystemExit(f"tidegate warm start failed: {started.stderr.strip()}")
-            log(started.stdout.strip())
         warm: list[dict[str, Any]] = []
         base: list[dict[str, Any]] = []
-        served: list[dict[str, Any]] = []
         status: list[dict[str, float]] = []
-        contenders = (
-            ["warm", "status"]
-            + (["baseline"] if base_env else [])
-            + (["server"] if server_env else [])
-        )
+        contenders = ["warm", "status"] + (["baseline"] if base_env else [])
         for n in range(1, args.repeat + 1):
             shift = n % len(contenders)
             for which in contenders[shift:] + contenders[:shift]:
@@ -143,12 +110,6 @@ def main(argv: list[str] | None = None) -> int:
                     base.append(tidegate_once(base_repo, scratch, base_cli, base_env, n, warm_args))
                     log(f"round {n}: baseline --warm-shadow {base[-1]['seconds']:.3f}s")
                     refresh(base_repo)
-                elif which == "server":
-                    assert server_env is not None
-                    served.append(
-                        tidegate_once(repo, scratch, args.tidegate, server_env, n, warm_args)
-                    )
-                    log(f"round {n}: warm server {served[-1]['seconds']:.3f}s")
                 elif which == "warm":
                     warm.append(tidegate_once(repo, scratch, args.tidegate, env, n, warm_args))
                     log(f"round {n}: --warm-shadow {warm[-1]['seconds']:.3f}s")
@@ -179,33 +140,6 @@ def main(argv: list[str] | None = None) -> int:
                     3,
                 ),
             }
-        if served:
-            assert server_env is not None
-            check = subprocess.run(
-                [str(args.tidegate), "warm", "status", "--json"],
-                env=server_env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            answer = json.loads(check.stdout) if check.returncode == 0 else {}
-            if answer.get("served", 0) < len(served):
-                raise SystemExit(f"the warm server served {answer} of {len(served)} runs")
-            summary = status_summary(status, served)
-            result["server"] = {
-                "warm_s": [round(r["seconds"], 4) for r in served],
-                "median_s": round(statistics.median(r["seconds"] for r in served), 4),
-                "median_ratio": summary["median_ratio"],
-                "ratio_of_medians": summary["ratio_of_medians"],
-                "target_met": summary["target_met"],
-                "served": answer.get("served"),
-                "per_round_vs_plain": round(
-                    statistics.median(
-                        s["seconds"] / w["seconds"] for s, w in zip(served, warm, strict=True)
-                    ),
-                    3,
-                ),
-            }
         if args.trace:
             result["trace"] = traced_run(repo, scratch, args.tidegate, env)
         if args.json:
@@ -214,13 +148,6 @@ def main(argv: list[str] | None = None) -> int:
             print_result(result)
         return 0
     finally:
-        if server_env is not None:
-            subprocess.run(
-                [str(args.tidegate), "warm", "stop"],
-                env=server_env,
-                capture_output=True,
-                check=False,
-            )
         for tree in (repo, base_repo):
             if tree.is_dir():
                 subprocess.run(["git", "worktree", "prune"], cwd=tree, capture_output=True)
@@ -257,18 +184,6 @@ def print_result(r: dict[str, Any]) -> None:
         )
         print(f"  this / baseline        {b['median_ratio_to_baseline']:.2f}  (median per round)")
         print("  baseline runs (s): " + " ".join(f"{x:.2f}" for x in b["warm_s"]))
-    if "server" in r:
-        w = r["server"]
-        print(
-            f"through a warm server (tidegate warm start; {w['served']} runs served), same rounds:"
-        )
-        print(f"  median                 {w['median_s']:.3f} s  (CPU: in the server's child)")
-        print(
-            f"  median ratio           {w['median_ratio']:.2f}  (target <= 3; ratio of medians "
-            f"{w['ratio_of_medians']:.2f})"
-        )
-        print(f"  server / plain         {w['per_round_vs_plain']:.2f}  (median per round)")
-        print("  server runs (s): " + " ".join(f"{x:.2f}" for x in w["warm_s"]))
     if "trace" in r:
         print_trace(r["trace"])
 

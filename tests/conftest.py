@@ -39,11 +39,6 @@ def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("TIDEGATE_FORBID_MODEL_NETWORK", "1")  # no test may reach a real model
     # Run records go to a per-test state root, never the user's own.
     monkeypatch.setenv("TIDEGATE_STATE_ROOT", str(tmp_path_factory.mktemp("state")))
-    # No CLI call of a test reaches a warm server the developer has running (nor one of
-    # another test): a runtime directory of its own, empty unless the test starts one.
-    runtime = tmp_path_factory.mktemp("runtime")
-    runtime.chmod(0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
 
 
 def git(root: Path, *args: str, input: bytes | None = None) -> str:

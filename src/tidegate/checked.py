@@ -226,19 +226,6 @@ class Checked:
         return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
 
 
-def resolve_all() -> int:
-    """Resolve the fields of every record class imported so far (what each does at its
-    first use: ``typing.get_type_hints`` compiles every string annotation). For the warm
-    server (``tidegate.cli.warm_server``), so that its runs start with them resolved."""
-    pending, count = list(Checked.__subclasses__()), 0
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        cls._checked_fields()
-        count += 1
-    return count
-
-
 def _dump(value: Any, json_mode: bool, by_alias: bool) -> Any:
     if isinstance(value, Checked):
         return value.model_dump(mode="json" if json_mode else "python", by_alias=by_alias)

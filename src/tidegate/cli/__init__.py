@@ -21,8 +21,7 @@ __all__ = ["app", "entry", "main"]
 
 
 def entry() -> int:
-    """The console script: a run handed to the warm server when one is listening
-    (``tidegate.cli.warm_client``), else ``main``, then, after a run, an exit that skips the
+    """The console script: ``main``, then, after a run, an exit that skips the
     interpreter's teardown when nothing is left for it to do. Tearing down the engine's
     modules (pydantic's schemas, typer, ~400 modules) takes 50-70 ms after a run has
     finished and said everything. Only after a run whose body closed its store (SQLite's
@@ -30,11 +29,6 @@ def entry() -> int:
     no thread but this one: the streams are flushed and the process ends at once. Every
     other command (which may hold connections or files the teardown would close) exits
     the ordinary way."""
-    from tidegate.cli.warm_client import run_remotely
-
-    remote = run_remotely(sys.argv[1:])
-    if remote is not None:
-        return remote
     code = main()
     runcmd = sys.modules.get("tidegate.cli.runcmd")
     if runcmd is None or not getattr(runcmd, "finished_cleanly", False):

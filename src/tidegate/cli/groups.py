@@ -40,12 +40,10 @@ def add_groups(app: typer.Typer) -> None:
     from tidegate.cli.mcp import mcp_app
     from tidegate.cli.operator import operator_apps
     from tidegate.cli.tools import tools_app
-    from tidegate.cli.warm import warm_app
 
     app.add_typer(ledger_app, name="ledger")
     app.add_typer(tools_app, name="tools")
     app.add_typer(mcp_app, name="mcp")
     app.add_typer(gym_app, name="gym")
-    app.add_typer(warm_app, name="warm")
     for operator_app in operator_apps():
         app.add_typer(operator_app, hidden=operator_app.info.name == OPERATOR_REVIEW)

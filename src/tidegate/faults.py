@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import os
 import signal
-import subprocess
 
 ENV = "TIDEGATE_FAULT"
 RUN_ENV = "TIDEGATE_FAULT_RUN"
@@ -47,8 +46,7 @@ def _trigger(point: str, kind: str) -> None:
     elif kind == "term":
         os.kill(os.getpid(), signal.SIGTERM)
     elif kind == "run":
-        # through the one published interpreter, never an implicit shell
-        subprocess.run(["/bin/sh", "-c", os.environ.get(RUN_ENV, "true")], check=False)
+        _run_fault_command(os.environ.get(RUN_ENV, "true"))
     else:
         code = getattr(errno, kind, None)
         if not isinstance(code, int):
@@ -66,3 +64,22 @@ def maybe_fail(point: str) -> None:
         if not kind:
             raise OSError(errno.EIO, f"injected fault at {point}")
         _trigger(point, kind)
+
+
+def _run_fault_command(command: str) -> None:
+    """The crash tests' ``=run`` command, set by whoever runs tidegate (the test): through
+    the one runner, in this process's working directory, as the user's own command."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tidegate.exec.guard import Clearance
+    from tidegate.exec.runner import run_command, shell_argv
+
+    spill = Path(tempfile.mkdtemp(prefix="tidegate-fault-"))
+    try:
+        run_command(
+            shell_argv(command), Path.cwd(), 600, spill, label="fault", clearance=Clearance.user()
+        )
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)

@@ -95,6 +95,8 @@ class ChangeTool:
             verify=arguments.get("verify"),
             planner="given",
             max_attempts=1,
+            # the client chose the change and the command: contained, or refused
+            origin="mcp-client",
         )
         store = open_run_store(request.repo, self.state_root)
         try:

@@ -99,6 +99,7 @@ def run_batch(
     containment: a dry run that cannot be enforced is refused, not run. ``masked``: files
     of its tree it sees empty and read-only under containment (withheld secrets)."""
     from tidegate.exec.containment import ContainmentPolicy
+    from tidegate.exec.guard import Clearance, Origin
     from tidegate.exec.runner import run_command
 
     program = contract.find_program()
@@ -146,6 +147,9 @@ def run_batch(
         spill_dir,
         env=env,
         label="agent",
+        # ``none`` comes only from the user's own --containment none (agent planners
+        # default to required): their approval to run the agent uncontained
+        clearance=Clearance(Origin.AGENT, "--containment none" if containment == "none" else None),
         containment=policy,
         credentials=agent_credentials(contract),
     )

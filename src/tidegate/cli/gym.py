@@ -19,6 +19,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 StateRootOpt = Annotated[
     str | None, typer.Option("--state-root", help="Where the gym directory is.")
 ]
+AllowUncontainedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-uncontained",
+        help="Where bubblewrap is unusable, run the contestant's code and the benchmark's "
+        "tests on this machine uncontained (refused otherwise).",
+    ),
+]
 ContestantOpt = Annotated[
     str | None,
     typer.Option(
@@ -79,6 +87,7 @@ def gym_run(
     scenario: Annotated[str, typer.Argument(help="A scenario id (see gym list).")],
     contestant: ContestantOpt = None,
     state_root: StateRootOpt = None,
+    allow_uncontained: AllowUncontainedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run one scenario, isolated, and score it."""
@@ -86,7 +95,9 @@ def gym_run(
     from tidegate.gym.scenarios import load_scenario
 
     load_scenario(scenario)
-    document = run_scenario(scenario, contestant, _gym_root(state_root))
+    document = run_scenario(
+        scenario, contestant, _gym_root(state_root), allow_uncontained=allow_uncontained
+    )
     passed = (
         document["scorecard"]["correctness_checks_passed"]
         == document["scorecard"]["correctness_checks_total"]
@@ -125,6 +136,7 @@ def gym_run_suite(
     ] = "local",
     address: Annotated[str | None, typer.Option("--address", help="A Ray cluster address.")] = None,
     state_root: StateRootOpt = None,
+    allow_uncontained: AllowUncontainedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a suite's scenarios in parallel; each run is isolated."""
@@ -137,6 +149,7 @@ def gym_run_suite(
         workers=workers,
         executor=executor,
         address=address,
+        allow_uncontained=allow_uncontained,
     )
     lines = [
         f"suite {suite}: {len(result['runs'])} runs on {executor} x{workers} in {result['wall_time_s']} s"
@@ -174,6 +187,7 @@ def gym_swe(
         str | None, typer.Option("--python", help="The interpreter for the tests.")
     ] = None,
     state_root: StateRootOpt = None,
+    allow_uncontained: AllowUncontainedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run SWE-bench instances through the guarded engine: resolved / not-resolved."""
@@ -187,6 +201,7 @@ def gym_swe(
         contestant=contestant,
         only=instance or [],
         python=python,
+        allow_uncontained=allow_uncontained,
     )
     lines = [
         f"{r['instance_id']:<32} {r['status']}"

@@ -280,6 +280,14 @@ def run_(
         str | None,
         typer.Option("--state-root", help="Where the item runs are recorded (as for `run`)."),
     ] = None,
+    allow_uncontained: Annotated[
+        bool,
+        typer.Option(
+            "--allow-uncontained",
+            help="Where bubblewrap is unusable, run a plan's 'Verify:' command uncontained "
+            "(refused otherwise).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the next pending item as a guarded tidegate run and record its evidence."""
@@ -299,6 +307,7 @@ def run_(
         state_root=state_root,
         agent=agent,
         agent_model=agent_model,
+        allow_uncontained=allow_uncontained,
     )
     from tidegate.cli.render import ProgressPrinter, console
 

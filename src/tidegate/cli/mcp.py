@@ -56,7 +56,15 @@ def serve(
     from tidegate.mcp_server import serve as serve_stdio
 
     executor = open_cli_executor(
-        workspace, approval, mode, network, containment, doubles, state_root, validation_command
+        workspace,
+        approval,
+        mode,
+        network,
+        containment,
+        doubles,
+        state_root,
+        validation_command,
+        mcp_client=True,
     )
 
     def open_run() -> ToolRun | None:

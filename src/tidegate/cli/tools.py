@@ -83,7 +83,10 @@ def open_cli_executor(
     state_root: str | None,
     validation_command: str | None = None,
     grants: list[str] | None = None,
+    *,
+    mcp_client: bool = False,
 ) -> ToolExecutor:
+    from tidegate.exec.guard import Origin
     from tidegate.tools.host import open_executor
 
     return open_executor(
@@ -96,6 +99,7 @@ def open_cli_executor(
         state_root=state_root,
         validation_command=validation_command,
         grants=grants or (),
+        origin=Origin.MCP_CLIENT if mcp_client else Origin.USER,
     )
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Literal
 
 from tidegate.errors import CapabilityMismatch
+from tidegate.exec.guard import Clearance, admit, hidden_state_roots
 from tidegate.exec.trees import remove_tree
 from tidegate.exec.view import Bind, system_binds, toolchain_dirs
 
@@ -241,12 +242,14 @@ def _flags(binds: list[Bind]) -> list[str]:
 
 
 def hidden_paths(extra: tuple[Path, ...] = ()) -> list[str]:
-    """What no command may see: the state root (``$TIDEGATE_STATE_ROOT`` and the default
-    location), where the run records and the key that signs them live, and ``extra``."""
+    """What no command may see: the state roots (``$TIDEGATE_STATE_ROOT``, the default
+    location, and every root this process resolved, ``--state-root`` included), where the
+    run records and the key that signs them live, and ``extra``."""
     import platformdirs
 
     found = [os.environ.get(STATE_ROOT_ENV), platformdirs.user_state_dir("tidegate")]
-    return [os.path.realpath(p) for p in (*found, *extra) if p]
+    found += sorted(hidden_state_roots())
+    return list(dict.fromkeys(os.path.realpath(p) for p in (*found, *extra) if p))
 
 
 @dataclass
@@ -260,22 +263,30 @@ class Launch:
 
 @contextmanager
 def launch(
-    policy: ContainmentPolicy | None, cwd: Path, *, path: str | None = None
+    policy: ContainmentPolicy | None,
+    cwd: Path,
+    *,
+    clearance: Clearance,
+    path: str | None = None,
 ) -> Iterator[Launch]:
     """Prepare containment for one command in ``cwd``; clean its private dirs afterwards.
     ``path``: the command's PATH, whose toolchains outside HOME it may read.
 
-    Raises CapabilityMismatch (nothing spawned, nothing created) when the policy requires
-    containment and bubblewrap is missing or failed its probe.
+    This is the one gate every process started on someone's behalf passes: when the
+    command would run uncontained (``policy`` None, or bubblewrap unusable), the guard
+    (``tidegate.exec.guard.admit``) decides from ``clearance`` whether it may. Raises,
+    with nothing spawned and nothing created: CapabilityMismatch when the policy requires
+    containment and bubblewrap is missing or failed its probe; GuardRefused when a
+    command that is not the user's would run uncontained without approval.
     """
     if policy is None:
-        yield Launch([], {}, uncontained("containment not requested"))
+        yield host_launch(clearance)
         return
     found = probe(policy.bwrap)
     if not found.verified:
         if policy.required:
             raise CapabilityMismatch(f"containment is required but {found.reason}")
-        yield Launch([], {}, uncontained(f"{found.reason}; ran uncontained"))
+        yield Launch([], {}, uncontained(admit(clearance, f"{found.reason}; ran uncontained")))
         return
     exe = bwrap_executable(policy.bwrap)
     assert exe is not None  # the probe just found it
@@ -284,6 +295,24 @@ def launch(
         yield _bubblewrap(exe, policy, cwd, private, found.reason, path)
     finally:
         remove_tree(private)
+
+
+def host_launch(clearance: Clearance) -> Launch:
+    """The launch of a command that runs uncontained by design (containment off): the
+    guard's answer first, so only the user's own command, or an approved one, gets it."""
+    return Launch([], {}, uncontained(admit(clearance, "containment is off")))
+
+
+def uncontained_reason(policy: ContainmentPolicy | None) -> str | None:
+    """Why a command under ``policy`` would run uncontained (None: it would be contained,
+    or refused because containment is required): what ``launch`` hands the guard, for a
+    caller that must know before it prepares anything."""
+    if policy is None:
+        return "containment is off"
+    found = probe(policy.bwrap)
+    if found.verified or policy.required:
+        return None
+    return f"{found.reason}; ran uncontained"
 
 
 def _bubblewrap(

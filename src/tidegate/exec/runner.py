@@ -25,10 +25,12 @@ command was stopped.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import selectors
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -40,6 +42,7 @@ from typing import BinaryIO, Literal, Protocol
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
 from tidegate.exec.environment import command_environment, without_secrets
+from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
 
 SHELL = ("/bin/sh", "-c")
@@ -174,6 +177,7 @@ def run_command(
     env: Mapping[str, str] | None = None,
     label: str = "cmd",
     *,
+    clearance: Clearance,
     containment: ContainmentPolicy | None = None,
     deadline: float | None = None,
     cancel: threading.Event | None = None,
@@ -192,11 +196,14 @@ def run_command(
     secret-shaped variable (``tidegate.exec.environment``). Contained, its HOME and
     TMPDIR are private.
 
-    ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused). ``containment``:
-    None runs uncontained; a policy runs under bubblewrap when it passed its probe, and
-    raises CapabilityMismatch before spawning when the policy requires containment and it
-    did not. Output goes to ``spill_dir/<label>.stdout`` and ``.stderr``. ``spawn_hook``:
-    see ``SpawnHook``.
+    ``clearance``: who chose the command (``tidegate.exec.guard``): a command that is not
+    the user's runs uncontained only when approved, else GuardRefused before anything is
+    spawned. ``workspace``: when given, ``cwd`` must resolve inside it (CwdRefused).
+    ``containment``: None runs uncontained; a policy runs under bubblewrap when it passed
+    its probe, and raises CapabilityMismatch before spawning when the policy requires
+    containment and it did not. Output goes to ``spill_dir/<label>.stdout`` and
+    ``.stderr``, created without following a link planted there. ``spawn_hook``: see
+    ``SpawnHook``.
     """
     argv = list(argv)
     if workspace is not None:
@@ -208,11 +215,11 @@ def run_command(
         end, reason = deadline, "deadline"
     hooked = spawn_hook.launcher(cwd) if spawn_hook is not None else []
     base = command_environment(None, passthrough) if env is None else without_secrets(env)
-    with launch(containment, cwd, path=base.get("PATH")) as sandbox:
+    with launch(containment, cwd, clearance=clearance, path=base.get("PATH")) as sandbox:
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
         err_path = spill_dir / f"{label}.stderr"
-        with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
+        with _spill(out_path) as out_fh, _spill(err_path) as err_fh:
             out = _Stream(out_fh, stdout_limit, spill_limit)
             err = _Stream(err_fh, stderr_limit, spill_limit)
             stop: StopReason | None = None
@@ -252,6 +259,21 @@ def run_command(
         stray_output=stray,
         launcher=(*hooked, *sandbox.prefix),
     )
+
+
+def _spill(path: Path) -> BinaryIO:
+    """A spill file opened for writing without following a link planted at its name (a
+    command that can write the spill directory cannot redirect tidegate's write)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a planted FIFO or device
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "wb")
 
 
 def _spawn(argv: list[str], cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:

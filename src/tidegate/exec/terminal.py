@@ -40,6 +40,7 @@ from typing import BinaryIO
 import pexpect
 import pyte
 
+from tidegate.exec.containment import Launch
 from tidegate.sanitize import sanitize
 
 _ESCAPES = re.compile(
@@ -100,16 +101,22 @@ class Terminal:
         self,
         argv: Sequence[str],
         *,
+        launched: Launch,
         cwd: Path,
         env: Mapping[str, str],
         limits: TerminalLimits | None = None,
         spill: Path | None = None,
         echo: bool = True,
     ) -> None:
-        """``echo=False`` turns the PTY's echo off before the program starts (a shell
-        without line editing then shows its output only, not the typed commands)."""
+        """``launched``: what the guard and containment gave this program
+        (``tidegate.exec.containment.launch`` or ``host_launch``): its argv prefix and
+        environment go in front of ``argv`` and over ``env``. ``echo=False`` turns the
+        PTY's echo off before the program starts (a shell without line editing then shows
+        its output only, not the typed commands)."""
         if not argv or not os.path.isabs(argv[0]):
             raise ValueError("a terminal runs an explicit argv whose program is an absolute path")
+        argv = [*launched.prefix, *argv]
+        env = {**env, **launched.env}
         self.argv = list(argv)
         self.limits = limits or TerminalLimits()
         self.started = time.monotonic()

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from tidegate.checked import Checked, spec
+from tidegate.exec.guard import Clearance, Origin, least_trusted
 from tidegate.flow.modes import DEFAULT_VERIFY_TIMEOUT_S as DEFAULT_VERIFY_TIMEOUT_S
 from tidegate.flow.modes import Mode
 
@@ -29,6 +30,14 @@ class RunRequest(Checked):
     """Let VERIFY's command reach the network (contained commands have none otherwise)."""
     containment: Literal["auto", "required", "none"] | None = None
     """How VERIFY's command is contained; None: the repository's configuration."""
+    origin: Literal["user", "mcp-client", "repository", "benchmark"] = "user"
+    """Who chose ``verify`` and the proposal when the caller hands them in: the user (the
+    command line), an MCP client (``change_propose``), a repository's files (a ledger task),
+    a benchmark instance (the gym). Anything but the user's runs uncontained only with
+    approval (``tidegate.exec.guard``)."""
+    uncontained_approval: str | None = None
+    """The user's approval to run VERIFY uncontained when bubblewrap is unusable, naming
+    how it was given (``--allow-uncontained``); ``containment="none"`` is one too."""
     model: str | None = None
     """``openai:MODEL``, ``anthropic:MODEL`` or ``scripted:PATH``: a model plans and patches
     (``tidegate.planners.model``) instead of ``planner``."""
@@ -45,3 +54,21 @@ class RunRequest(Checked):
     (``tidegate.agent.dispatch``). Needs ``model``."""
     max_steps: int | None = spec(default=None, ge=1)
     """Most model requests the run may make (all phases and attempts together)."""
+
+
+def verify_clearance(request: RunRequest) -> Clearance:
+    """What the guard is told about VERIFY's command: the least trusted of whoever chose
+    the command and whoever wrote the code it runs (a model's or an agent's change is
+    their code, whoever chose ``pytest``; a ``scripted:`` model replays the user's own
+    file). ``--containment none`` on the command line is the user's approval to run it
+    uncontained; a configuration file never is."""
+    code = Origin.USER
+    if request.agent is not None:
+        code = Origin.AGENT
+    elif request.model is not None and not request.model.startswith("scripted:"):
+        code = Origin.MODEL
+    origin = least_trusted(Origin(request.origin), code)
+    approved = request.uncontained_approval
+    if request.containment == "none":
+        approved = "--containment none"
+    return Clearance(origin, approved)

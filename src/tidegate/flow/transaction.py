@@ -35,6 +35,7 @@ from tidegate.errors import (
     UsageError,
 )
 from tidegate.exec.containment import probe
+from tidegate.exec.guard import GuardRefused, admit
 from tidegate.faults import maybe_crash
 from tidegate.flow import headstart
 from tidegate.flow.headstart import new_run_id
@@ -67,7 +68,7 @@ from tidegate.flow.report import (
     PhaseEvent,
     VerifyOut,
 )
-from tidegate.flow.request import RunRequest
+from tidegate.flow.request import RunRequest, verify_clearance
 from tidegate.flow.state import AttemptState, RunState
 from tidegate.git import Git
 from tidegate.planners import Planner, planner_for
@@ -718,14 +719,28 @@ def changed_files(
 
 
 def containment_refusal(request: RunRequest, config: TidegateConfig) -> str | None:
-    """Why a run whose verification must be contained cannot be, or None."""
+    """Why a run whose verification cannot run as the user's policy says would be
+    refused anyway, or None: containment required and unavailable, or a command or code
+    that is not the user's that would run uncontained without approval (the guard's own
+    rule, ``tidegate.exec.guard``, asked here before anything is done or spent)."""
+    if request.verify is None:
+        return None
     mode = request.containment or config.containment.mode
-    if request.verify is None or mode != "required":
+    if mode == "required":
+        report = probe()
+        if report.verified:
+            return None
+        return f"containment is required but {report.reason}; nothing was run"
+    why = "containment is off" if mode == "none" else None
+    if why is None and not (report := probe()).verified:
+        why = f"{report.reason}; ran uncontained"
+    if why is None:
         return None
-    report = probe()
-    if report.verified:
-        return None
-    return f"containment is required but {report.reason}; nothing was run"
+    try:
+        admit(verify_clearance(request), why)
+    except GuardRefused as exc:
+        return str(exc)
+    return None
 
 
 def _bootstrap_failure(

@@ -4,11 +4,16 @@ the run's status, or a review finding that names a real path (and line)."""
 
 from __future__ import annotations
 
-import subprocess
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tidegate.errors import CapabilityMismatch
+from tidegate.exec.containment import policy_for
+from tidegate.exec.guard import Clearance
+from tidegate.exec.runner import run_command, shell_argv
 from tidegate.gym.scenarios import Check
 
 CHECK_TIMEOUT_S = 300.0
@@ -18,9 +23,22 @@ def expand(command: str) -> str:
     return command.replace("{python}", sys.executable)
 
 
-def run_check(check: Check, repo: Path, report: Any, state: Path | None = None) -> dict[str, Any]:
+def run_check(
+    check: Check,
+    repo: Path,
+    report: Any,
+    state: Path | None = None,
+    *,
+    clearance: Clearance,
+    spill_dir: Path,
+) -> dict[str, Any]:
+    """One check's verdict. A command check runs through the one runner, contained where
+    bubblewrap works (the run's repository writable, no network), else only as
+    ``clearance`` allows: it runs the contestant's code."""
     if check.kind == "active_goal":
         passed, detail = _active_goal(check, state)
+    elif check.kind == "command":
+        passed, detail = _command(check, repo, clearance, spill_dir)
     else:
         passed, detail = _evaluate(check, repo, report)
     return {"name": check.name, "kind": check.kind, "passed": passed, "detail": detail}
@@ -33,17 +51,29 @@ def _text(repo: Path, rel: str | None) -> str | None:
         return None
 
 
+def _command(check: Check, repo: Path, clearance: Clearance, spill_dir: Path) -> tuple[bool, str]:
+    assert check.run is not None
+    policy = policy_for("auto", network=False, writable=(repo,))
+    assert policy is not None
+    policy = replace(policy, executables=(sys.executable,))
+    try:
+        res = run_command(
+            shell_argv(expand(check.run)),
+            repo,
+            CHECK_TIMEOUT_S,
+            spill_dir,
+            label="check-" + re.sub(r"[^A-Za-z0-9_.-]", "_", check.name)[:60],
+            clearance=clearance,
+            containment=policy,
+        )
+    except CapabilityMismatch as exc:  # the guard refused it: nothing ran
+        return False, f"not run: {exc}"
+    if res.timed_out:
+        return False, f"timed out after {CHECK_TIMEOUT_S:.0f} s"
+    return res.exit_code == 0, f"exit {res.exit_code} ({res.containment.backend})"
+
+
 def _evaluate(check: Check, repo: Path, report: Any) -> tuple[bool, str]:
-    if check.kind == "command":
-        assert check.run is not None
-        try:
-            res = subprocess.run(
-                ["/bin/sh", "-c", expand(check.run)], cwd=repo, capture_output=True,
-                text=True, timeout=CHECK_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return False, f"timed out after {CHECK_TIMEOUT_S:.0f} s"
-        return res.returncode == 0, f"exit {res.returncode}"
     if check.kind == "file_contains":
         text = _text(repo, check.path)
         return text is not None and str(check.text) in text, f"{check.path} contains {check.text!r}"

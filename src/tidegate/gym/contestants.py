@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidegate.exec.guard import Origin
 from tidegate.errors import UsageError
 from tidegate.gym.scenarios import script_text
 
@@ -22,6 +23,16 @@ class Contestant:
     model: str | None = None
     agent: str | None = None
     agent_model: str | None = None
+
+    @property
+    def code_origin(self) -> Origin:
+        """Who writes the code this contestant's runs execute: a real model or an agent
+        CLI; a scripted model or planner replays a file the user chose."""
+        if self.agent:
+            return Origin.AGENT
+        if self.model and not self.model.startswith("scripted:"):
+            return Origin.MODEL
+        return Origin.USER
 
     @property
     def base_type(self) -> str:

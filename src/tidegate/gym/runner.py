@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tidegate.exec.guard import Clearance
 from tidegate.gym.checks import expand, run_check
 from tidegate.gym.contestants import Contestant, contestant
 from tidegate.gym.scenarios import Scenario, load_scenario
@@ -72,8 +73,16 @@ class _ConcurrentEdit:
 
 
 def run_scenario(
-    name: str, contestant_spec: str | None, gym_root: Path, *, keep: bool = False
+    name: str,
+    contestant_spec: str | None,
+    gym_root: Path,
+    *,
+    keep: bool = False,
+    allow_uncontained: bool = False,
 ) -> dict[str, Any]:
+    """Run one scenario, isolated, and score it. ``allow_uncontained``: the user's
+    approval (``--allow-uncontained``) to run the contestant's code without containment
+    where bubblewrap is unusable; without it such a run is refused by the guard."""
     scenario = load_scenario(name)
     started_ms = time.time_ns() // 1_000_000
     run_dir = gym_root / "runs" / scenario.id / f"{started_ms}-{secrets.token_hex(3)}"
@@ -81,6 +90,8 @@ def run_scenario(
     scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-gym-{scenario.id}-"))
     try:
         who = contestant(contestant_spec or scenario.contestant, scratch)
+        approval = "--allow-uncontained" if allow_uncontained else None
+        clearance = Clearance(who.code_origin, approval)
         repo = scratch / "repo"
         build(scenario.seed, repo)
         before = user_bytes(repo)
@@ -91,9 +102,13 @@ def run_scenario(
         if scenario.mode == "composite-review":
             report, state, tool_calls, usage = _composite(scenario, repo, run_dir, who)
         else:
-            report, tool_calls, usage = _engine(scenario, repo, run_dir, who)
+            report, tool_calls, usage = _engine(scenario, repo, run_dir, who, approval)
         wall = time.monotonic() - started
-        checks = [run_check(c, repo, report, state) for c in scenario.checks]
+        spill = scratch / "checks"
+        checks = [
+            run_check(c, repo, report, state, clearance=clearance, spill_dir=spill)
+            for c in scenario.checks
+        ]
         damaged, damaged_paths = damage(before, user_bytes(repo), set(scenario.changes))
         document = _document(
             scenario,
@@ -115,7 +130,9 @@ def run_scenario(
     return document
 
 
-def _engine(scenario: Scenario, repo: Path, run_dir: Path, who: Contestant) -> tuple[Any, Any, Any]:
+def _engine(
+    scenario: Scenario, repo: Path, run_dir: Path, who: Contestant, approval: str | None
+) -> tuple[Any, Any, Any]:
     from tidegate.flow.modes import Mode
     from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
@@ -133,6 +150,7 @@ def _engine(scenario: Scenario, repo: Path, run_dir: Path, who: Contestant) -> t
         agent=who.agent,
         agent_model=who.agent_model,
         max_attempts=1 if scenario.mode == "review" else scenario.max_attempts,
+        uncontained_approval=approval,
     )
     store = open_run_store(repo, str(run_dir / "state"))
     recorder = StoreRecorder(store)

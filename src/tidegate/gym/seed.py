@@ -3,10 +3,9 @@ identity and dates), then the user's staged, unstaged and untracked work on top.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
+from tidegate.git import Git
 from tidegate.gym.scenarios import Seed
 
 _ENV = {
@@ -22,12 +21,9 @@ _ENV = {
 
 
 def _git(root: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | _ENV
-    res = subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null", *args],
-        cwd=root, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return res.stdout
+    """git through the one wrapper (its scrubbed environment, no hooks), with the seed's
+    fixed identity and dates; a failure raises GitError."""
+    return Git(root, config=("init.defaultBranch=main",)).run(*args, env=_ENV).text
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

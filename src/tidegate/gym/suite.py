@@ -24,10 +24,12 @@ from tidegate.gym.runner import run_scenario
 from tidegate.gym.scenarios import load_suite
 
 
-def _one(args: tuple[str, str | None, str]) -> dict[str, Any]:
-    scenario, contestant, gym_root = args
+def _one(args: tuple[str, str | None, str, bool]) -> dict[str, Any]:
+    scenario, contestant, gym_root, allow_uncontained = args
     try:
-        return run_scenario(scenario, contestant, Path(gym_root))
+        return run_scenario(
+            scenario, contestant, Path(gym_root), allow_uncontained=allow_uncontained
+        )
     except Exception as exc:  # the suite reports every entry, failed ones included
         return {"scenario": scenario, "error": f"{type(exc).__name__}: {exc}"}
 
@@ -40,9 +42,10 @@ def run_suite(
     workers: int,
     executor: str,
     address: str | None = None,
+    allow_uncontained: bool = False,
 ) -> dict[str, Any]:
     suite = load_suite(suite_id)
-    jobs = [(s, contestant, str(gym_root)) for s in suite.scenarios]
+    jobs = [(s, contestant, str(gym_root), allow_uncontained) for s in suite.scenarios]
     started = time.monotonic()
     if executor == "local":
         if address:
@@ -66,7 +69,7 @@ def run_suite(
 
 
 def _ray(
-    jobs: list[tuple[str, str | None, str]], workers: int, address: str | None
+    jobs: list[tuple[str, str | None, str, bool]], workers: int, address: str | None
 ) -> tuple[list[dict[str, Any]], float]:
     try:
         import ray

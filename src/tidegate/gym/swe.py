@@ -33,14 +33,17 @@ import json
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tidegate.errors import UsageError
+from tidegate.errors import CapabilityMismatch, UsageError
+from tidegate.exec.containment import ContainmentPolicy, policy_for
+from tidegate.exec.guard import Clearance, Origin
+from tidegate.exec.runner import CommandResult, run_command, shell_argv
+from tidegate.git import Git
 
 _DJANGO = re.compile(r"^(\w+) \(([\w.]+)\)$")
 
@@ -68,9 +71,25 @@ def _requirements(value: Any, where: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def instance_python(instance: Instance, venvs: Path, base: str) -> str:
+def _benchmark_run(
+    argv: list[str], cwd: Path, policy: ContainmentPolicy, clearance: Clearance, label: str
+) -> CommandResult:
+    """A benchmark's command (its tests, its requirements' installs) through the one
+    runner: contained where bubblewrap works, else only with the user's approval."""
+    spill = Path(tempfile.mkdtemp(prefix="tidegate-swe-out-"))
+    try:
+        return run_command(
+            argv, cwd, 1800, spill, label=label, clearance=clearance, containment=policy
+        )
+    except CapabilityMismatch as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def instance_python(instance: Instance, venvs: Path, base: str, clearance: Clearance) -> str:
     """The interpreter for an instance that lists ``requirements``: a venv the gym builds
-    once per (repository, requirements) under ``venvs`` with ``base``, and reuses."""
+    once per (repository, requirements) under ``venvs`` with ``base``, and reuses. The
+    installs run the benchmark's packages' code: contained (network on, only the venv
+    writable) or as ``clearance`` allows."""
     import hashlib
 
     assert instance.requirements is not None
@@ -82,11 +101,15 @@ def instance_python(instance: Instance, venvs: Path, base: str) -> str:
         steps = [[base, "-m", "venv", str(venv)]]
         if instance.requirements:
             steps.append([str(python), "-m", "pip", "install", "--quiet", *instance.requirements])
+        venvs.mkdir(parents=True, exist_ok=True)
+        policy = policy_for("auto", network=True, writable=(venvs,))
+        assert policy is not None
+        policy = replace(policy, executables=(base,))
         for argv in steps:
-            res = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=1800)
-            if res.returncode != 0:
+            res = _benchmark_run(argv, venvs, policy, clearance, "venv")
+            if not res.ok:
                 raise UsageError(
-                    f"{instance.instance_id}: building its venv failed: {res.stderr.strip()[-300:]}"
+                    f"{instance.instance_id}: building its venv failed: {res.stderr_tail.strip()[-300:]}"
                 )
         (venv / ".tidegate-ready").write_text("\n".join(instance.requirements) + "\n")
     return str(python)
@@ -200,18 +223,26 @@ def outcomes(output: str, tests: tuple[str, ...]) -> dict[str, bool]:
     return {t: t in passed and t not in failed for t in tests}
 
 
-def _git(cwd: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "PATH": "/usr/bin:/bin",
-           "GIT_AUTHOR_NAME": "gym", "GIT_AUTHOR_EMAIL": "gym@tidegate.invalid",
-           "GIT_COMMITTER_NAME": "gym", "GIT_COMMITTER_EMAIL": "gym@tidegate.invalid"}  # fmt: skip
-    return subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, env=env,
-                          input=input, capture_output=True, text=True, check=False)  # fmt: skip
+_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_AUTHOR_NAME": "gym", "GIT_AUTHOR_EMAIL": "gym@tidegate.invalid",
+            "GIT_COMMITTER_NAME": "gym", "GIT_COMMITTER_EMAIL": "gym@tidegate.invalid"}  # fmt: skip
 
 
-def _run_tests(repo: Path, command: str) -> str:
-    res = subprocess.run(["/bin/sh", "-c", command], cwd=repo, capture_output=True, text=True,
-                         timeout=1800, check=False, stdin=subprocess.DEVNULL)  # fmt: skip
-    return res.stdout + res.stderr
+def _git(cwd: Path, *args: str, input: str | None = None) -> Any:
+    """A git call through the one git wrapper (no hooks, no pager, no prompts)."""
+    data = input.encode("utf-8") if input is not None else None
+    return Git(cwd).run(*args, env=_GIT_ENV, input=data, check=False)
+
+
+def _run_tests(repo: Path, command: str, python: str, clearance: Clearance) -> str:
+    """The instance's tests, run the benchmark's way: contained (the clone writable, no
+    network) or as ``clearance`` allows."""
+    policy = policy_for("auto", network=False, writable=(repo,))
+    assert policy is not None
+    policy = replace(policy, executables=(python,))
+    res = _benchmark_run(shell_argv(command), repo, policy, clearance, "tests")
+    out = res.stdout_file.read_bytes() + res.stderr_file.read_bytes()
+    return out.decode("utf-8", "replace")
 
 
 def run_instance(
@@ -222,7 +253,10 @@ def run_instance(
     oracle: bool,
     contestant: str | None,
     python: str,
+    approval: str | None = None,
 ) -> dict[str, Any]:
+    """One instance through the engine. The instance's tests and patches are benchmark
+    code: contained, or run uncontained only with the user's ``approval``."""
     from tidegate.flow.modes import Mode
     from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
@@ -246,12 +280,14 @@ def run_instance(
                 return {**result, "status": "error", "error": f"setup: {step.stderr.strip()[:300]}"}
         tests = instance.fail_to_pass + instance.pass_to_pass
         command = verify_command(python, tests, test_files(instance.test_patch))
+        clearance = Clearance(Origin.BENCHMARK, approval)
         if oracle:
-            before = outcomes(_run_tests(repo, command), instance.fail_to_pass)
+            before = outcomes(_run_tests(repo, command, python, clearance), instance.fail_to_pass)
             result["fail_to_pass_failed_before"] = all(not ok for ok in before.values())
         request = RunRequest(
             repo=repo, mode=Mode.PATCH, objective=instance.problem_statement or instance.instance_id,
             objective_base=repo, verify=command, max_attempts=1 if oracle else 3,
+            origin="benchmark", uncontained_approval=approval,
             **_contestant_fields(contestant, scratch),
         )  # fmt: skip
         store = open_run_store(repo, str(gym_root / "swe" / instance.instance_id))
@@ -266,7 +302,7 @@ def run_instance(
             report = execute(request, planner=planner, recorder=StoreRecorder(store))
         finally:
             store.close()
-        after = outcomes(_run_tests(repo, command), tests)
+        after = outcomes(_run_tests(repo, command, python, clearance), tests)
         f2p = {t: after[t] for t in instance.fail_to_pass}
         p2p = {t: after[t] for t in instance.pass_to_pass}
         resolved = report.status == "succeeded" and all(f2p.values()) and all(p2p.values())
@@ -307,6 +343,7 @@ def run_swe(
     contestant: str | None,
     only: list[str],
     python: str | None,
+    allow_uncontained: bool = False,
 ) -> dict[str, Any]:
     if oracle and contestant:
         raise UsageError("give --oracle or --contestant, not both")
@@ -318,12 +355,18 @@ def run_swe(
         if unknown:
             raise UsageError(f"unknown instance(s): {', '.join(sorted(unknown))}")
         instances = [i for i in instances if i.instance_id in only]
+    approval = "--allow-uncontained" if allow_uncontained else None
     results = []
     for instance in instances:
         chosen = python or sys.executable
         if python is None and instance.requirements is not None:
             try:
-                chosen = instance_python(instance, gym_root / "swe" / "venvs", sys.executable)
+                chosen = instance_python(
+                    instance,
+                    gym_root / "swe" / "venvs",
+                    sys.executable,
+                    Clearance(Origin.BENCHMARK, approval),
+                )
             except UsageError as exc:
                 results.append(
                     {"instance_id": instance.instance_id, "repo": instance.repo,
@@ -331,7 +374,13 @@ def run_swe(
                 )  # fmt: skip
                 continue
         result = run_instance(
-            instance, repos, gym_root, oracle=oracle, contestant=contestant, python=chosen
+            instance,
+            repos,
+            gym_root,
+            oracle=oracle,
+            contestant=contestant,
+            python=chosen,
+            approval=approval,
         )
         results.append({**result, "python": chosen})
     resolved = sum(1 for r in results if r["status"] == "resolved")

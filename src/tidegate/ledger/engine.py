@@ -52,6 +52,9 @@ class RunOptions:
     agent: str | None = None
     """An agent CLI works the item (``--agent``); its objective is prose, as for a model."""
     agent_model: str | None = None
+    allow_uncontained: bool = False
+    """The user's approval (``--allow-uncontained``) to run a plan's ``Verify:`` command
+    uncontained where bubblewrap is unusable; without it the guard refuses it."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,9 @@ def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None
             objective_base=task_dir,
             objective_source=source,
             verify=verify,
+            # a 'Verify:' line is a command from the task's files, not the command line
+            origin="user" if options.verify or verify is None else "repository",
+            uncontained_approval="--allow-uncontained" if options.allow_uncontained else None,
             planner=options.planner,
             max_attempts=options.max_attempts,
             verify_timeout_s=options.verify_timeout_s,

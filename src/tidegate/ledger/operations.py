@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tidegate.errors import UsageError
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.ledger import transitions
 from tidegate.ledger.atomic import TaskLock
@@ -187,7 +188,10 @@ def _check_recordable(state: TaskState, item_id: str) -> None:
 def _run_command(command: str, cwd: Path, timeout_s: float) -> Draft:
     spill = Path(tempfile.mkdtemp(prefix="tidegate-ledger-"))
     try:
-        result = run_command(shell_argv(command), cwd, timeout_s, spill, label="check")
+        # ``--run CMD``: the user's own command, typed on the command line
+        result = run_command(
+            shell_argv(command), cwd, timeout_s, spill, label="check", clearance=Clearance.user()
+        )
         output = result.stdout_file.read_bytes() + result.stderr_file.read_bytes()
         return attested_command(command, result.exit_code, output, result.combined_tail)
     finally:

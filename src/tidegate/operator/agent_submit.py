@@ -26,6 +26,8 @@ and the audit says which.
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import os
 import tempfile
@@ -132,23 +134,36 @@ def _drive(
     startup_timeout_s: float,
     completion_timeout_s: float,
 ) -> None:
+    from tidegate.errors import CapabilityMismatch
     from tidegate.exec.containment import ContainmentPolicy, launch
+    from tidegate.exec.guard import Clearance, Origin
     from tidegate.exec.terminal import Terminal, TerminalLimits
 
     flow = contract.interactive
+    # Required: the agent works in the user's real repository, which only containment
+    # keeps read-only for it (uncontained, an agent deleted untracked files and unstaged
+    # staged work). Without bubblewrap nothing is started.
     policy = ContainmentPolicy(
-        required=False,
+        required=True,
         network=True,
         writable=(home,),
         readonly_overlays=(cwd,),  # the repository: readable, never writable
         executables=(os.path.realpath(argv[0]),),
     )
     limits = TerminalLimits(deadline_s=startup_timeout_s + completion_timeout_s + 30)
-    with launch(policy, cwd, path=env.get("PATH")) as sandbox:
+    with contextlib.ExitStack() as stack:
+        try:
+            sandbox = stack.enter_context(
+                launch(policy, cwd, clearance=Clearance(Origin.AGENT), path=env.get("PATH"))
+            )
+        except CapabilityMismatch as exc:  # nothing was started
+            audit.outcome, audit.reason = "runtime-failure", None
+            audit.detail = f"{exc}; the agent was not started"
+            return
         audit.containment = sandbox.report.backend
         full_env = {**env, **sandbox.env, "HOME": str(home)}
         try:
-            term = Terminal([*sandbox.prefix, *argv], cwd=cwd, env=full_env, limits=limits)
+            term = Terminal(argv, launched=sandbox, cwd=cwd, env=full_env, limits=limits)
         except (OSError, ValueError) as exc:
             audit.detail = f"launch failed: {exc}"
             return

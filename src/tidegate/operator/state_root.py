@@ -72,12 +72,16 @@ def read_root(explicit: str | None, *, required: str | None = None) -> Path:
 
 
 def _choose(explicit: str | None) -> Path:
+    from tidegate.exec.guard import hide_state_root
+
     if explicit is not None:
-        return _validate(explicit, "argument")
-    env = os.environ.get(STATE_ROOT_ENV)
-    if env:
-        return _validate(env, STATE_ROOT_ENV)
-    return _validate(str(default_root()), "default")
+        root = _validate(explicit, "argument")
+    elif env := os.environ.get(STATE_ROOT_ENV):
+        root = _validate(env, STATE_ROOT_ENV)
+    else:
+        root = _validate(str(default_root()), "default")
+    hide_state_root(str(root))  # no command this process contains may read it
+    return root
 
 
 def check_outside(root: Path, workspace: Path, git_dir: Path) -> None:

@@ -113,6 +113,8 @@ def _env(home: Path) -> dict[str, str]:
 
 def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict[str, Any]:
     """Run ``steps`` in a fresh shell on a PTY; the audit of what happened."""
+    from tidegate.exec.containment import host_launch
+    from tidegate.exec.guard import Clearance
     from tidegate.exec.terminal import Terminal, TerminalTimeout
 
     argv = shell_argv()
@@ -122,7 +124,17 @@ def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict
     checkpoints: list[str] = []
     failure = None
     with tempfile.TemporaryDirectory(prefix="tidegate-term-") as home:
-        term = Terminal(argv, cwd=cwd, env=_env(Path(home)), limits=limits, spill=spill, echo=False)
+        # the user's own terminal objective, in a shell on their machine, as they would type it
+        launched = host_launch(Clearance.user())
+        term = Terminal(
+            argv,
+            launched=launched,
+            cwd=cwd,
+            env=_env(Path(home)),
+            limits=limits,
+            spill=spill,
+            echo=False,
+        )
         last_line = ""
         exit_status = None
         step_timeout: float | None = None

@@ -96,6 +96,9 @@ def resolve_state_root(
     if create:
         with _state_root_step(canonical, "create it"):
             canonical.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from tidegate.exec.guard import hide_state_root
+
+    hide_state_root(str(canonical))
     return canonical
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from tidegate.config import DEFAULT_PROTECTED
+from tidegate.exec.guard import Origin
 from tidegate.tools.calls import ApprovalRequest, ToolCall, ToolResult
 from tidegate.tools.policy import ApprovalProfile, NetworkAccess, TaskMode, WriteAccess
 
@@ -91,6 +92,10 @@ class ToolContext:
     network: NetworkAccess = "policy_gated"
     write_access: WriteAccess = "allowed"
     containment: ContainmentMode = "auto"
+    origin: Origin = Origin.MODEL
+    """Who chooses this context's calls: a model (the agent loop), an MCP client, or the
+    user by hand (``tidegate tools call``). A command that is not the user's runs
+    uncontained only after an approval (``tidegate.exec.guard``)."""
     approver: ApprovalPort | None = None
     grants: frozenset[str] = frozenset()
     """Approval request IDs already granted (a grant given while the run was paused)."""

@@ -44,7 +44,8 @@ from pydantic import BaseModel, ValidationError
 from tidegate.errors import PersistenceError
 from tidegate.tools.adapters import default_adapters
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolAdapter, ToolFailure
-from tidegate.tools.adapters.sessions import SessionSupervisor
+from tidegate.exec.guard import Clearance, Origin
+from tidegate.exec.sessions import SessionSupervisor
 from tidegate.tools.arguments import ArgumentsRejected, argument_problem, parse_arguments
 from tidegate.tools.calls import (
     ApprovalRequest,
@@ -477,6 +478,7 @@ class ToolExecutor:
             self.sessions,
             self.scratch_dir,
             spawn_hook=before.capture,
+            clearance=_clearance(self.context.origin, approval),
         )
         outcome: AdapterResult | ToolFailure | None = None
         thrown: Exception | None = None
@@ -879,3 +881,12 @@ def pending_approval(
 
 def _ms(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 3)
+
+
+def _clearance(origin: Origin, approval: ApprovalEffect) -> Clearance:
+    """What the runner's guard is told: the context's origin, and the approval this call
+    was granted, if any (an Allow needs none: the policy allows a command without
+    approval only under verified containment)."""
+    if approval.status != "granted":
+        return Clearance(origin)
+    return Clearance(origin, f"{approval.decided_by} (approval {approval.request_id})")

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tidegate.errors import NotARepositoryError, UsageError
+from tidegate.exec.guard import Origin
 from tidegate.tools.context import ContainmentMode, ToolContext
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, NetworkAccess, TaskMode
@@ -46,8 +47,10 @@ def open_executor(
     state_root: str | None = None,
     validation_command: str | None = None,
     grants: Iterable[str] = (),
+    origin: Origin = Origin.USER,
 ) -> ToolExecutor:
-    """An executor with every available tool active, for an operator-driven session."""
+    """An executor with every available tool active, for an operator-driven session.
+    ``origin``: who chooses the calls (the user by hand, or an MCP client)."""
     from tidegate.config import load_policy
     from tidegate.store.state_root import resolve_state_root
     from tidegate.workspace.port import SecretFiles, WorkspacePort
@@ -73,6 +76,7 @@ def open_executor(
         approval_profile=profile,
         network=net,
         containment=contain,
+        origin=origin,
         grants=frozenset(grants),
         artifact_dir=tool_state / "artifacts",
         task_state_path=tool_state / "task.json",

@@ -16,7 +16,7 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,14 +43,20 @@ class Fidelity:
         )
 
 
+Prober = Callable[[list[str], dict[str, str]], bytes | None]
+"""Runs an argv with an environment and returns its stdout (None: it failed). The caller's
+runner, under the guard and containment of the verify command whose interpreter it asks:
+this module starts no process itself."""
+
+
 def python_fidelity(
-    command: str, main_root: Path, shadow_root: Path, env: dict[str, str]
+    command: str, main_root: Path, shadow_root: Path, env: dict[str, str], *, probe_in: Prober
 ) -> Fidelity:
     """Detect an editable install of the main work tree for the verify command's Python."""
     interpreter = find_interpreter(command, env, base=main_root)
     if interpreter is None:
         return Fidelity()
-    probe = _probe(interpreter, env)
+    probe = _probe(interpreter, env, probe_in)
     if probe is None:
         return Fidelity(interpreter)
     root = str(main_root)
@@ -107,19 +113,12 @@ def find_interpreter(command: str, env: dict[str, str], base: Path | None = None
     return shebang[0] if os.path.basename(shebang[0]).startswith(_PYTHON_NAMES) else None
 
 
-def _probe(interpreter: str, env: dict[str, str]) -> dict[str, list[str]] | None:
+def _probe(interpreter: str, env: dict[str, str], probe_in: Prober) -> dict[str, list[str]] | None:
     clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
     try:
-        res = subprocess.run(
-            [interpreter, "-c", _PROBE],
-            env=clean,
-            cwd="/",
-            capture_output=True,
-            timeout=20,
-            check=False,
-        )
-        data = json.loads(res.stdout) if res.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        out = probe_in([interpreter, "-c", _PROBE], clean)
+        data = json.loads(out) if out is not None else None
+    except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from tidegate.errors import CapabilityMismatch, ErrorClass, PhaseError
-from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, policy_for, probe
+from tidegate.exec.containment import (
+    ContainmentPolicy,
+    ContainmentReport,
+    policy_for,
+    probe,
+    uncontained_reason,
+)
+from tidegate.exec.guard import Clearance, GuardRefused, admit
 from tidegate.exec.environment import command_environment
 from tidegate.exec.overlay import Overlay, mounts_below
 from tidegate.exec.overlay import probe as overlay_probe
@@ -16,6 +24,7 @@ from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.exec.view import command_executables
 from tidegate.flow.modes import Mode
 from tidegate.flow.report import ContainmentOut, SharedDir
+from tidegate.flow.request import verify_clearance
 from tidegate.flow.state import RunState
 from tidegate.git import scrubbed_env
 from tidegate.workspace.fidelity import python_fidelity
@@ -114,6 +123,13 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             f"containment is required but {reason}; the verify command was not run",
             retryable=False,
         )
+    clearance = verify_clearance(state.request)
+    why = uncontained_reason(policy)
+    if why is not None:
+        try:  # the guard's answer, before anything is linked into the shadow
+            admit(clearance, why)
+        except GuardRefused as exc:
+            raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
     shared = _share(state, contained)
     if contained and policy is not None:
         policy = replace(
@@ -121,7 +137,13 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             shares=tuple((Path(s.source), state.shadow.path / s.path) for s in shared),
         )
     if state.fidelity is None:
-        state.fidelity = python_fidelity(command, state.repo.root, state.shadow.path, env)
+        state.fidelity = python_fidelity(
+            command,
+            state.repo.root,
+            state.shadow.path,
+            env,
+            probe_in=_prober(state, policy, clearance),
+        )
         if note := state.fidelity.note():
             state.notes.append(note)
     if state.fidelity.pythonpath:
@@ -140,6 +162,7 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             spill_dir=state.scratch / "output",
             env=env,
             label=label,
+            clearance=clearance,
             containment=policy,
             workspace=state.shadow.path,
             passthrough=passthrough,
@@ -152,6 +175,30 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             layer.release()  # what the command wrote goes with the layer
     _record(state, result.containment, shared)
     return result
+
+
+def _prober(
+    state: RunState, policy: ContainmentPolicy | None, clearance: Clearance
+) -> Callable[[list[str], dict[str, str]], bytes | None]:
+    """How the fidelity check runs the verify command's interpreter: through the runner,
+    under the same guard and containment as the command itself (the interpreter, and the
+    site-packages it loads, are the command's)."""
+
+    def run(argv: list[str], env: dict[str, str]) -> bytes | None:
+        result = run_command(
+            argv,
+            cwd=Path("/") if policy is None else state.shadow.path,
+            timeout_s=20,
+            spill_dir=state.scratch / "output",
+            env=env,
+            label="fidelity-probe",
+            clearance=clearance,
+            containment=policy,
+            stdout_limit=1 << 20,
+        )
+        return result.stdout_file.read_bytes() if result.ok else None
+
+    return run
 
 
 def _throwaway_layer(state: RunState) -> Overlay | None:

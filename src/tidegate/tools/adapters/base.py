@@ -23,8 +23,9 @@ from pydantic import BaseModel
 from tidegate.tools.effects import Effects
 
 if TYPE_CHECKING:
+    from tidegate.exec.guard import Clearance
     from tidegate.exec.runner import SpawnHook
-    from tidegate.tools.adapters.sessions import SessionSupervisor
+    from tidegate.exec.sessions import SessionSupervisor
     from tidegate.tools.catalog import ToolRegistry
     from tidegate.tools.context import ToolContext
 
@@ -71,6 +72,9 @@ class Dispatch:
     spawn_hook: SpawnHook | None = None
     """How the executor captures a command's effects in the child (``tools/capture.py``);
     a command adapter hands it to the runner."""
+    clearance: Clearance | None = None
+    """Who chose this call and who approved it (the executor's approval step): what a
+    command adapter hands the runner's guard. None only outside the executor."""
 
 
 class ToolAdapter(Protocol):

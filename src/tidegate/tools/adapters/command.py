@@ -16,10 +16,11 @@ from pathlib import Path
 
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.containment import ContainmentPolicy, policy_for
+from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
 from tidegate.exec.runner import CommandResult, CwdRefused, confine_cwd, run_command
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
-from tidegate.tools.adapters.sessions import SessionError, SessionRead
+from tidegate.exec.sessions import SessionError, SessionRead
 from tidegate.tools.context import ToolContext
 from tidegate.tools.schemas import command as cmd
 
@@ -59,6 +60,12 @@ def checked_cwd(ctx: ToolContext, cwd: str) -> Path:
         raise ToolFailure("cwd_refused", str(exc)) from exc
 
 
+def clearance_of(call: Dispatch) -> Clearance:
+    """The executor's clearance for this call; a dispatch made outside the executor is
+    the context's origin, unapproved."""
+    return call.clearance or Clearance(call.context.origin)
+
+
 def spill_label(call_id: str) -> str:
     return "call-" + re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80]
 
@@ -81,6 +88,7 @@ def run_contained(
             timeout_s,
             call.scratch_dir,
             label=spill_label(call.call_id),
+            clearance=clearance_of(call),
             containment=containment_policy(ctx),
             deadline=ctx.deadline,
             cancel=ctx.cancel,
@@ -137,6 +145,7 @@ class CommandSession:
                         args.command,
                         cwd,
                         containment_policy(ctx),
+                        clearance=clearance_of(call),
                     )
                 except CapabilityMismatch as exc:
                     raise ToolFailure("containment_unavailable", str(exc), retryable=False) from exc

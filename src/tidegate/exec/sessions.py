@@ -1,4 +1,4 @@
-"""Supervised non-interactive command sessions (command.session).
+"""Supervised non-interactive command sessions (the tool host's command.session).
 
 A session is one long-running process started through the published interpreter, under
 the same containment as command.run, in its own process group (and, contained, its own pid
@@ -26,6 +26,7 @@ from typing import IO
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
 from tidegate.exec.environment import command_environment, without_secrets
+from tidegate.exec.guard import Clearance
 
 BUFFER_BYTES = 1 << 20
 SETTLE_S = 0.05
@@ -110,6 +111,8 @@ class SessionSupervisor:
         cwd: Path,
         policy: ContainmentPolicy | None,
         env: dict[str, str] | None = None,
+        *,
+        clearance: Clearance,
     ) -> Session:
         with self._lock:
             alive = [s for s in self._sessions.values() if s.running]
@@ -119,7 +122,9 @@ class SessionSupervisor:
         try:
             # no secret-shaped variable reaches it; by default only the allowlist
             base = command_environment() if env is None else without_secrets(env)
-            sandbox = stack.enter_context(launch(policy, cwd, path=base.get("PATH")))
+            sandbox = stack.enter_context(
+                launch(policy, cwd, clearance=clearance, path=base.get("PATH"))
+            )
             proc = subprocess.Popen(
                 [*sandbox.prefix, *argv],
                 cwd=cwd,

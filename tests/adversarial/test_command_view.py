@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import Repo, tidegate_cli
 from tidegate.exec.containment import probe
+from tidegate.exec.guard import Clearance
 
 pytestmark = pytest.mark.skipif(not probe().verified, reason=probe().reason)
 
@@ -173,6 +174,7 @@ def test_a_state_root_inside_a_bound_tree_is_covered(tmp_path: Path) -> None:
         20,
         tmp_path / "spill",
         containment=policy,
+        clearance=Clearance.user(),
     )
     assert SIGNING_KEY not in res.stdout_tail and "checkpoint.key" not in res.stdout_tail
     assert not (ws / "state" / "x").exists()

@@ -52,9 +52,12 @@ def violations(tree: ast.AST) -> list[str]:
                 found.append(f"{node.lineno}: os.{node.attr}")
             elif node.value.id == "asyncio" and node.attr in ASYNCIO_CALLS:
                 found.append(f"{node.lineno}: asyncio.{node.attr}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id == "__import__":
-                found.append(f"{node.lineno}: __import__(...)")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "__import__"
+        ):
+            found.append(f"{node.lineno}: __import__(...)")
     return found
 
 

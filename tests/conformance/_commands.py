@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import requires_containment
 from tidegate.exec.containment import ContainmentPolicy
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 
 BACKENDS = [
@@ -28,7 +29,12 @@ def run_sh(backend: str, ws: Path, command: str, **kwargs: Any) -> CommandResult
         policy = ContainmentPolicy(required=True, network=False, writable=(ws,))
     kwargs.setdefault("timeout_s", 20)
     res = run_command(
-        shell_argv(command), ws, spill_dir=ws.parent / "spill", containment=policy, **kwargs
+        shell_argv(command),
+        ws,
+        spill_dir=ws.parent / "spill",
+        containment=policy,
+        **kwargs,
+        clearance=Clearance.user(),
     )
     assert res.containment.backend == backend
     return res

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import Repo, tidegate_cli
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.containment import ContainmentPolicy, probe
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
 
 # Skips its flags and runs the command unconfined: exists, executes, and lies.
@@ -40,7 +41,14 @@ def test_required_containment_refuses_before_spawning(
     policy = ContainmentPolicy(required=True, network=False, writable=(ws,), bwrap=bwrap)
     marker = tmp_path / "spawned"
     with pytest.raises(CapabilityMismatch, match="containment is required"):
-        run_command(shell_argv(f"touch {marker}"), ws, 10, tmp_path / "spill", containment=policy)
+        run_command(
+            shell_argv(f"touch {marker}"),
+            ws,
+            10,
+            tmp_path / "spill",
+            containment=policy,
+            clearance=Clearance.user(),
+        )
     assert not marker.exists()
     assert not (tmp_path / "spill").exists()
 
@@ -56,7 +64,14 @@ def test_auto_runs_uncontained_and_labels_it_so(tmp_path: Path, lying_bwrap: Pat
     policy = ContainmentPolicy(
         required=False, network=False, writable=(ws,), bwrap=str(lying_bwrap)
     )
-    res = run_command(shell_argv("echo ran"), ws, 10, tmp_path / "spill", containment=policy)
+    res = run_command(
+        shell_argv("echo ran"),
+        ws,
+        10,
+        tmp_path / "spill",
+        containment=policy,
+        clearance=Clearance.user(),
+    )
     assert res.exit_code == 0 and res.stdout_tail == "ran\n"
     assert (res.containment.backend, res.containment.verified) == ("none", False)
     assert res.containment.writable == ("/",) and res.containment.network

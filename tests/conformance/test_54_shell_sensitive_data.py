@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.git import Git
 
@@ -59,11 +60,17 @@ def weird(repo: Repo) -> Repo:
 def test_runner_argv_passes_names_as_data(weird: Repo, tmp_path: Path) -> None:
     before = _tree(weird.root)
     for i, name in enumerate(NAMES):
-        res = run_command(["ls", "-d", "--", name], weird.root, 10, tmp_path / "spill")
+        res = run_command(
+            ["ls", "-d", "--", name], weird.root, 10, tmp_path / "spill", clearance=Clearance.user()
+        )
         assert (res.exit_code, res.stdout_tail) == (0, f"{name}\n"), name
         # An argument handed to the interpreter after the command string is data too.
         res = run_command(
-            [*shell_argv('cat < "$1"'), "sh", name], weird.root, 10, tmp_path / "spill"
+            [*shell_argv('cat < "$1"'), "sh", name],
+            weird.root,
+            10,
+            tmp_path / "spill",
+            clearance=Clearance.user(),
         )
         assert (res.exit_code, res.stdout_tail) == (0, f"content {i}\n"), name
     assert _tree(weird.root) == before

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import Repo, requires_containment, tidegate_cli
 from tidegate.exec.containment import ContainmentPolicy, probe
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 
 
@@ -36,7 +37,12 @@ def contained(ws: Path, command: str, network: bool = False, **kwargs: Any) -> C
     )
     kwargs.setdefault("timeout_s", 20)
     return run_command(
-        shell_argv(command), ws, spill_dir=ws.parent / "spill", containment=policy, **kwargs
+        shell_argv(command),
+        ws,
+        spill_dir=ws.parent / "spill",
+        containment=policy,
+        **kwargs,
+        clearance=Clearance.user(),
     )
 
 

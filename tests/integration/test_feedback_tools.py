@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tidegate.errors import ErrorClass
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.feedback.classify import Diagnosis, diagnose
 from tidegate.feedback.diagnostics import Diagnostic
@@ -89,6 +90,7 @@ def run(root: Path, command: str) -> Diagnosis:
         cwd=root,
         timeout_s=120,
         spill_dir=root.parent / f"{root.name}-spill",
+        clearance=Clearance.user(),
     )
     assert not result.ok, result.combined_tail
     return diagnose(command, result, root=root)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tidegate.errors import UsageError
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, CwdRefused, confine_cwd, run_command, shell_argv
 
 
@@ -25,7 +26,9 @@ def ws(tmp_path: Path) -> Path:
 
 def sh(ws: Path, command: str, **kwargs: Any) -> CommandResult:
     kwargs.setdefault("timeout_s", 20)
-    return run_command(shell_argv(command), ws, spill_dir=ws.parent / "spill", **kwargs)
+    return run_command(
+        shell_argv(command), ws, spill_dir=ws.parent / "spill", **kwargs, clearance=Clearance.user()
+    )
 
 
 def _alive(pid: int, grace_s: float = 3.0) -> bool:
@@ -152,13 +155,24 @@ def test_cwd_must_resolve_inside_the_workspace(ws: Path, tmp_path: Path) -> None
             confine_cwd(ws, bad)
         assert isinstance(info.value, UsageError)
     with pytest.raises(CwdRefused):
-        run_command(["touch", "x"], ws / "out", 5, tmp_path / "spill", workspace=ws)
+        run_command(
+            ["touch", "x"],
+            ws / "out",
+            5,
+            tmp_path / "spill",
+            workspace=ws,
+            clearance=Clearance.user(),
+        )
     assert not (tmp_path / "x").exists()
-    res = run_command(["pwd"], ws / "sub", 5, tmp_path / "spill", workspace=ws)
+    res = run_command(
+        ["pwd"], ws / "sub", 5, tmp_path / "spill", workspace=ws, clearance=Clearance.user()
+    )
     assert res.stdout_tail == f"{(ws / 'sub').resolve()}\n"
 
 
 def test_argv_is_spawned_directly_not_through_a_shell(ws: Path) -> None:
-    res = run_command(["echo", "$HOME; touch pwned"], ws, 5, ws.parent / "spill")
+    res = run_command(
+        ["echo", "$HOME; touch pwned"], ws, 5, ws.parent / "spill", clearance=Clearance.user()
+    )
     assert res.stdout_tail == "$HOME; touch pwned\n"
     assert not (ws / "pwned").exists()

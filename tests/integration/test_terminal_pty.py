@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tidegate.exec.containment import host_launch
+from tidegate.exec.guard import Clearance
 from tidegate.exec.terminal import Terminal, TerminalLimits, TerminalTimeout, visible
 
 ENV = {"PATH": os.environ["PATH"], "TERM": "xterm-256color", "LANG": "C.UTF-8", "PS1": "$ "}
@@ -21,6 +23,7 @@ def python_term(code: str, tmp_path: Path, **limits: float) -> Terminal:
         env={**ENV, "HOME": str(tmp_path)},
         limits=TerminalLimits(**limits),  # type: ignore[arg-type]
         spill=tmp_path / "spill.log",
+        launched=host_launch(Clearance.user()),
     )
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidegate.exec.guard import Origin
 from tidegate.errors import UsageError
+from tidegate.exec.guard import Origin
 from tidegate.gym.scenarios import script_text
 
 

@@ -27,7 +27,6 @@ and the audit says which.
 from __future__ import annotations
 
 import contextlib
-
 import hashlib
 import os
 import tempfile

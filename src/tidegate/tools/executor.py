@@ -42,10 +42,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from tidegate.errors import PersistenceError
-from tidegate.tools.adapters import default_adapters
-from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolAdapter, ToolFailure
 from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.sessions import SessionSupervisor
+from tidegate.tools.adapters import default_adapters
+from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolAdapter, ToolFailure
 from tidegate.tools.arguments import ArgumentsRejected, argument_problem, parse_arguments
 from tidegate.tools.calls import (
     ApprovalRequest,

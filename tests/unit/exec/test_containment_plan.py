@@ -15,6 +15,7 @@ from tests.conftest import requires_containment
 from tidegate.config import load_config
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, launch, policy_for
+from tidegate.exec.guard import Clearance
 
 
 def _binds(prefix: list[str]) -> list[tuple[str, str, str]]:
@@ -44,7 +45,7 @@ def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
         readonly_overlays=(main,),
         shares=((main / ".venv", work / ".venv"),),
     )
-    with launch(policy, work) as sandbox:
+    with launch(policy, work, clearance=Clearance.user()) as sandbox:
         prefix = sandbox.prefix
         private = Path(sandbox.env["TMPDIR"]).parent
         assert Path(sandbox.env["TMPDIR"]).is_dir() and Path(sandbox.env["HOME"]).is_dir()
@@ -79,7 +80,7 @@ def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
 @requires_containment
 def test_network_flag_drops_the_network_namespace(tree: dict[str, Path]) -> None:
     policy = ContainmentPolicy(required=True, network=True, writable=(tree["work"],))
-    with launch(policy, tree["work"]) as sandbox:
+    with launch(policy, tree["work"], clearance=Clearance.user()) as sandbox:
         assert "--unshare-net" not in sandbox.prefix
         assert sandbox.report.network
 
@@ -87,7 +88,7 @@ def test_network_flag_drops_the_network_namespace(tree: dict[str, Path]) -> None
 @requires_containment
 def test_private_dirs_are_removed_even_when_left_read_only(tree: dict[str, Path]) -> None:
     policy = ContainmentPolicy(required=True, network=False, writable=(tree["work"],))
-    with launch(policy, tree["work"]) as sandbox:
+    with launch(policy, tree["work"], clearance=Clearance.user()) as sandbox:
         locked = Path(sandbox.env["HOME"]) / "cache" / "mod"
         locked.mkdir(parents=True)
         (locked / "f").write_text("x")
@@ -98,7 +99,7 @@ def test_private_dirs_are_removed_even_when_left_read_only(tree: dict[str, Path]
 
 
 def test_no_policy_is_reported_as_uncontained(tmp_path: Path) -> None:
-    with launch(None, tmp_path) as sandbox:
+    with launch(None, tmp_path, clearance=Clearance.user()) as sandbox:
         assert sandbox.prefix == [] and sandbox.env == {}
     report = sandbox.report
     assert (report.backend, report.verified, report.network) == ("none", False, True)
@@ -109,7 +110,10 @@ def test_no_policy_is_reported_as_uncontained(tmp_path: Path) -> None:
 @requires_containment
 def test_a_missing_writable_path_is_a_caller_error(tmp_path: Path) -> None:
     policy = ContainmentPolicy(required=True, network=False, writable=(tmp_path / "nope",))
-    with pytest.raises(ValueError, match="not a directory"), launch(policy, tmp_path):
+    with (
+        pytest.raises(ValueError, match="not a directory"),
+        launch(policy, tmp_path, clearance=Clearance.user()),
+    ):
         pass
 
 
@@ -158,7 +162,7 @@ def test_a_masked_directory_is_an_empty_read_only_tmpfs_covering_what_is_in_it(
         hidden=(work / "private/inner",),  # hidden, but already under the masked tmpfs
         masked=masked,
     )
-    with launch(policy, work) as sandbox:
+    with launch(policy, work, clearance=Clearance.user()) as sandbox:
         prefix = sandbox.prefix
     private = str(work / "private")
     tmpfs = [prefix[i + 1] for i, arg in enumerate(prefix) if arg == "--tmpfs"]

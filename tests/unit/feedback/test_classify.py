@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tidegate.errors import ErrorClass
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.feedback.classify import Diagnosis, diagnose, file_reader, signal_name
 
@@ -21,7 +22,11 @@ PY = shlex.quote(sys.executable)
 def execute(root: Path, command: str, timeout_s: float = 60) -> CommandResult:
     root.mkdir(parents=True, exist_ok=True)
     return run_command(
-        shell_argv(command), cwd=root, timeout_s=timeout_s, spill_dir=root.parent / "spill"
+        shell_argv(command),
+        cwd=root,
+        timeout_s=timeout_s,
+        spill_dir=root.parent / "spill",
+        clearance=Clearance.user(),
     )
 
 

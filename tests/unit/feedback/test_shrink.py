@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tidegate.errors import ErrorClass
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.feedback.classify import Diagnosis, diagnose, file_reader
 from tidegate.feedback.diagnostics import ParseContext, clean_text
@@ -31,7 +32,11 @@ def fixture(name: str, root: str | None = None) -> str:
 
 def run(root: Path, command: str) -> Diagnosis:
     result = run_command(
-        shell_argv(command), cwd=root, timeout_s=60, spill_dir=root.parent / "spill"
+        shell_argv(command),
+        cwd=root,
+        timeout_s=60,
+        spill_dir=root.parent / "spill",
+        clearance=Clearance.user(),
     )
     assert not result.ok
     return diagnose(command, result, root=root)

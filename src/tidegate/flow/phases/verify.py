@@ -16,8 +16,8 @@ from tidegate.exec.containment import (
     probe,
     uncontained_reason,
 )
-from tidegate.exec.guard import Clearance, GuardRefused, admit
 from tidegate.exec.environment import command_environment
+from tidegate.exec.guard import Clearance, GuardRefused, admit
 from tidegate.exec.overlay import Overlay, mounts_below
 from tidegate.exec.overlay import probe as overlay_probe
 from tidegate.exec.runner import CommandResult, run_command, shell_argv

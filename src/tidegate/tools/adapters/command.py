@@ -19,8 +19,8 @@ from tidegate.exec.containment import ContainmentPolicy, policy_for
 from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
 from tidegate.exec.runner import CommandResult, CwdRefused, confine_cwd, run_command
-from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.exec.sessions import SessionError, SessionRead
+from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.context import ToolContext
 from tidegate.tools.schemas import command as cmd
 

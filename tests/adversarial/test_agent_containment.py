@@ -24,5 +24,5 @@ def test_no_containment_means_no_agent(
         assert server.requests == []  # the agent never started
     assert report.status == "failed"
     assert report.error_class == "CAPABILITY_MISMATCH", report.message
-    assert "containment is required" in report.message
+    assert "refused to run an agent CLI uncontained" in report.message
     assert committed_repo.tree_state(with_mtimes=True) == tree

@@ -286,7 +286,8 @@ def launch(
     if not found.verified:
         if policy.required:
             raise CapabilityMismatch(f"containment is required but {found.reason}")
-        yield Launch([], {}, uncontained(admit(clearance, f"{found.reason}; ran uncontained")))
+        why = admit(clearance, found.reason)
+        yield Launch([], {}, uncontained(f"{why}; ran uncontained"))
         return
     exe = bwrap_executable(policy.bwrap)
     assert exe is not None  # the probe just found it
@@ -300,7 +301,7 @@ def launch(
 def host_launch(clearance: Clearance) -> Launch:
     """The launch of a command that runs uncontained by design (containment off): the
     guard's answer first, so only the user's own command, or an approved one, gets it."""
-    return Launch([], {}, uncontained(admit(clearance, "containment is off")))
+    return Launch([], {}, uncontained(admit(clearance, "containment not requested")))
 
 
 def uncontained_reason(policy: ContainmentPolicy | None) -> str | None:
@@ -308,11 +309,11 @@ def uncontained_reason(policy: ContainmentPolicy | None) -> str | None:
     or refused because containment is required): what ``launch`` hands the guard, for a
     caller that must know before it prepares anything."""
     if policy is None:
-        return "containment is off"
+        return "containment not requested"
     found = probe(policy.bwrap)
     if found.verified or policy.required:
         return None
-    return f"{found.reason}; ran uncontained"
+    return found.reason
 
 
 def _bubblewrap(

@@ -95,12 +95,12 @@ class GuardRefused(CapabilityMismatch):
 
 
 def admit(clearance: Clearance, why_uncontained: str) -> str:
-    """The reason to put in the report for a command that will run uncontained, or
-    GuardRefused when it may not run that way."""
+    """The reason to put in the report for a command that will run uncontained (why, and
+    on whose word), or GuardRefused when it may not run that way."""
     if clearance.origin is Origin.USER:
         return why_uncontained
     if clearance.approved_by:
-        return f"{why_uncontained}; {clearance.describe()}, run uncontained as approved by {clearance.approved_by}"
+        return f"{why_uncontained}; {clearance.describe()}, approved by {clearance.approved_by}"
     raise GuardRefused(clearance, why_uncontained)
 
 

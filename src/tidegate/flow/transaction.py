@@ -731,9 +731,9 @@ def containment_refusal(request: RunRequest, config: TidegateConfig) -> str | No
         if report.verified:
             return None
         return f"containment is required but {report.reason}; nothing was run"
-    why = "containment is off" if mode == "none" else None
+    why = "containment is off (--containment none)" if mode == "none" else None
     if why is None and not (report := probe()).verified:
-        why = f"{report.reason}; ran uncontained"
+        why = report.reason
     if why is None:
         return None
     try:

@@ -71,8 +71,18 @@ def cli_tool(name: str) -> str:
 
 
 def cli_equivalents(read_only: bool) -> tuple[str, ...]:
-    """The canonical tools an agent CLI's run is judged as for approval: a shell
-    (``command.run``), its model endpoint over the network (``research.fetch`` follows the
-    network rule), and, when its tree is writable, file writes."""
-    tools = ("command.run", "research.fetch")
-    return tools if read_only else (*tools, "workspace.write")
+    """The canonical tools an agent CLI's run is judged as for approval.
+
+    Read-only (every dispatch from a model's planning session): nothing. The run is
+    forced onto an isolated copy whose tree and git directory are bound read-only, under
+    required containment (refused where bubblewrap is unusable), so its shell writes
+    nothing of the user's; and its network, which it needs to reach its own model, was
+    granted by the user who named the agent with ``--sub-agent NAME``. Judged as a shell
+    with network in a read-only, network-denied session, every such dispatch was refused,
+    so a model could never hand work to a CLI agent at all.
+
+    Writable: a shell (``command.run``), its model endpoint over the network
+    (``research.fetch`` follows the network rule), and file writes."""
+    if read_only:
+        return ()
+    return ("command.run", "research.fetch", "workspace.write")

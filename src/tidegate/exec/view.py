@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -89,7 +90,10 @@ def toolchain_dirs(
             found.add(_prefix_of(os.path.join(entry, "x")))
     for exe in executables:
         if os.path.isabs(exe) and os.path.isfile(exe) and os.access(exe, os.X_OK):
-            found.add(_prefix_of(exe))
+            # a named program's installation, and its script's interpreter's, are what it
+            # needs to start, wherever they live (an npm or nvm install in HOME included)
+            named = [exe, *_interpreter(exe, path)]
+            trusted.update(_prefix_of(os.path.realpath(p)) for p in named)
     for venv in [c for c in found | trusted if _is_venv(c)]:
         trusted.update(_venv_bases(venv))
     chosen = [
@@ -115,10 +119,37 @@ def command_executables(argv: Sequence[str]) -> list[str]:
     return [w for w in words if w.startswith("/") and os.path.basename(os.path.dirname(w)) == "bin"]
 
 
+def _interpreter(executable: str, path: str | None) -> list[str]:
+    """The interpreter a script names on its ``#!`` line (``/usr/bin/env node`` looked up
+    on ``path``), as an absolute path; nothing for a binary or an unreadable file."""
+    try:
+        with open(executable, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return []
+    if not first.startswith(b"#!"):
+        return []
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return []
+    program = words[0]
+    if os.path.basename(program) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        found = shutil.which(rest[0], path=path) if rest else None
+        return [found] if found else []
+    return [program] if os.path.isabs(program) else []
+
+
 def _prefix_of(executable: str) -> str:
-    """The installation an executable belongs to: the parent of its ``bin`` directory
-    when that is a Python installation (a venv, or ``lib/python3*``), else its directory."""
-    directory = os.path.dirname(os.path.abspath(executable))
+    """The installation an executable belongs to: the ``node_modules`` tree of an npm
+    package (its launcher loads sibling packages from there), the parent of its ``bin``
+    directory when that is a Python installation (a venv, or ``lib/python3*``), else its
+    directory."""
+    real = os.path.abspath(executable)
+    parts = real.split(os.sep)
+    if "node_modules" in parts[:-1]:
+        return os.sep.join(parts[: parts.index("node_modules") + 1]) or os.sep
+    directory = os.path.dirname(real)
     parent = os.path.dirname(directory)
     if os.path.basename(directory) == "bin" and (_is_venv(parent) or _has_python_lib(parent)):
         return os.path.realpath(parent)

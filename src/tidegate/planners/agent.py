@@ -140,6 +140,15 @@ class AgentPlanner:
                 f"agent {self.contract.name} did not finish within {self.timeout_s:.0f} s",
                 retryable=False,
             )
+        if not diff.strip() and run.exit_code not in (0, None):
+            # It failed (to start, or to reach its model): retrying with "you changed
+            # nothing" cannot help, and its own error is what the user needs to see.
+            raise PhaseError(
+                ErrorClass.CAPABILITY_MISMATCH,
+                f"agent {self.contract.name} failed (exit {run.exit_code}): "
+                f"{_error_text(run.stderr_tail or run.stdout_tail)}",
+                retryable=False,
+            )
         if not diff.strip():
             why = f"exit {run.exit_code}" + (
                 f": {_last_line(run.stderr_tail)}" if run.stderr_tail else ""
@@ -174,6 +183,21 @@ class AgentPlanner:
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:200] if lines else ""
+
+
+_ERROR_WORDS = ("error", "cannot", "can't", "not found", "no such", "enoent", "traceback",
+                "denied", "failed", "fatal", "panic", "exception")  # fmt: skip
+
+
+def _error_text(text: str) -> str:
+    """What a failed agent said about why, sanitised: its lines that read as errors (a
+    banner or progress line printed last must not hide them), else its last lines."""
+    from tidegate.sanitize import sanitize
+
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if any(w in line.lower() for w in _ERROR_WORDS)]
+    chosen = errors[:3] if errors else lines[-3:]
+    return sanitize(" | ".join(chosen)[:600]) or "it printed nothing"
 
 
 class CliSubAgent:

@@ -84,11 +84,21 @@ def test_a_sub_agents_tool_set_takes_the_strictest_verdict() -> None:
     assert decide_tools((), TaskMode.REVIEW, ApprovalProfile.STRICT, OPEN).kind == "allow"
 
 
-def test_an_agent_cli_is_judged_as_a_shell_with_network() -> None:
-    assert cli_equivalents(read_only=True) == ("command.run", "research.fetch")
-    assert "workspace.write" in cli_equivalents(read_only=False)
+def test_a_writable_agent_cli_is_judged_as_a_shell_with_network() -> None:
+    assert cli_equivalents(read_only=False) == ("command.run", "research.fetch", "workspace.write")
     no_network = PolicyContext(containment_verified=True, network="denied")
     verdict = decide_tools(
-        cli_equivalents(True), TaskMode.PATCH, ApprovalProfile.BALANCED, no_network
+        cli_equivalents(False), TaskMode.PATCH, ApprovalProfile.BALANCED, no_network
     )
     assert verdict.kind == "deny" and any("network" in r for r in verdict.reasons)
+
+
+def test_a_read_only_agent_cli_is_not_refused_in_a_models_read_only_session() -> None:
+    # The model's planning session: review mode, writes and network denied. A read-only
+    # CLI run (isolated copy, tree bound read-only, containment required) the user named
+    # with --sub-agent must be dispatchable there.
+    session = PolicyContext(containment_verified=True, network="denied", write_access="denied")
+    verdict = decide_tools(
+        cli_equivalents(True), TaskMode.REVIEW, ApprovalProfile.BALANCED, session
+    )
+    assert verdict.kind == "allow"

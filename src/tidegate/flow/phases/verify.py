@@ -113,7 +113,9 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
     passthrough = state.config.containment.env
     env = command_environment(env, passthrough)  # the fidelity probe gets no secret either
     policy = _policy(state)
-    if policy is not None:
+    if policy is not None and state.request.origin == "user":
+        # programs the user's own command names are made visible; never a client's or
+        # a benchmark's choice of paths
         policy = replace(policy, executables=tuple(command_executables(shell_argv(command))))
     contained = policy is not None and probe(policy.bwrap).verified
     if policy is not None and policy.required and not contained:

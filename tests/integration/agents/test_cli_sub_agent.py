@@ -48,7 +48,7 @@ def test_a_model_hands_a_read_only_sub_task_to_codex(
                                 "d1", "agent_dispatch", agent="codex", task="Find the bug in add()."
                             )
                         ]
-                    },  # fmt: skip
+                    },
                     {
                         "expect_tool_results": [{"id": "d1", "contains": "subtracts"}],
                         "text": "Plan: make add() add.",

@@ -109,14 +109,14 @@ class Terminal:
         echo: bool = True,
     ) -> None:
         """``launched``: what the guard and containment gave this program
-        (``tidegate.exec.containment.launch`` or ``host_launch``): its argv prefix and
-        environment go in front of ``argv`` and over ``env``. ``echo=False`` turns the
+        (``tidegate.exec.containment.launch`` or ``host_launch``): its argv prefix goes
+        in front of ``argv``, its environment under ``env``. ``echo=False`` turns the
         PTY's echo off before the program starts (a shell without line editing then shows
         its output only, not the typed commands)."""
         if not argv or not os.path.isabs(argv[0]):
             raise ValueError("a terminal runs an explicit argv whose program is an absolute path")
         argv = [*launched.prefix, *argv]
-        env = {**env, **launched.env}
+        env = {**launched.env, **env}  # what the caller set on purpose (HOME) wins
         self.argv = list(argv)
         self.limits = limits or TerminalLimits()
         self.started = time.monotonic()

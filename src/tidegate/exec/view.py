@@ -92,7 +92,10 @@ def toolchain_dirs(
         if os.path.isabs(exe) and os.path.isfile(exe) and os.access(exe, os.X_OK):
             # a named program's installation, and its script's interpreter's, are what it
             # needs to start, wherever they live (an npm or nvm install in HOME included)
+            # (as named, and resolved: a venv's python links to its base's, an npm bin
+            # entry to the package's launcher in node_modules)
             named = [exe, *_interpreter(exe, path)]
+            trusted.update(_prefix_of(p) for p in named)
             trusted.update(_prefix_of(os.path.realpath(p)) for p in named)
     for venv in [c for c in found | trusted if _is_venv(c)]:
         trusted.update(_venv_bases(venv))

@@ -22,7 +22,8 @@ every PASS_TO_PASS passes after the patch).
 
 The interpreter: ``--python PATH`` runs the tests; else, for an instance that lists
 ``requirements`` (tidegate's extension of the format: pip requirement strings), a venv the
-gym builds once per repository and requirements under ``<gym>/swe/venvs/``; else the
+gym builds once per repository and requirements in the user's cache directory
+(``swe-venvs``); else the
 interpreter running tidegate. Bare, sympy-style test names (``test_foo``) run with pytest
 ``-k`` over the files the test patch touches.
 """
@@ -71,6 +72,14 @@ def _requirements(value: Any, where: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def venv_cache() -> Path:
+    """Where instance venvs are built and kept: the user's cache directory, not the state
+    root, which contained commands never see (the key that signs run records is there)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tidegate")) / "swe-venvs"
+
+
 def _benchmark_run(
     argv: list[str], cwd: Path, policy: ContainmentPolicy, clearance: Clearance, label: str
 ) -> CommandResult:
@@ -87,7 +96,8 @@ def _benchmark_run(
 
 def instance_python(instance: Instance, venvs: Path, base: str, clearance: Clearance) -> str:
     """The interpreter for an instance that lists ``requirements``: a venv the gym builds
-    once per (repository, requirements) under ``venvs`` with ``base``, and reuses. The
+    once per (repository, requirements) under ``venvs`` (``venv_cache()``) with ``base``,
+    and reuses. The
     installs run the benchmark's packages' code: contained (network on, only the venv
     writable) or as ``clearance`` allows."""
     import hashlib
@@ -229,9 +239,11 @@ _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
 
 
 def _git(cwd: Path, *args: str, input: str | None = None) -> Any:
-    """A git call through the one git wrapper (no hooks, no pager, no prompts)."""
+    """A git call through the one git wrapper (no hooks, no pager, no prompts). Its
+    transports are all off but the local one, for the clone of the local mirror."""
     data = input.encode("utf-8") if input is not None else None
-    return Git(cwd).run(*args, env=_GIT_ENV, input=data, check=False)
+    git = Git(cwd, config=("protocol.file.allow=always",))
+    return git.run(*args, env=_GIT_ENV, input=data, check=False)
 
 
 def _run_tests(repo: Path, command: str, python: str, clearance: Clearance) -> str:
@@ -363,7 +375,7 @@ def run_swe(
             try:
                 chosen = instance_python(
                     instance,
-                    gym_root / "swe" / "venvs",
+                    venv_cache(),
                     sys.executable,
                     Clearance(Origin.BENCHMARK, approval),
                 )

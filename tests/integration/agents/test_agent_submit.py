@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.integration.agents.conftest import require_agent
 from tests.integration.agents.servers import (
     ScriptedServer,
@@ -22,6 +22,7 @@ from tidegate.agents.contracts import load_contract, parse_contract
 from tidegate.operator.agent_submit import REASONS, submit
 
 FAKE = Path(__file__).with_name("fake_agent.py")
+pytestmark = requires_containment  # agent-submit starts nothing it cannot contain
 
 
 def fake_contract(tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -99,18 +100,20 @@ def test_a_missing_program_is_a_runtime_failure(
     assert audit.outcome == "runtime-failure" and "not installed" in audit.detail
 
 
-def test_tracked_files_the_agent_rewrites_are_restored(
+def test_an_agent_that_rewrites_tracked_files_cannot_reach_them(
     committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Contained, the repository is bound read-only: the rewrite fails inside the sandbox
+    # and nothing needs restoring. (Uncontained it is never started:
+    # tests/adversarial/test_one_guard.py.)
     committed_repo.write("notes.txt", "untracked\n")
     committed_repo.write("README.md", "# calc\nmy unstaged line\n")
-    monkeypatch.setenv("TIDEGATE_BWRAP", "/nonexistent/bwrap")  # uncontained: it can write
     before = committed_repo.tree_state()
     contract = fake_contract(tmp_path, "rewrite", monkeypatch)
     audit = submit(contract, committed_repo.root, startup_timeout_s=5.0, completion_timeout_s=5.0)
-    assert audit.outcome == "success", audit.detail
-    assert sorted(audit.restored) == ["README.md", "calc.py"]
-    assert committed_repo.tree_state() == before  # the user's unstaged bytes came back
+    assert audit.containment == "bubblewrap"
+    assert audit.restored == []
+    assert committed_repo.tree_state() == before
 
 
 def codex_server() -> ScriptedServer:

@@ -102,8 +102,12 @@ def test_test_ids_are_run_by_their_framework() -> None:
 
 
 def test_sympy_style_names_and_an_instance_venv(
-    capsys: pytest.CaptureFixture[str], mirrors: Path, tmp_path: Path
+    capsys: pytest.CaptureFixture[str],
+    mirrors: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     rows = [json.loads(line) for line in shipped_instances().read_text().splitlines()]
     calc, strings = rows
     calc = dict(
@@ -132,7 +136,8 @@ def test_sympy_style_names_and_an_instance_venv(
     assert by_id["bare-names"]["fail_to_pass"] == {"test_add": True}
     assert by_id["bare-names"]["fail_to_pass_failed_before"] is True
     venv_python = by_id["own-venv"]["python"]
-    assert venv_python.startswith(str(tmp_path / "s" / "gym" / "swe" / "venvs"))
+    # built in the cache, outside the state root that contained tests never see
+    assert venv_python.startswith(str(tmp_path / "cache" / "tidegate" / "swe-venvs"))
     assert Path(venv_python).exists()
 
 

@@ -113,9 +113,10 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
     passthrough = state.config.containment.env
     env = command_environment(env, passthrough)  # the fidelity probe gets no secret either
     policy = _policy(state)
-    if policy is not None and state.request.origin == "user":
-        # programs the user's own command names are made visible; never a client's or
-        # a benchmark's choice of paths
+    if policy is not None and state.request.origin in ("user", "benchmark"):
+        # programs named by the user's own command, or by the one the gym builds around
+        # an interpreter it chose, are made visible; never a path an MCP client or a
+        # repository's file chose
         policy = replace(policy, executables=tuple(command_executables(shell_argv(command))))
     contained = policy is not None and probe(policy.bwrap).verified
     if policy is not None and policy.required and not contained:

@@ -86,7 +86,7 @@ def open_cli_executor(
 ) -> ToolExecutor:
     from tidegate.tools.host import open_executor
 
-    return open_executor(
+    executor = open_executor(
         workspace,
         approval=approval,
         mode=mode,
@@ -97,6 +97,9 @@ def open_cli_executor(
         validation_command=validation_command,
         grants=grants or (),
     )
+    for note in executor.context.policy_notes:
+        sys.stderr.write(sanitize(f"tidegate: note: {note}") + "\n")
+    return executor
 
 
 def open_cli_run(

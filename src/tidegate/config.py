@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import mmap
 import os
 import stat
 import tomllib
@@ -434,6 +435,8 @@ def _open_below(parent: int, name: str, flags: int) -> int | LocalFile:
 def _tracked(root: Path) -> bool:
     """Whether git tracks ``.tidegate/config.toml`` (a repository can commit it: an exclude
     keeps out untracked files only)."""
+    if not _maybe_in_index(root):
+        return False
     from tidegate.git import Git
 
     try:
@@ -441,6 +444,30 @@ def _tracked(root: Path) -> bool:
     except GitError:
         return False
     return found.returncode == 0 and bool(found.stdout.strip(b"\0"))
+
+
+def _maybe_in_index(root: Path) -> bool:
+    """False only when the index of the work tree's own ``.git`` directory cannot hold
+    ``.tidegate/config.toml``: a version 2 or 3 index, neither split nor sparse, stores each
+    path whole and NUL-terminated, so a path absent from its bytes is not tracked. Saves a
+    git process per read in the common case; anything else is for git to answer."""
+    git_dir = root / ".git"
+    try:
+        with (
+            open(git_dir / "index", "rb") as file,
+            mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as index,
+        ):
+            if index[:4] != b"DIRC" or int.from_bytes(index[4:8], "big") not in (2, 3):
+                return True
+            if index.find(b"sdir") != -1 or any(
+                name.startswith("sharedindex.") for name in os.listdir(git_dir)
+            ):
+                return True
+            return index.find(CONFIG_LOCAL.encode() + b"\0") != -1
+    except FileNotFoundError:
+        return not git_dir.is_dir()  # a repository with no index yet tracks nothing
+    except (OSError, ValueError):  # .git is a file (a linked worktree), an empty index...
+        return True
 
 
 def _read_bytes(path: Path) -> bytes:

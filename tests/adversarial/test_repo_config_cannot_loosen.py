@@ -260,10 +260,19 @@ def test_the_users_own_file_may_loosen(committed_repo: Repo) -> None:
     assert loaded.ignored == ()
 
 
-def test_a_committed_local_file_counts_as_the_repositorys(committed_repo: Repo) -> None:
+INDEX_SHAPES = {
+    "v2": (),
+    "v4": ("update-index", "--index-version", "4"),  # paths prefix-compressed
+    "split": ("update-index", "--split-index"),  # entries in .git/sharedindex.*
+}
+
+
+@pytest.mark.parametrize("index", sorted(INDEX_SHAPES))
+def test_a_committed_local_file_counts_as_the_repositorys(committed_repo: Repo, index: str) -> None:
     """``.tidegate/`` is excluded, but an exclude keeps out untracked files only: a
     repository can commit ``.tidegate/config.toml`` (``git add -f``), and a clone checks it
-    out. Tracked, it is the repository's, so it may only tighten."""
+    out. Tracked, it is the repository's, so it may only tighten; in any shape of index
+    (the check skips git only for an index that stores whole paths)."""
     _local(
         committed_repo,
         '[containment]\nmode = "none"\n[validate]\nmax_files = 3\n'
@@ -271,6 +280,10 @@ def test_a_committed_local_file_counts_as_the_repositorys(committed_repo: Repo) 
     )
     committed_repo.git("add", "-f", ".tidegate/config.toml")
     committed_repo.git("commit", "-q", "-m", "a committed 'local' file")
+    if INDEX_SHAPES[index]:
+        committed_repo.git(*INDEX_SHAPES[index])
+        # The path's bytes are no longer whole in .git/index: only git can tell.
+        assert b".tidegate/config.toml\0" not in committed_repo.index_bytes()
     loaded = load_policy(committed_repo.root)
     assert loaded.config.containment.mode == "auto"
     assert loaded.config.validate_.max_files == 3  # tightening: honoured

@@ -403,6 +403,16 @@ def test_a_committed_containment_none_still_runs_verify_contained(committed_repo
     assert report["effective_policy"]["containment"]["mode"] == "auto"
     assert not marker.exists()
     assert f"{ATTACK} containment.mode = 'none' ignored: {WHY_IGNORED}" in report["notes"]
+    # The same setting in the user's own file is honoured, silently.
+    _local(committed_repo, '[containment]\nmode = "none"\n')
+    res = tidegate_cli(
+        "run", "--repo", str(committed_repo.root), "--json",
+        "--objective", "create-file: notes.txt\ncontent: <<<\nhi\n>>>\n", "--verify", "true",
+    )  # fmt: skip
+    report = json.loads(res.stdout)
+    assert report["status"] == "succeeded", report["message"]
+    assert report["containment"]["backend"] == "none"
+    assert not [n for n in report["notes"] if "ignored" in n]
 
 
 @requires_containment

@@ -268,7 +268,7 @@ def instrumented() -> Iterator[dict[str, Any]]:
 
     wrap(git_module.Git, "run", git_label)
     wrap(transaction, "discover", lambda *a, **k: "discover repository")
-    wrap(transaction, "load_config", lambda *a, **k: "load config")
+    wrap(transaction, "load_policy", lambda *a, **k: "load policy")
     wrap(transaction, "ensure_excluded", lambda *a, **k: "ensure .git/info/exclude")
     wrap(transaction, "take_snapshot", lambda *a, **k: "BOOTSTRAP: T0 snapshot")
     wrap(transaction, "final_diff", lambda *a, **k: "report: final diff")

@@ -62,8 +62,15 @@ def test_protected_patterns_come_from_pyproject(committed_repo: Repo) -> None:
     report = committed_repo.run(EDIT, max_attempts=1)
     assert report.status == "failed"
     _refused(report.message, report.failure_phase, "calc.py: protected by the pattern 'calc.py'")
-    # .env is no longer protected: the list was replaced, not extended.
-    report = committed_repo.run("create-file: .env\ncontent: <<<\nA=1\n>>>\n")
+    # The repository's list extends the user's, never replaces it: .env stays protected.
+    env_file = "create-file: .env\ncontent: <<<\nA=1\n>>>\n"
+    report = committed_repo.run(env_file, max_attempts=1)
+    assert report.status == "failed"
+    _refused(report.message, report.failure_phase, ".env: protected by the pattern '.env'")
+    assert not (committed_repo.root / ".env").exists()
+    # The user's own file may replace the list.
+    committed_repo.write(".tidegate/config.toml", '[validate]\nprotected = ["calc.py"]\n')
+    report = committed_repo.run(env_file)
     assert report.status == "succeeded", report.message
     assert committed_repo.read(".env") == "A=1\n"
 

@@ -89,7 +89,7 @@ def open_cli_executor(
     from tidegate.exec.guard import Origin
     from tidegate.tools.host import open_executor
 
-    return open_executor(
+    executor = open_executor(
         workspace,
         approval=approval,
         mode=mode,
@@ -101,6 +101,9 @@ def open_cli_executor(
         grants=grants or (),
         origin=Origin.MCP_CLIENT if mcp_client else Origin.USER,
     )
+    for note in executor.context.policy_notes:
+        sys.stderr.write(sanitize(f"tidegate: note: {note}") + "\n")
+    return executor
 
 
 def open_cli_run(

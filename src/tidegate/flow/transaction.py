@@ -117,6 +117,8 @@ def _execute(
     loaded = load_policy(repo.root)
     config = loaded.config
     policy = effective_policy(loaded, request)
+    # What judged the run, on every report: the policy, and what of the repository's was not.
+    judged = {"effective_policy": policy, "notes": list(loaded.ignored)}
     if planner is None:
         planner = planner_for(request, recorder=recorder, config=config)
     run_id = head.run_id if head is not None else new_run_id()
@@ -126,7 +128,7 @@ def _execute(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.CAPABILITY_MISMATCH, refusal, started
-            ).model_copy(update={"effective_policy": policy}),
+            ).model_copy(update=judged),
         )
     lock = RunLock(repo.runtime_dir, run_id)
     try:
@@ -140,14 +142,14 @@ def _execute(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.RESOURCE_LOCK_ERROR, str(exc), started
-            ).model_copy(update={"effective_policy": policy}),
+            ).model_copy(update=judged),
         )
     except LockFileError as exc:
         return finish_report(
             recorder,
             _bootstrap_failure(
                 request, repo, run_id, planner, ErrorClass.PERSISTENCE_ERROR, str(exc), started
-            ).model_copy(update={"effective_policy": policy}),
+            ).model_copy(update=judged),
         )
     pending = pending_journals(repo.runtime_dir)
     if pending:
@@ -190,7 +192,7 @@ def _execute(
                 recorder,
                 _bootstrap_failure(
                     request, repo, run_id, planner, ErrorClass.UNKNOWN, str(exc), started
-                ).model_copy(update={"effective_policy": policy}),
+                ).model_copy(update=judged),
             )
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM before the first checkpoint: nothing to pause; the
@@ -203,9 +205,10 @@ def _execute(
                 recorder,
                 _bootstrap_failure(
                     request, repo, run_id, planner, ErrorClass.CANCELLED, message, started
-                ).model_copy(update={"effective_policy": policy}),
+                ).model_copy(update=judged),
             )
         state = new_state(request, run_id, repo, snapshot, shadow, planner, scratch, config)
+        state.notes.extend(loaded.ignored)
         if not excluded:
             state.notes.append(
                 ".git/info/exclude is not a plain file (a symlink?): .tidegate/ was not added"

@@ -151,7 +151,7 @@ class ModelPlanner:
     progress: Callable[[str], None] | None = None
     """Told, as they happen, about the tool calls the model makes (for live output)."""
     readable_secrets: tuple[str, ...] = ()
-    """Secret-shaped files the user lets the model read (``[tool.tidegate.tools]``)."""
+    """Secret-shaped files the user lets the model read (``[tools] readable_secrets``)."""
     dispatch: DispatchSettings | None = None
     """Offer ``agent_dispatch`` in every phase (sub-agents forced read-only: every phase
     here is read-only); None: not offered."""

@@ -14,13 +14,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidegate.config import CONFIG_LOCAL, CONFIG_PYPROJECT, policy_table_change
+from tidegate.config import (
+    CONFIG_LOCAL,
+    CONFIG_PYPROJECT,
+    LocalFile,
+    policy_table_change,
+    read_local,
+)
+from tidegate.errors import UsageError
 
 
 @dataclass(frozen=True)
 class ConfigSnapshot:
     pyproject: bytes | None
-    local: bytes | None
+    local: LocalFile
 
 
 def _read(path: Path) -> bytes | None:
@@ -30,8 +37,17 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+def _local(root: Path) -> LocalFile:
+    """Read as ``load_policy`` reads it: a link swapped in for it is a change, even to a
+    file with the same bytes, since the next run will not follow it."""
+    try:
+        return read_local(root)
+    except UsageError as exc:
+        return LocalFile(None, str(exc))
+
+
 def config_snapshot(root: Path) -> ConfigSnapshot:
-    return ConfigSnapshot(_read(root / CONFIG_PYPROJECT), _read(root / CONFIG_LOCAL))
+    return ConfigSnapshot(_read(root / CONFIG_PYPROJECT), _local(root))
 
 
 def config_change(before: ConfigSnapshot, after: ConfigSnapshot) -> str | None:

@@ -108,6 +108,9 @@ class ToolContext:
     task_state_path: Path | None = None
     validation_command: str | None = None
     protected: tuple[str, ...] = DEFAULT_PROTECTED
+    policy_notes: tuple[str, ...] = ()
+    """What of the repository's tidegate configuration was not applied, because it would
+    have loosened the user's policy (``tidegate.config.LoadedConfig.ignored``)."""
     limits: ToolLimits = field(default_factory=ToolLimits)
     git_view: GitView | None = field(init=False, default=None)
     """The git work tree the workspace was in when the context was made (None: none),

@@ -64,7 +64,8 @@ def open_executor(
     root = workspace.resolve()
     # The user's protected paths, read once as the session starts; nothing a call writes
     # changes them for this session (and tidegate's configuration is not writable by calls).
-    policy = load_policy(root).config
+    loaded = load_policy(root)
+    policy = loaded.config
     protected = policy.validate_.protected
     state = resolve_state_root(state_root, root)
     identity = hashlib.sha256(str(root).encode()).hexdigest()[:12]
@@ -82,6 +83,7 @@ def open_executor(
         task_state_path=tool_state / "task.json",
         validation_command=validation_command,
         protected=protected,
+        policy_notes=loaded.ignored,
     )
     return ToolExecutor(context, doubles=doubles, activate_all=True)
 

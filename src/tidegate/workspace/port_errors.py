@@ -57,7 +57,7 @@ class SecretWithheld(WorkspaceError):
         super().__init__(
             path,
             "withheld: a secret-shaped file is not readable by the model's tools "
-            "(the user may allow it with [tool.tidegate.tools] readable_secrets)",
+            "(the user may allow it with readable_secrets in [tools] of .tidegate/config.toml)",
         )
 
 

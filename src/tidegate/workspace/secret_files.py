@@ -8,8 +8,9 @@ them under ``excluded`` as withheld instead of listing them.
 
 The decision is made on the resolved path (a symlink ``notes.txt -> .env`` is withheld
 too), by the file's name. Templates (``.env.example``) and public keys (``*.pub``) are
-not secrets. The user allows a file with ``[tool.tidegate.tools] readable_secrets``
-(globs over root-relative paths, or bare names matched anywhere).
+not secrets. The user allows a file with ``readable_secrets`` in ``[tools]`` of
+``.tidegate/config.toml`` (globs over root-relative paths, or bare names matched anywhere;
+a repository's ``pyproject.toml`` can only narrow that list).
 
 ``find_in(root)`` lists them for a contained command's mask, through one
 ``SecretIndex`` per root held by this object for its life (the tool context's): one full

@@ -180,6 +180,15 @@ def test_a_models_change_is_not_verified_on_the_host_without_approval(
     assert containment_refusal(own, config) is None  # the user's own: runs, said so
     approved = RunRequest(**base, model="openai:m", containment="none")  # type: ignore[arg-type]
     assert containment_refusal(approved, config) is None
+    # the user's own local configuration saying none is their approval too; a
+    # repository's pyproject cannot say it (tidegate.config tightens only)
+    committed_repo.write("pyproject.toml", '[tool.tidegate.containment]\nmode = "none"\n')
+    repo_says = load_config(committed_repo.root)
+    assert repo_says.containment.mode == "auto"
+    assert containment_refusal(RunRequest(**base, model="openai:m"), repo_says) is not None  # type: ignore[arg-type]
+    committed_repo.write(".tidegate/config.toml", '[containment]\nmode = "none"\n')
+    user_says = load_config(committed_repo.root)
+    assert containment_refusal(RunRequest(**base, model="openai:m"), user_says) is None  # type: ignore[arg-type]
 
 
 def test_a_gym_check_runs_a_models_code_only_contained_or_approved(

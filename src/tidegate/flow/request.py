@@ -56,12 +56,14 @@ class RunRequest(Checked):
     """Most model requests the run may make (all phases and attempts together)."""
 
 
-def verify_clearance(request: RunRequest) -> Clearance:
+def verify_clearance(request: RunRequest, configured_mode: str | None = None) -> Clearance:
     """What the guard is told about VERIFY's command: the least trusted of whoever chose
     the command and whoever wrote the code it runs (a model's or an agent's change is
     their code, whoever chose ``pytest``; a ``scripted:`` model replays the user's own
-    file). ``--containment none`` on the command line is the user's approval to run it
-    uncontained; a configuration file never is."""
+    file). The user's approval to run it uncontained: ``--containment none`` on the
+    command line, or ``configured_mode`` ``none`` (the loaded configuration's, which only
+    the user's own untracked ``.tidegate/config.toml`` can set: a repository may only
+    tighten it, ``tidegate.config``)."""
     code = Origin.USER
     if request.agent is not None:
         code = Origin.AGENT
@@ -71,4 +73,6 @@ def verify_clearance(request: RunRequest) -> Clearance:
     approved = request.uncontained_approval
     if request.containment == "none":
         approved = "--containment none"
+    elif request.containment is None and configured_mode == "none":
+        approved = "containment.mode = none in .tidegate/config.toml"
     return Clearance(origin, approved)

@@ -740,7 +740,7 @@ def containment_refusal(request: RunRequest, config: TidegateConfig) -> str | No
     if why is None:
         return None
     try:
-        admit(verify_clearance(request), why)
+        admit(verify_clearance(request, config.containment.mode), why)
     except GuardRefused as exc:
         return str(exc)
     return None

@@ -126,7 +126,7 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             f"containment is required but {reason}; the verify command was not run",
             retryable=False,
         )
-    clearance = verify_clearance(state.request)
+    clearance = verify_clearance(state.request, state.config.containment.mode)
     why = uncontained_reason(policy)
     if why is not None:
         try:  # the guard's answer, before anything is linked into the shadow

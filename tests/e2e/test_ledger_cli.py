@@ -86,6 +86,7 @@ def test_ledger_run_over_two_items_then_ship(repo: Repo, tmp_path: Path) -> None
     records.mkdir()
     res = tidegate_cli(
         "ledger", "run", str(task), "--repo", str(repo.root), "--all", "--json",
+        "--allow-uncontained",
         "--state-root", str(records),
     )  # fmt: skip
     runs: list[dict[str, Any]] = json.loads(_ok(res))

@@ -149,6 +149,7 @@ def test_ledger_run_with_a_model(repo: Repo, tmp_path: Path) -> None:
     ]}))  # fmt: skip
     res = tidegate_cli(
         "ledger", "run", str(task), "--repo", str(repo.root), "--model", f"scripted:{script}",
+        "--allow-uncontained",
         "--json",
     )  # fmt: skip
     (item_run,) = json.loads(_ok(res))

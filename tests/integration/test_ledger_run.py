@@ -29,7 +29,7 @@ def write_plan(task: Path, sections: dict[str, tuple[str, str | None]]) -> None:
 
 
 def _options(repo: Repo) -> RunOptions:
-    return RunOptions(repo=repo.root, max_attempts=1, verify_timeout_s=60)
+    return RunOptions(repo=repo.root, max_attempts=1, verify_timeout_s=60, allow_uncontained=True)
 
 
 def test_failure_blind_rerun_then_a_changed_plan(committed_repo: Repo, tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_not_a_repository_is_refused_before_claiming(tmp_path: Path) -> None:
     write_plan(task, {"T1": ("edit-file: calc.py\nreplace: a - b\nwith: a + b\n", None)})
     (tmp_path / "plain").mkdir()
     with pytest.raises(UsageError, match="not inside a git repository"):
-        run_next(task, RunOptions(repo=tmp_path / "plain"))
+        run_next(task, RunOptions(repo=tmp_path / "plain", allow_uncontained=True))
     assert item(task, "T1").status is ItemStatus.PENDING
 
 
@@ -129,7 +129,12 @@ def test_a_scripted_planner_runs_an_item(committed_repo: Repo, tmp_path: Path) -
     (task / "fix.json").write_text(
         json.dumps({"planner": "scripted", "attempts": [{"plan": "add", "objective": fix}]})
     )
-    options = RunOptions(repo=committed_repo.root, planner="scripted:fix.json", max_attempts=1)
+    options = RunOptions(
+        repo=committed_repo.root,
+        planner="scripted:fix.json",
+        max_attempts=1,
+        allow_uncontained=True,
+    )
     result = run_next(task, options)
     assert result.report is not None and result.report.planner == "scripted"
     assert result.report.status == "succeeded", result.outcome.lines

@@ -203,7 +203,9 @@ def test_ledger_run_with_a_model(committed_repo: Repo, tmp_path: Path) -> None:
             }
         )
     )
-    options = RunOptions(repo=committed_repo.root, model=f"scripted:{script}", max_attempts=1)
+    options = RunOptions(
+        repo=committed_repo.root, model=f"scripted:{script}", max_attempts=1, allow_uncontained=True
+    )
     loaded = load_task(task)
     objective = model_objective(loaded, loaded.state.items[0], loaded.state.plan.get("T1"))
     assert objective.startswith("T1: Fix add\n") and "add() subtracts; make it add." in objective

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
+from tidegate.pathtext import git_unquoted
 from tidegate.validate.matching import MatchError, locate, reindent, split_lines
 
 _MODE = re.compile(r"^(?:new file mode|new mode) (\d{6})")
@@ -78,8 +79,10 @@ def apply_tolerantly(
 
 
 def _strip(name: str | None) -> str | None:
+    """The path a ``---``/``+++`` name stands for: git C-quotes an unusual one."""
     if name is None or name == "/dev/null":
         return None
+    name = git_unquoted(name)
     return name[2:] if name.startswith(("a/", "b/")) else name
 
 

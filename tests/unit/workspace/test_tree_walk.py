@@ -140,3 +140,33 @@ def test_a_tree_edit_reads_the_same_trees_through_the_kept_reader(
     else:
         assert kept is not None
         assert "cat-file" not in calls  # the trees came through the kept reader
+
+
+@pytest.mark.parametrize("directory", [b"raw\xff", b"new\nline"])
+def test_a_tree_edit_outside_a_run_reads_odd_directory_names(repo: Repo, directory: bytes) -> None:
+    """Without a kept reader the trees are read by object id, never by a path on git's
+    input: a directory name that is not UTF-8 or holds a newline is read like any other
+    (``base:path`` lines on cat-file's input could not carry them: edit_tree gave up)."""
+    from tidegate.workspace.tree_edit import edit_tree
+
+    (repo.root / os.fsdecode(directory)).mkdir()
+    (repo.root / os.fsdecode(directory + b"/a.txt")).write_bytes(b"a\n")
+    repo.write("top.txt", "top\n")
+    repo.commit_all("odd directory")
+    head = repo.git("rev-parse", "HEAD").strip()
+    blob = repo.git("hash-object", "-w", "--stdin", input=b"new content\n").strip()
+    # What git's own index way builds: T0 with the one entry replaced.
+    env = {**os.environ, "GIT_INDEX_FILE": str(repo.root / ".git" / "scratch-index")}
+
+    def scratch(*args: str, input: bytes | None = None) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo.root, env=env, input=input, capture_output=True, check=True
+        ).stdout.decode()
+
+    scratch("read-tree", head)
+    info = b"100644 " + blob.encode() + b"\t" + directory + b"/a.txt\0"
+    scratch("update-index", "-z", "--index-info", input=info)
+    expected = scratch("write-tree").strip()
+
+    git = discover(repo.root).git
+    assert edit_tree(git, head, {os.fsdecode(directory + b"/a.txt"): ("100644", blob)}) == expected

@@ -42,10 +42,13 @@ def odd_repo(repo: Repo) -> tuple[Repo, str]:
     head = repo.git("rev-parse", "HEAD").strip()
     repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},vendor/sub")
     blob = repo.git("rev-parse", "HEAD:pkg.txt").strip()
-    # a legacy group-writable mode, as old gits wrote it: read back as 100644
+    # legacy modes, as old gits wrote them: git reads a file as executable when the
+    # owner's execute bit is set, whatever the group's and others' say
+    entries = [b"100654 groupx.txt", b"100664 legacy.txt", b"100645 otherx.txt"]
+    entries += [b"100744 ownerx.txt"]  # in git's order, by name
     legacy = subprocess.run(
         ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
-        cwd=repo.root, input=b"100664 legacy.txt\0" + bytes.fromhex(blob),
+        cwd=repo.root, input=b"".join(e + b"\0" + bytes.fromhex(blob) for e in entries),
         capture_output=True, check=True,
     ).stdout.decode().strip()  # fmt: skip
     repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},old/legacy.txt")
@@ -66,6 +69,7 @@ PATHS = [
     ["pkg/mod.py"], ["pkg"], ["pkg/sub/deep.py", "pkg.txt", "run.sh"], ["link"],
     ["with space é.md"], [os.fsdecode(b"raw\xff.bin")], ["vendor/sub"], ["vendor/sub/x"],
     ["pkg/mod.py/inside"], ["missing.py", "pkg/missing.py"], ["old/legacy.txt"], ["old"],
+    ["old/groupx.txt"], ["old/otherx.txt"], ["old/ownerx.txt"],
 ]  # fmt: skip
 
 

@@ -77,6 +77,50 @@ def quote_path(path: str) -> str:
     return "".join(out)
 
 
+def git_quoted(path: str) -> bytes:
+    """``path`` C-quoted for a git command that reads one path a line and unquotes a line
+    starting with ``"`` (``hash-object --stdin-paths``, which has no ``-z``). Every path is
+    quoted, so a name that itself starts with a quote, or holds a newline, a backslash or
+    bytes that are not UTF-8, reaches git exactly."""
+    out = bytearray(b'"')
+    for byte in path_bytes(path):
+        if byte in (0x22, 0x5C):
+            out += b"\\" + bytes([byte])
+        elif 0x20 <= byte < 0x7F:
+            out.append(byte)
+        else:
+            out += b"\\%03o" % byte
+    return bytes(out + b'"')
+
+
+_UNESCAPE = {ord(v[1]): k for k, v in _NAMED.items()}
+
+
+def git_unquoted(name: str) -> str:
+    """A name as git writes it in a diff header: unchanged unless it is C-quoted
+    (``"new\\nline"``, ``"bad\\377"``), then its exact bytes (surrogateescape). A
+    malformed quoting is returned as written."""
+    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
+        return name
+    raw = name[1:-1].encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        byte = raw[i]
+        if byte != 0x5C:
+            out.append(byte)
+            i += 1
+        elif raw[i + 1 : i + 4].isdigit() and len(raw[i + 1 : i + 4]) == 3:
+            out.append(int(raw[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        elif i + 1 < len(raw) and raw[i + 1] in _UNESCAPE:
+            out.append(_UNESCAPE[raw[i + 1]])
+            i += 2
+        else:
+            return name
+    return out.decode("utf-8", "surrogateescape")
+
+
 def visible(text: str) -> str:
     """One line of free text (a message, a note) for a terminal: characters that are not
     printable (control characters, escape sequences, undecodable bytes) written as escapes,

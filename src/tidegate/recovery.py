@@ -1,7 +1,8 @@
 """``tidegate recover``: finish or undo apply-backs interrupted by a crash, and remove the
 shadow worktrees and scratch directories that dead runs left behind (never those of a run
 that is alive, in this work tree or another linked one: see ``workspace.claims``), and the
-sub-agent copies in the OS temp dir whose process is dead (``workspace.owned_temp``).
+sub-agent copies and containment's private directories in the OS temp dir whose process
+is dead (``workspace.owned_temp``).
 
 A path the user edited after the crash keeps the user's bytes; the version recovery would
 have written goes under ``.tidegate/recovered/<run-id>/`` and the journal is cleared, so
@@ -21,7 +22,7 @@ from tidegate.flow.headstart import new_run_id
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import RunLock
-from tidegate.workspace.owned_temp import remove_dead_owned
+from tidegate.workspace.owned_temp import remove_dead_owned, remove_dead_sandboxes
 from tidegate.workspace.repo import discover
 from tidegate.workspace.shadow import remove_leftovers
 
@@ -34,6 +35,8 @@ class RecoverySummary:
     removed_scratch: list[str] = field(default_factory=list)
     removed_copies: list[str] = field(default_factory=list)
     """Sub-agent copies of dead processes, removed from the OS temp dir."""
+    removed_sandboxes: list[str] = field(default_factory=list)
+    """Containment's private directories of dead commands, removed from the OS temp dir."""
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -49,6 +52,7 @@ class RecoverySummary:
             "removed_shadows": self.removed_shadows,
             "removed_scratch": self.removed_scratch,
             "removed_copies": self.removed_copies,
+            "removed_sandboxes": self.removed_sandboxes,
             "errors": self.errors,
             "clean": self.clean,
         }
@@ -78,6 +82,10 @@ def recover_repository(path: Path, rollback: bool = False) -> RecoverySummary:
             summary.removed_copies = remove_dead_owned()
         except OSError as exc:
             summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
+        try:
+            summary.removed_sandboxes = remove_dead_sandboxes()
+        except OSError as exc:
+            summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")
     finally:
         lock.release()
     return summary

@@ -39,6 +39,11 @@ NAMES: dict[bytes, str] = {
     "rtl\u202egnp.txt".encode(): '"rtl\\342\\200\\256gnp.txt"',
     b"--help": "--help",
     b"trailing ": "trailing ",
+    b'"quoted".txt': '"\\"quoted\\".txt"',
+    b'"': '"\\""',
+    b"-": "-",
+    b" lead space.txt": " lead space.txt",
+    "\u65e5\u672c\u8a9e.txt".encode(): "\u65e5\u672c\u8a9e.txt",
 }
 IDS = [
     "quote",
@@ -54,6 +59,11 @@ IDS = [
     "rtl-override",
     "double-dash",
     "trailing-space",
+    "leading-quote",
+    "only-quote",
+    "only-dash",
+    "leading-space",
+    "cjk",
 ]
 
 
@@ -113,6 +123,67 @@ def test_odd_name_goes_through_the_whole_pipeline(
     assert (root / os.fsdecode(name + b".new")).read_bytes() == b"created\n"
     assert (root / os.fsdecode(name + b".mine")).read_bytes() == mine
     assert repo.index_bytes() == index
+
+
+@pytest.mark.parametrize("name", list(NAMES), ids=IDS)
+def test_odd_name_in_a_diff_git_refuses_is_applied_tolerantly(
+    committed_repo: Repo, tmp_path: Path, name: bytes
+) -> None:
+    """A diff as a model copies it, trailing whitespace added to a context line: git
+    refuses it, and the tolerant hunks must read git's quoted names in its headers."""
+    repo = committed_repo
+    root = _odd_repo(repo, name)
+    diff = _change(tmp_path, repo, name)
+    sloppy = diff.read_bytes().replace(b"\n line 10\n", b"\n line 10  \n", 1)
+    assert sloppy != diff.read_bytes()
+    diff.write_bytes(sloppy)
+    index = repo.index_bytes()
+
+    res = cli("run", "--objective", f"patch-file: {diff}", "--verify", "true", "--json", cwd=root)
+
+    report = report_of(res)
+    assert res.returncode == 0, (report["message"], report["feedback"])
+    assert any("trailing whitespace ignored" in note for note in report["notes"])
+    assert {_raw(a) for a in report["applied_files"]} == {name, name + b".new"}
+    merged = LINES.replace(b"line 1\n", b"line 1 (mine)\n").replace(b"line 11\n", b"line 11 (ai)\n")
+    assert (root / os.fsdecode(name)).read_bytes() == merged
+    assert (root / os.fsdecode(name + b".new")).read_bytes() == b"created\n"
+    assert repo.index_bytes() == index
+
+
+@pytest.mark.parametrize("name", list(NAMES), ids=IDS)
+def test_odd_name_as_a_directory_goes_through_the_whole_pipeline(
+    committed_repo: Repo, tmp_path: Path, name: bytes
+) -> None:
+    """The odd name as a directory on the changed paths' way to the root: the candidate's
+    trees are read and rewritten along it, and APPLY hashes the files beneath it."""
+    repo = committed_repo
+    inner, created = name + b"/inner.txt", name + b"/sub/" + name
+    (repo.root / os.fsdecode(name)).mkdir()
+    (repo.root / os.fsdecode(inner)).write_bytes(LINES)
+    repo.commit_all("odd directory")
+    (repo.root / os.fsdecode(inner)).write_bytes(LINES.replace(b"line 1\n", b"line 1 (mine)\n"))
+    before = repo.tree_state()
+
+    def mutate(clone: Path) -> None:
+        (clone / os.fsdecode(inner)).write_bytes(LINES.replace(b"line 11\n", b"line 11 (ai)\n"))
+        (clone / os.fsdecode(name + b"/sub")).mkdir()
+        (clone / os.fsdecode(created)).write_bytes(b"created\n")
+
+    diff = tmp_path / "change.diff"
+    diff.write_bytes(diff_made_by_git(repo, tmp_path, mutate))
+
+    res = cli(
+        "run", "--objective", f"patch-file: {diff}", "--verify", "true", "--json", cwd=repo.root
+    )
+
+    report = report_of(res)
+    assert res.returncode == 0, (report["message"], report["feedback"])
+    assert {_raw(a) for a in report["applied_files"]} == {inner, created}
+    merged = LINES.replace(b"line 1\n", b"line 1 (mine)\n").replace(b"line 11\n", b"line 11 (ai)\n")
+    assert (repo.root / os.fsdecode(inner)).read_bytes() == merged
+    assert (repo.root / os.fsdecode(created)).read_bytes() == b"created\n"
+    assert repo.index_bytes() == before["<index>"]
 
 
 @pytest.mark.parametrize("name", list(NAMES), ids=IDS)
@@ -223,3 +294,33 @@ def test_content_that_is_not_utf8_is_reported_without_a_traceback(
     ).stdout
     assert hashlib.sha256(exact).hexdigest() == report["diff_sha256"]
     assert repo.index_bytes() == index
+
+
+def test_a_deleted_name_with_a_newline_cannot_excuse_a_nested_write(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """``git apply --summary`` writes ``n\\nl`` on two lines: read line by line, its first
+    piece said the diff deletes ``n``, which excused writing both ``n`` and ``n/x``; the
+    run then failed in APPLY after building a candidate that held only one of them."""
+    repo.write("n\nl", "x\n")
+    repo.write("k", "k\n")
+    repo.commit_all()
+    before = repo.tree_state(with_mtimes=True)
+    diff = tmp_path / "nested.diff"
+    diff.write_text(
+        'diff --git "a/n\\nl" "b/n\\nl"\ndeleted file mode 100644\n--- "a/n\\nl"\n'
+        "+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+        "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+file\n"
+        "diff --git a/n/x b/n/x\nnew file mode 100644\n--- /dev/null\n+++ b/n/x\n"
+        "@@ -0,0 +1 @@\n+inner\n"
+    )
+
+    res = cli(
+        "run", "--objective", f"patch-file: {diff}", "--max-attempts", "1", "--json", cwd=repo.root
+    )
+
+    report = report_of(res)
+    assert res.returncode == 1
+    assert (report["failure_phase"], report["error_class"]) == ("VALIDATE", "AST_VALIDATION_ERROR")
+    assert "n: the proposal writes it and also n/x beneath it" in report["message"]
+    assert repo.tree_state(with_mtimes=True) == before

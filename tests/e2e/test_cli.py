@@ -276,9 +276,12 @@ def test_objective_from_stdin(committed_repo: Repo) -> None:
     assert committed_repo.read("calc.py") == FIXED_CALC
 
 
-def test_recover_on_a_clean_repo(committed_repo: Repo) -> None:
+def test_recover_on_a_clean_repo(committed_repo: Repo, tmp_path: Path) -> None:
     before = committed_repo.tree_state()
-    res = tidegate_cli("recover", cwd=committed_repo.root)
+    # A temp dir of its own: recover also sweeps the OS temp dir for what killed runs left
+    # there (sub-agent copies, sandbox directories), and the shared one may hold some.
+    (tmp_path / "tmp").mkdir()
+    res = tidegate_cli("recover", cwd=committed_repo.root, env={"TMPDIR": str(tmp_path / "tmp")})
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.strip() == "nothing to recover"
     assert committed_repo.tree_state() == before

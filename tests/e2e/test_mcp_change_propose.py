@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 
-from tests.conftest import Repo
+from tests.conftest import CALC, Repo
 from tests.e2e.test_tools_recording import _session
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
@@ -105,3 +105,31 @@ def test_review_mode_and_strict_sessions_refuse_it(committed_repo: Repo) -> None
         (result,) = propose(committed_repo, {"search_replace": FIX}, extra=extra)
         assert result["status"] == "refused", result
     assert committed_repo.tree_state(with_mtimes=True) == tree
+
+
+def test_a_diff_without_its_final_newline_loses_no_line(committed_repo: Repo) -> None:
+    # The text stops right after the last added line; git refuses the diff (no trailing
+    # context anchors it at the end), so the tolerant path applies it.
+    diff = (
+        "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n"
+        "-    return a - b\n+    total = a + b\n+    return total"
+    )
+    repo = dirty(committed_repo)
+    index = repo.index_bytes()
+    (result,) = propose(repo, {"diff": diff, "verify": CHECK})
+    assert result["ok"] is True, result
+    assert repo.read("calc.py") == CALC.replace(
+        "    return a - b\n", "    total = a + b\n    return total\n"
+    )  # the blank line after the added one is still there
+    assert repo.index_bytes() == index
+
+
+def test_a_diff_that_would_join_two_lines_is_refused_naming_the_line(repo: Repo) -> None:
+    repo.write("notes.txt", "alpha\nbeta")  # no final newline
+    repo.commit_all()
+    before = repo.tree_state(with_mtimes=True)
+    diff = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,3 @@\n alpha\n beta\n+gamma"
+    (result,) = propose(repo, {"diff": diff})
+    assert result["ok"] is False and result["status"] == "failed", result
+    assert "notes.txt: line 2 would lose its newline and join line 3" in result["message"]
+    assert repo.tree_state(with_mtimes=True) == before

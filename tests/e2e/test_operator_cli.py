@@ -54,6 +54,56 @@ def test_engineer_structured_edit_on_a_dirty_tree(
     assert "return a - b" not in (root / "latest_engineer_handoff.json").read_text()
 
 
+@pytest.mark.parametrize("shape", [" M", "MM"])
+def test_engineer_edit_of_a_file_the_user_already_edited(
+    capsys: pytest.CaptureFixture[str], committed_repo: Repo, root: Path, shape: str
+) -> None:
+    """The commonest dirty tree: the target itself holds your unstaged edit (`` M``), or a
+    staged and an unstaged one (``MM``). Its status code is the same after the merge, so
+    verification must look at what the run wrote, not at the status code alone."""
+    repo = committed_repo
+    original = repo.read("calc.py")
+    if shape == "MM":
+        repo.write("calc.py", original + "# staged\n")
+        repo.git("add", "calc.py")
+    mine = repo.read("calc.py") + "# mine, unstaged\n"
+    repo.write("calc.py", mine)
+    assert repo.status() == f"{shape} calc.py\n"
+    index = repo.index_bytes()
+
+    res = op(capsys, "engineer", "run", SP, str(repo.root), EDIT, str(root), "--json")
+
+    view = res.json()
+    assert res.code == 0, view["verification"]
+    assert view["verification"]["passed"] is True
+    assert repo.read("calc.py") == mine.replace("return a - b", "return a + b")
+    assert repo.status() == f"{shape} calc.py\n"
+    assert repo.index_bytes() == index
+
+
+def test_engineer_verification_still_sees_another_dirty_file_change(
+    capsys: pytest.CaptureFixture[str], committed_repo: Repo, root: Path, tmp_path: Path
+) -> None:
+    """The other side of comparing content: a path that was already dirty and whose bytes
+    the verify command changed (uncontained) fails "no other path changed", though its
+    status code is the same."""
+    repo = committed_repo
+    repo.write(".tidegate/config.toml", '[containment]\nmode = "none"\n')  # VERIFY may write
+    repo.write("README.md", "# calc\nmine\n")
+    script = tmp_path / "touch.py"
+    script.write_text(f"open({str(repo.root / 'README.md')!r}, 'a').write('by verify\\n')\n")
+    verify = f"{sys.executable} {script}"
+
+    res = op(
+        capsys, "engineer", "run", SP, str(repo.root), EDIT, str(root), "--json", "--verify", verify
+    )
+
+    view = res.json()
+    assert res.code == 1
+    failed = {c["check"]: c for c in view["verification"]["checks"] if not c["passed"]}
+    assert failed["no other path changed"]["detail"] == ["README.md"]
+
+
 def test_engineer_scan_changes_nothing(
     capsys: pytest.CaptureFixture[str], dirty: Repo, root: Path
 ) -> None:

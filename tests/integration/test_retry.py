@@ -160,12 +160,60 @@ def test_repeated_proposal_stops(project: Repo) -> None:
     )
     assert report.status == "failed"
     assert report.attempts == 2
-    assert report.failure_phase == "PATCH"
-    assert "repeats" in report.message
-    assert "attempt 1" in report.message
+    # The failure that decided the run is attempt 1's, not the stop on the repeat.
+    assert (report.failure_phase, report.error_class) == ("VERIFY", "TEST")
+    assert report.message.startswith(f"1 failing test (pytest): {FAILING_TEST}")
+    assert "attempt 2 proposed the same change again" in report.message
+    assert [e.failure_phase for e in report.attempt_events] == ["VERIFY", "PATCH"]
     assert len(report.feedback) == 2
     assert FAILING_TEST in report.feedback[0]
     assert project.tree_state() == before
+
+
+def test_a_repeated_failing_proposal_is_headed_by_its_failure_on_the_terminal(
+    project: Repo, tmp_path: Path
+) -> None:
+    """A scripted planner proposes the same wrong fix twice: the headline names the
+    failing test, the failure line says VERIFY (TEST), and the change and verification
+    shown are the ones that failed; the stop on the repeat comes after."""
+    planner = _script(tmp_path, [{"objective": WRONG_FIX}, {"objective": WRONG_FIX}])
+    before = project.tree_state(with_mtimes=True)
+
+    res = tidegate_cli("run", "--planner", planner, "--objective", "x", "--verify", PYTEST,
+                       cwd=project.root)  # fmt: skip
+
+    assert res.returncode == 1, res.stderr
+    headline, failure = res.stdout.splitlines()[:2]
+    assert headline.startswith("failed patch run ")
+    assert f"after 2 attempt(s): 1 failing test (pytest): {FAILING_TEST} (attempt 2" in headline
+    assert failure == "  failed in VERIFY (TEST)"
+    assert "modify  calc.py" in res.stdout  # the change that failed
+    assert project.tree_state(with_mtimes=True) == before
+
+    shown = tidegate_cli("read", "latest", cwd=project.root).stdout.splitlines()[0]
+    assert " failed TEST in VERIFY " in shown, shown
+    report = json.loads(tidegate_cli("read", "latest", "--json", cwd=project.root).stdout)
+    assert (report["failure_phase"], report["error_class"]) == ("VERIFY", "TEST")
+    assert report["verify"]["exit_code"] == 1
+    assert "return a * b" in report["diff"]
+
+
+def test_a_repeated_refused_proposal_is_headed_by_the_refusal(
+    project: Repo, tmp_path: Path
+) -> None:
+    refused = "edit-file: calc.py\nreplace: return a - b\nwith: return (a +\n"
+    planner = _script(tmp_path, [{"objective": refused}, {"objective": refused}])
+    before = project.tree_state(with_mtimes=True)
+
+    report = project.run("x", verify=PYTEST, planner=planner)
+
+    assert report.status == "failed" and report.attempts == 2
+    assert (report.failure_phase, report.error_class) == ("AST_VALIDATE", "AST_VALIDATION_ERROR")
+    assert report.message.startswith("the change breaks a file: calc.py")
+    assert report.message.endswith(
+        "(attempt 2 proposed the same change again; stopped instead of retrying)"
+    )
+    assert project.tree_state(with_mtimes=True) == before
 
 
 def test_max_attempts_one_makes_a_single_attempt(project: Repo, tmp_path: Path) -> None:

@@ -9,8 +9,17 @@ import os
 
 import pytest
 
+from tests.conftest import Repo
 from tidegate.flow.report import ChangedFile, FlowReport
-from tidegate.pathtext import b64_bytes, path_bytes, quote_path, utf8_text, visible
+from tidegate.pathtext import (
+    b64_bytes,
+    git_quoted,
+    git_unquoted,
+    path_bytes,
+    quote_path,
+    utf8_text,
+    visible,
+)
 
 RAW = [b"plain.txt", b"sp ace", b"new\nline", b"bad\xff\xfe", "caf\u00e9".encode(), b"\x1b[2J"]
 
@@ -69,3 +78,19 @@ def test_report_copies_stay_serialisable() -> None:
     copied = report.model_copy(update={"message": os.fsdecode(b"lost \xff"), "notes": ["\udcfe"]})
     data = json.loads(copied.model_dump_json())
     assert data["message"] == "lost \\xff" and data["notes"] == ["\\xfe"]
+
+
+def test_git_quoting_round_trips_through_git_itself(repo: Repo) -> None:
+    """``git_unquoted`` reads git's own quoting (``git ls-files`` without -z), and git's
+    ``hash-object --stdin-paths`` reads ``git_quoted`` back to the very same files."""
+    names = [b'"quoted".txt', b"new\nline", b"ta\tb", b"bad\xff\xfe", "caf\u00e9".encode(), b"-"]
+    for i, name in enumerate(names):
+        (repo.root / os.fsdecode(name)).write_bytes(b"%d\n" % i)
+    repo.git("add", "-A")
+    listed = repo.git("-c", "core.quotePath=true", "ls-files").splitlines()
+    raw = repo.git("ls-files", "-z").split("\0")[:-1]
+    assert [git_unquoted(n) for n in listed] == raw
+    assert {os.fsencode(n) for n in raw} == set(names)
+    listing = b"".join(git_quoted(os.fsdecode(n)) + b"\n" for n in names)
+    ids = repo.git("hash-object", "--stdin-paths", input=listing).split()
+    assert ids == [repo.git("hash-object", "--stdin", input=b"%d\n" % i).strip() for i in range(6)]

@@ -239,6 +239,7 @@ def recover(
             or summary.removed_shadows
             or summary.removed_scratch
             or summary.removed_copies
+            or summary.removed_sandboxes
             or summary.errors
         ):
             out.print("nothing to recover")
@@ -269,6 +270,8 @@ def recover(
             out.print(f"removed stale scratch directory {path}", markup=False)
         for path in summary.removed_copies:
             out.print(f"removed a dead sub-agent's copy {path}", markup=False)
+        for path in summary.removed_sandboxes:
+            out.print(f"removed a dead command's sandbox directory {path}", markup=False)
     for line in summary.errors:
         sys.stderr.write(sanitize(f"tidegate: error: {line}") + "\n")
     raise typer.Exit(0 if summary.clean else 1)

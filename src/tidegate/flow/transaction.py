@@ -40,6 +40,7 @@ from tidegate.faults import maybe_crash
 from tidegate.flow import headstart
 from tidegate.flow.headstart import new_run_id
 from tidegate.flow.modes import Mode, fs_mode
+from tidegate.flow.phases.planning import RepeatedProposal
 from tidegate.flow.pipeline import (
     PhaseObserver,
     ResumePoint,
@@ -319,6 +320,9 @@ class Driver:
     inputs: RunInputs | None = None
     last_saved: dict[str, Any] | None = None
     """The state of the last durable checkpoint: what a pause resumes from."""
+    failed: dict[int, AttemptState] = field(default_factory=dict)
+    """The failed attempts of this execution: one a repeated proposal points back to
+    decides the run."""
     blobs: RunBlobs = field(init=False)
 
     def __post_init__(self) -> None:
@@ -423,7 +427,11 @@ class Driver:
             return self._pause()
         if notes is not None:
             self.state.notes.extend(notes())
-        return finish_report(self.recorder, _report(self.state, self.events, error, self.started))
+        deciding = None
+        if isinstance(error, RepeatedProposal):
+            deciding = self.failed.get(error.earlier)
+        report = _report(self.state, self.events, error, self.started, deciding)
+        return finish_report(self.recorder, report)
 
     def _attempts(
         self, observer: PhaseObserver | None, restored: Restored | None
@@ -456,6 +464,7 @@ class Driver:
         state.attempt_events.append(attempt_event)
         stop = True
         if error is not None:
+            self.failed[number] = state.attempt
             if state.attempt.proposal is not None:
                 state.failed_proposals.setdefault(state.attempt.proposal.fingerprint(), number)
             if error.retryable:
@@ -613,24 +622,39 @@ def _failure_phase(events: list[PhaseEvent], attempt: int) -> str | None:
 
 
 def _report(
-    state: RunState, events: list[PhaseEvent], error: PhaseError | None, started: float
+    state: RunState,
+    events: list[PhaseEvent],
+    error: PhaseError | None,
+    started: float,
+    deciding: AttemptState | None = None,
 ) -> FlowReport:
+    """The run's report. ``deciding``: the earlier failed attempt whose proposal the last
+    one repeated. Its failure (phase, class, message), change and verification are the
+    run's; the stop on the repeat is said after the message."""
     attempt = state.attempt
     status = "succeeded"
     if error is not None:
         status = "conflict" if error.error_class is ErrorClass.CONFLICT else "failed"
-    failure_phase = _failure_phase(events, attempt.number) if error else None
+    shown = attempt
+    message = error.message if error else _success_message(state)
+    if deciding is not None and deciding.error is not None:
+        shown, error = deciding, deciding.error
+        message = (
+            f"{error.message} (attempt {attempt.number} proposed the same change again; "
+            "stopped instead of retrying)"
+        )
+    failure_phase = _failure_phase(events, shown.number) if error else None
     diff, changed = "", []
-    if attempt.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
-        diff = final_diff(state.repo.git, state.snapshot.commit, attempt.candidate_tree)
-        changed = changed_files(state.repo.git, attempt.changes, attempt.forms)
+    if shown.candidate_tree is not None and state.request.mode is not Mode.REVIEW:
+        diff = final_diff(state.repo.git, state.snapshot.commit, shown.candidate_tree)
+        changed = changed_files(state.repo.git, shown.changes, shown.forms)
     verify = None
-    if attempt.verify is not None and state.request.verify:
+    if shown.verify is not None and state.request.verify:
         verify = VerifyOut(
             command=state.request.verify,
-            exit_code=attempt.verify.exit_code,
-            timed_out=attempt.verify.timed_out,
-            duration_s=round(attempt.verify.duration_s, 3),
+            exit_code=shown.verify.exit_code,
+            timed_out=shown.verify.timed_out,
+            duration_s=round(shown.verify.duration_s, 3),
         )
     return FlowReport(
         status=status,  # type: ignore[arg-type]
@@ -641,7 +665,7 @@ def _report(
         max_attempts=state.request.max_attempts,
         failure_phase=failure_phase,
         error_class=error.error_class.value if error else None,
-        message=error.message if error else _success_message(state),
+        message=message,
         fs_mode=fs_mode(state.request.mode),  # type: ignore[arg-type]
         planner=state.planner.name,
         t0_ref=state.snapshot.ref,

@@ -18,12 +18,14 @@ unchanged; for a scan, nothing changed at all).
 
 from __future__ import annotations
 
+import base64
+import os
 from pathlib import Path
 from typing import Any
 
 from tidegate.operator.context import carried, terminal_continuity
 from tidegate.operator.errors import OperatorError
-from tidegate.operator.grounding import GitState, git_state, ground, scan_name
+from tidegate.operator.grounding import GitState, file_sha256, git_state, ground, scan_name
 from tidegate.operator.guarded import Backend, run_engine
 from tidegate.operator.handoff import objective_metadata, write_handoff
 from tidegate.operator.identities import Selection
@@ -95,6 +97,8 @@ def _steps(action: dict[str, Any]) -> tuple[list[str], list[str]]:
 def _verify_edit(
     repo_root: Path, action: dict[str, Any], before: GitState, after: GitState, report: Any
 ) -> list[dict[str, Any]]:
+    """The edit against what the run merged, not against HEAD or the index: a file the user
+    had already edited (`` M``, ``MM``) shows the same status code after the merge."""
     path = action["path"]
     checks = [{"check": "guarded run succeeded", "passed": report.status == "succeeded"}]
     try:
@@ -103,28 +107,46 @@ def _verify_edit(
         text = ""
     for needle in action["verify_contains"]:
         checks.append({"check": f"{path} contains {needle[:60]!r}", "passed": needle in text})
-    changed = {p: c for p, c in after.changed_paths().items() if before.changed_paths().get(p) != c}
+    written = _written(repo_root, report)
+    code = after.changed_paths().get(path, "  ")
     checks.append(
         {
-            "check": f"git shows {path} changed (unstaged)",
-            "passed": changed.get(path, "  ")[1] == "M",
+            "check": f"{path} holds the merge the run wrote, as an unstaged edit",
+            "passed": written.get(path) is True and code[1] == "M",
         }
     )
-    others = sorted(p for p in changed if p != path)
+    others = [p for p in after.changed_since(before) if p != path]
     checks.append({"check": "no other path changed", "passed": not others, "detail": others[:5]})
     checks.append({"check": "index unchanged", "passed": before.index_sha256 == after.index_sha256})
     return checks
 
 
-def _verify_model_run(before: GitState, after: GitState, report: Any) -> list[dict[str, Any]]:
+def _verify_model_run(
+    repo_root: Path, before: GitState, after: GitState, report: Any
+) -> list[dict[str, Any]]:
     expected = {f.path for f in report.changed_files} if report.status == "succeeded" else set()
-    changed = {p for p, c in after.changed_paths().items() if before.changed_paths().get(p) != c}
-    unexpected = sorted(changed - expected)
+    unexpected = sorted(set(after.changed_since(before)) - expected)
+    missing = sorted(p for p, ok in _written(repo_root, report).items() if not ok)
     return [
         {"check": "guarded run succeeded", "passed": report.status == "succeeded"},
+        {"check": "the run's files hold what it wrote", "passed": not missing, "detail": missing},
         {"check": "only the run's files changed", "passed": not unexpected, "detail": unexpected},
         {"check": "index unchanged", "passed": before.index_sha256 == after.index_sha256},
     ]
+
+
+def _written(repo_root: Path, report: Any) -> dict[str, bool]:
+    """path -> whether the work tree holds exactly what APPLY_BACK wrote there (the
+    report's after-hash, from the bytes it wrote; None: it deleted the path)."""
+    out: dict[str, bool] = {}
+    for applied in report.applied_files:
+        if applied.action == "unchanged":
+            continue
+        raw = base64.b64decode(applied.path_bytes) if applied.path_bytes else None
+        full = repo_root / (os.fsdecode(raw) if raw is not None else applied.path)
+        now = file_sha256(full)
+        out[applied.path] = now == (applied.after_sha256 or "absent")
+    return out
 
 
 def engineer_run(
@@ -179,7 +201,7 @@ def engineer_run(
         if action["shape"] == "structured-edit":
             checks = _verify_edit(repo.root, action, before, after, report)
         else:
-            checks = _verify_model_run(before, after, report)
+            checks = _verify_model_run(repo.root, before, after, report)
     passed = all(c["passed"] for c in checks)
     sel = selection.as_dict(implementation)
     source = f"engineer::{implementation}"

@@ -5,9 +5,10 @@ state that verification compares before and after an action."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import PurePosixPath
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tidegate.workspace.repo import Repository
@@ -15,10 +16,29 @@ from tidegate.workspace.repo import Repository
 
 @dataclass(frozen=True)
 class GitState:
-    """What git shows of the work tree, and the index's bytes."""
+    """What git shows of the work tree, the content of every path it lists, and the
+    index's bytes. A path the user had already edited shows the same status code after
+    the run merged into it: only its content tells whether it changed."""
 
     status: bytes
     index_sha256: str
+    contents: dict[str, str] = field(default_factory=dict)
+    """path -> ``file_sha256`` of each path ``status`` lists."""
+
+    def changed_since(self, before: GitState) -> list[str]:
+        """The paths whose status code or content differ from ``before``, leaving out
+        tidegate's own ``.tidegate/`` (a run adds it to ``.git/info/exclude``, so what
+        you keep there stops being listed, and it writes ``.rej`` files there)."""
+        now, then = self.changed_paths(), before.changed_paths()
+        return sorted(
+            path
+            for path in set(now) | set(then)
+            if not path.startswith(".tidegate/")
+            and (
+                now.get(path) != then.get(path)
+                or self.contents.get(path) != before.contents.get(path)
+            )
+        )
 
     def changed_paths(self) -> dict[str, str]:
         """path -> two-letter porcelain status, from ``status --porcelain=v1 -z``."""
@@ -36,13 +56,31 @@ class GitState:
         return out
 
 
-def git_state(repo: Repository) -> GitState:
+def git_state(repo: Repository, *, contents: bool = True) -> GitState:
+    """The state of the work tree and the index; ``contents=False`` skips hashing the
+    listed paths (a count of dirty paths needs none)."""
     status = repo.git.run(
         "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none"
     ).stdout
     index = repo.index_path
     digest = hashlib.sha256(index.read_bytes()).hexdigest() if index.exists() else "absent"
-    return GitState(status, digest)
+    state = GitState(status, digest)
+    if not contents:
+        return state
+    hashed = {path: file_sha256(repo.root / path) for path in state.changed_paths()}
+    return GitState(status, digest, hashed)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of the bytes at ``path`` (a symlink's target text), or ``absent``."""
+    try:
+        if os.path.islink(path):
+            return hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except IsADirectoryError:
+        return "directory"
+    except OSError:
+        return "absent"
 
 
 def ground(repo: Repository) -> dict[str, Any]:
@@ -55,7 +93,7 @@ def ground(repo: Repository) -> dict[str, Any]:
     ]
     suffixes = Counter(PurePosixPath(p).suffix.lower() or "(none)" for p in tracked)
     report = detect_project(repo.root)
-    state = git_state(repo)
+    state = git_state(repo, contents=False)
     return {
         "workspace_root": str(repo.root),
         "head": repo.head,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
+from tidegate.pathtext import git_unquoted
 from tidegate.validate.matching import MatchError, locate, reindent, split_lines
 
 _MODE = re.compile(r"^(?:new file mode|new mode) (\d{6})")
@@ -78,8 +79,10 @@ def apply_tolerantly(
 
 
 def _strip(name: str | None) -> str | None:
+    """The path a ``---``/``+++`` name stands for: git C-quotes an unusual one."""
     if name is None or name == "/dev/null":
         return None
+    name = git_unquoted(name)
     return name[2:] if name.startswith(("a/", "b/")) else name
 
 
@@ -96,7 +99,11 @@ def _apply_hunks(pf: PatchedFile, path: str, text: str, notes: list[str]) -> str
                     ops[-1] = (kind, value.rstrip("\n"))
                 continue
             if line.line_type in (" ", "-", "+"):
-                ops.append((line.line_type, line.value))
+                # Only the marker above ends a line without its newline. The last line of
+                # a diff text that merely stops without one (models send those) is still
+                # a whole line; taken as written it would join the file's next line.
+                value = line.value if line.value.endswith("\n") else line.value + "\n"
+                ops.append((line.line_type, value))
         old = [value for kind, value in ops if kind != "+"]
         new = [value for kind, value in ops if kind != "-"]
         where = f"{path}: hunk {number} (@@ -{hunk.source_start},{hunk.source_length} @@)"
@@ -126,4 +133,16 @@ def _apply_hunks(pf: PatchedFile, path: str, text: str, notes: list[str]) -> str
                 replacement.extend(reindent([value], match))
         lines[match.start : match.start + len(old)] = replacement
         offset = match.start - (hunk.source_start - 1) + len(replacement) - len(old)
+    _check_line_ends(path, lines)
     return "".join(lines)
+
+
+def _check_line_ends(path: str, lines: list[str]) -> None:
+    """Only the last line may lack its newline: one in the middle would join the next line
+    to it, so a line the diff never touched would silently vanish."""
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.endswith("\n"):
+            raise HunkError(
+                f"{path}: line {number} would lose its newline and join line {number + 1}: "
+                "the diff puts lines after one that ends the file without a newline"
+            )

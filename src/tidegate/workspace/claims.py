@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidegate.owners import owner_alive, process_start
 from tidegate.workspace.repo import Repository
 
 CLAIMS_DIR = "claims"
@@ -35,7 +36,7 @@ class Claim:
 
     @property
     def alive(self) -> bool:
-        return process_start(self.pid) == self.start if self.start else _exists(self.pid)
+        return owner_alive(self.pid, self.start)
 
 
 def claims_dir(repo: Repository) -> Path:
@@ -103,24 +104,3 @@ def all_claims(repo: Repository) -> dict[str, Claim]:
         if (c := read_claim(record)) is not None:
             found[c.run_id] = c
     return found
-
-
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tidegate.git import Git
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.fs import Entry, UnsafePathError, WorkspaceFS, creation_mode
+
+_CREATED = "you created this path since the run started, with different content"
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,37 @@ class MergePlan:
     """Both sides of every change in work-tree form (``worktree_forms``), for the report."""
 
 
+IGNORED_IN_THE_WAY = (
+    "a file git ignores is already at this path; ignored files are not in the T0 snapshot, "
+    "so the change was made without it. It is left as it is: move it away (or stop "
+    "ignoring it) and run again"
+)
+
+
 def plan_merge(git: Git, fs: WorkspaceFS, changes: list[PathChange], scratch: Path) -> MergePlan:
     """Compute every path's outcome. Pure with respect to the work tree: only reads."""
     forms = worktree_forms(git, changes)
     plan = MergePlan(forms=forms)
     for change in changes:
         _plan_one(git, fs, change, scratch, plan, forms)
+    _name_ignored_files(git, plan)
     return plan
+
+
+def _name_ignored_files(git: Git, plan: MergePlan) -> None:
+    """A path the change creates that holds a file now is the user's new file, unless git
+    ignores it: then it may well have been there all along, unseen, since T0 leaves
+    ignored files out. Say so instead of blaming an edit made during the run."""
+    created = [c.path for c in plan.conflicts if c.reason == _CREATED]
+    if not created:
+        return
+    listing = b"".join(os.fsencode(p) + b"\0" for p in created)
+    res = git.run("check-ignore", "-z", "--stdin", input=listing, check=False)
+    ignored = {os.fsdecode(p) for p in res.stdout.split(b"\0") if p}
+    plan.conflicts = [
+        replace(c, reason=IGNORED_IN_THE_WAY) if c.reason == _CREATED and c.path in ignored else c
+        for c in plan.conflicts
+    ]
 
 
 def _plan_one(
@@ -103,7 +130,7 @@ def _plan_one(
         conflict("you deleted this file since the run started; the change edits it")
         return
     if base.kind == "missing":
-        conflict("you created this path since the run started, with different content")
+        conflict(_CREATED)  # or an ignored file T0 left out: _name_ignored_files
         return
     if theirs.kind == "missing":
         conflict("you changed this file since the run started; the change deletes it")

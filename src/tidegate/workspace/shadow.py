@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tidegate.errors import GitError
 from tidegate.git import Git
+from tidegate.pathtext import git_quoted
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import Claim, all_claims, claim, release
 from tidegate.workspace.repo import Repository
@@ -193,16 +194,15 @@ class ShadowWorktree:
         return self.git.run("hash-object", "--stdin", "--no-filters", input=data).text.strip()
 
     def _hash_files(self, paths: list[str]) -> dict[str, str]:
-        present = [p for p in paths if os.path.isfile(self.path / p) and "\n" not in p]
-        out: dict[str, str] = {}
-        if present:
-            listing = "".join(p + "\n" for p in present).encode("utf-8", "surrogateescape")
-            ids = self.git.run("hash-object", "--stdin-paths", input=listing).text.split()
-            out.update(zip(present, ids, strict=True))
-        for p in paths:
-            if p not in out and os.path.isfile(self.path / p):
-                out[p] = self.git.out("hash-object", "--", p)
-        return out
+        """The blob ids of those of ``paths`` that are files, filters included, in one
+        ``hash-object --stdin-paths`` (which reads a line starting with ``"`` as C-quoted:
+        each path is quoted, so no name is misread)."""
+        present = [p for p in paths if os.path.isfile(self.path / p)]
+        if not present:
+            return {}
+        listing = b"".join(git_quoted(p) + b"\n" for p in present)
+        ids = self.git.run("hash-object", "--stdin-paths", input=listing).text.split()
+        return dict(zip(present, ids, strict=True))
 
     # -- what tidegate writes, and its undo ------------------------------------------------
 

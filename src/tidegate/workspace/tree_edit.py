@@ -3,7 +3,7 @@
 Writing a candidate through a copy of T0's index costs a read and a write of the whole
 index (twice: ``update-index``, then ``write-tree``), which on a large repository is most
 of VALIDATE. Here the cost follows the change instead: the trees on the changed paths'
-way to the root are read in one ``git cat-file --batch``, rewritten in Python, and written
+way to the root are read by object id (``git cat-file``), rewritten in Python, and written
 in one ``git mktree --batch``, whose ids must equal the ones computed here.
 
 ``edit_tree`` returns None whenever it is not sure to give what the index would (a file
@@ -53,7 +53,6 @@ def edit_tree(git: Git, base: str, changes: dict[str, Entry | None]) -> str | No
 def _plain(path: str) -> bool:
     return (
         bool(path)
-        and "\n" not in path
         and "\0" not in path
         and all(part not in ("", ".", "..") for part in path.split("/"))
     )
@@ -73,60 +72,38 @@ def _read_trees(
     git: Git, base: str, dirs: list[str], id_bytes: int
 ) -> dict[str, dict[str, Entry]] | None:
     """The entries of ``base``'s tree at each of ``dirs`` ({} for a directory it lacks);
-    None if one of them is not a tree there."""
-    kept = _read_kept_trees(git, base, dirs, id_bytes)
-    if kept is not None:
-        return kept
-    specs = [f"{base}:{d}" if d else f"{base}^{{tree}}" for d in dirs]
-    out = git.run(
-        "cat-file", "--batch", input="".join(s + "\n" for s in specs).encode("utf-8")
-    ).stdout
-    trees: dict[str, dict[str, Entry]] = {}
-    pos = 0
-    for d in dirs:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if header and header[-1] == b"missing":
-            trees[d] = {}
-            continue
-        if len(header) != 3 or header[1] != b"tree":
-            return None  # a file (or anything else) where a directory is needed
-        size = int(header[2])
-        trees[d] = parse_tree(out[pos : pos + size], id_bytes)
-        pos += size + 1
-    return trees
+    None if one of them is not a tree there, or a tree cannot be read or parsed.
 
-
-def _read_kept_trees(
-    git: Git, base: str, dirs: list[str], id_bytes: int
-) -> dict[str, dict[str, Entry]] | None:
-    """``_read_trees`` through the run's kept reader, from the root down (None: no kept
-    reader, or a file where a directory is needed; the one-shot batch decides)."""
+    Read from the root down by object id, a level at a time (through the run's kept
+    reader when there is one): no path is ever written to git's input, where a name
+    holding a newline, or bytes that are not UTF-8, would be misread."""
     try:
-        root = root_tree(git, base)
-        if root is None:
-            return None
+        root = root_tree(git, base) or git.out("rev-parse", "--verify", f"{base}^{{tree}}")
         trees: dict[str, dict[str, Entry]] = {}
-        for d in sorted(dirs, key=lambda d: d.count("/") + 1 if d else 0):
-            if not d:
-                oid: str | None = root
-            else:
+        for level in sorted({_depth(d) for d in dirs}):
+            wanted: dict[str, str] = {}
+            for d in (d for d in dirs if _depth(d) == level):
+                if not d:
+                    wanted[d] = root
+                    continue
                 parent, _, name = d.rpartition("/")
                 entry = trees[parent].get(name)
-                if entry is not None and entry[0] != _TREE:
-                    return None
-                oid = entry[1] if entry is not None else None
-            if oid is None:
-                trees[d] = {}
-                continue
-            raw = git.kept_object(oid, b"tree")
-            if raw is None:
-                return None
-            trees[d] = parse_tree(raw, id_bytes)
+                if entry is None:
+                    trees[d] = {}
+                elif entry[0] != _TREE:
+                    return None  # a file (or anything else) where a directory is needed
+                else:
+                    wanted[d] = entry[1]
+            raw = git.read_blobs(list(wanted.values()))
+            for d, oid in wanted.items():
+                trees[d] = parse_tree(raw[oid], id_bytes)
     except (GitError, KeyError, ValueError):
         return None
     return trees
+
+
+def _depth(directory: str) -> int:
+    return directory.count("/") + 1 if directory else 0
 
 
 def _rebuild(

@@ -124,10 +124,11 @@ def parse_tree(raw: bytes, id_bytes: int) -> Tree:
 
 
 def _canonical(mode: int) -> int:
-    """As git reads a mode from a tree (``canon_mode``)."""
+    """As git reads a mode from a tree (``canon_mode``): a file is executable when its
+    owner's execute bit is set (``100654`` reads as ``100644``), whatever the others say."""
     kind = mode & 0o170000
     if kind == 0o100000:
-        return 0o100755 if mode & 0o111 else 0o100644
+        return 0o100755 if mode & 0o100 else 0o100644
     if kind in (0o120000, 0o040000):
         return kind
     return 0o160000

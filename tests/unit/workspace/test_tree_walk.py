@@ -42,10 +42,13 @@ def odd_repo(repo: Repo) -> tuple[Repo, str]:
     head = repo.git("rev-parse", "HEAD").strip()
     repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},vendor/sub")
     blob = repo.git("rev-parse", "HEAD:pkg.txt").strip()
-    # a legacy group-writable mode, as old gits wrote it: read back as 100644
+    # legacy modes, as old gits wrote them: git reads a file as executable when the
+    # owner's execute bit is set, whatever the group's and others' say
+    entries = [b"100654 groupx.txt", b"100664 legacy.txt", b"100645 otherx.txt"]
+    entries += [b"100744 ownerx.txt"]  # in git's order, by name
     legacy = subprocess.run(
         ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
-        cwd=repo.root, input=b"100664 legacy.txt\0" + bytes.fromhex(blob),
+        cwd=repo.root, input=b"".join(e + b"\0" + bytes.fromhex(blob) for e in entries),
         capture_output=True, check=True,
     ).stdout.decode().strip()  # fmt: skip
     repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},old/legacy.txt")
@@ -66,6 +69,7 @@ PATHS = [
     ["pkg/mod.py"], ["pkg"], ["pkg/sub/deep.py", "pkg.txt", "run.sh"], ["link"],
     ["with space é.md"], [os.fsdecode(b"raw\xff.bin")], ["vendor/sub"], ["vendor/sub/x"],
     ["pkg/mod.py/inside"], ["missing.py", "pkg/missing.py"], ["old/legacy.txt"], ["old"],
+    ["old/groupx.txt"], ["old/otherx.txt"], ["old/ownerx.txt"],
 ]  # fmt: skip
 
 
@@ -140,3 +144,33 @@ def test_a_tree_edit_reads_the_same_trees_through_the_kept_reader(
     else:
         assert kept is not None
         assert "cat-file" not in calls  # the trees came through the kept reader
+
+
+@pytest.mark.parametrize("directory", [b"raw\xff", b"new\nline"])
+def test_a_tree_edit_outside_a_run_reads_odd_directory_names(repo: Repo, directory: bytes) -> None:
+    """Without a kept reader the trees are read by object id, never by a path on git's
+    input: a directory name that is not UTF-8 or holds a newline is read like any other
+    (``base:path`` lines on cat-file's input could not carry them: edit_tree gave up)."""
+    from tidegate.workspace.tree_edit import edit_tree
+
+    (repo.root / os.fsdecode(directory)).mkdir()
+    (repo.root / os.fsdecode(directory + b"/a.txt")).write_bytes(b"a\n")
+    repo.write("top.txt", "top\n")
+    repo.commit_all("odd directory")
+    head = repo.git("rev-parse", "HEAD").strip()
+    blob = repo.git("hash-object", "-w", "--stdin", input=b"new content\n").strip()
+    # What git's own index way builds: T0 with the one entry replaced.
+    env = {**os.environ, "GIT_INDEX_FILE": str(repo.root / ".git" / "scratch-index")}
+
+    def scratch(*args: str, input: bytes | None = None) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo.root, env=env, input=input, capture_output=True, check=True
+        ).stdout.decode()
+
+    scratch("read-tree", head)
+    info = b"100644 " + blob.encode() + b"\t" + directory + b"/a.txt\0"
+    scratch("update-index", "-z", "--index-info", input=info)
+    expected = scratch("write-tree").strip()
+
+    git = discover(repo.root).git
+    assert edit_tree(git, head, {os.fsdecode(directory + b"/a.txt"): ("100644", blob)}) == expected

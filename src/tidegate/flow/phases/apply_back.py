@@ -30,7 +30,7 @@ def apply_back(state: RunState) -> str:
         first = plan.conflicts[0]
         raise PhaseError(
             ErrorClass.CONFLICT,
-            f"{len(plan.conflicts)} path(s) conflict with your edits (first: {first.path}: "
+            f"{len(plan.conflicts)} path(s) conflict with your work tree (first: {first.path}: "
             f"{first.reason}); nothing was changed",
             retryable=False,
         )

@@ -7,6 +7,19 @@ from tidegate.flow.state import RunState
 from tidegate.planners.base import PlanRequest
 
 
+class RepeatedProposal(PhaseError):
+    """PATCH proposed exactly what attempt ``earlier`` proposed, and that attempt failed:
+    the run stops here, and the earlier failure is the one that decided it."""
+
+    def __init__(self, earlier: int) -> None:
+        super().__init__(
+            ErrorClass.LOGIC,
+            f"the proposal repeats attempt {earlier}, which failed; stopping instead of retrying",
+            retryable=False,
+        )
+        self.earlier = earlier
+
+
 def _request(state: RunState) -> PlanRequest:
     return PlanRequest(
         objective=state.request.objective,
@@ -30,12 +43,7 @@ def patch(state: RunState) -> str:
         raise PhaseError(ErrorClass.LOGIC, "the planner proposed no change", retryable=False)
     fingerprint = proposal.fingerprint()
     if fingerprint in state.failed_proposals:
-        earlier = state.failed_proposals[fingerprint]
-        raise PhaseError(
-            ErrorClass.LOGIC,
-            f"the proposal repeats attempt {earlier}, which failed; stopping instead of retrying",
-            retryable=False,
-        )
+        raise RepeatedProposal(state.failed_proposals[fingerprint])
     state.attempt.proposal = proposal
     parts = []
     if proposal.diff:

@@ -30,7 +30,7 @@ def validate(state: RunState) -> str:
     named |= {e.path for e in proposal.edits}
     deleted = {e.path for e in proposal.edits if e.content is None}
     if proposal.diff:
-        deleted |= diff_deletions(git, proposal.diff)
+        deleted |= diff_deletions(git, proposal.diff, named)
     if nested := nested_writes(named, deleted):
         raise PhaseError(
             ErrorClass.AST_VALIDATION_ERROR,
@@ -126,15 +126,19 @@ def diff_paths(git: Git, diff: str) -> set[str]:
     return paths
 
 
-def diff_deletions(git: Git, diff: str) -> set[str]:
-    """The paths a unified diff deletes, from ``git apply --summary`` (a quoted, unusual
-    name is left out: the caller then treats the path as written, the safe side)."""
+def diff_deletions(git: Git, diff: str, named: set[str]) -> set[str]:
+    """The paths a unified diff deletes, from ``git apply --summary``, which writes each
+    name as it is (unquoted), one record a line. A name holding a newline (``named``: every
+    path the diff names) is left out, and so is a record that could be a piece of one:
+    the caller then treats the path as written, the safe side."""
     out = git.run(
         "apply", "--summary", "-", input=diff.encode("utf-8", "surrogateescape"), check=False
-    ).text
-    prefix = " delete mode "
-    return {
-        line[len(prefix) :].split(" ", 1)[1]
-        for line in out.splitlines()
-        if line.startswith(prefix) and " " in line[len(prefix) :]
+    ).stdout
+    prefix = b" delete mode "
+    found = {
+        line[len(prefix) :].split(b" ", 1)[1].decode("utf-8", "surrogateescape")
+        for line in out.split(b"\n")
+        if line.startswith(prefix) and b" " in line[len(prefix) :]
     }
+    spanning = [p for p in named if "\n" in p]
+    return {p for p in found if not any(p in name for name in spanning)}

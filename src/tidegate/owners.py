@@ -1,0 +1,68 @@
+"""Which live process owns something: a pid and the kernel's start time of that process.
+
+A pid alone is not an owner: after the process dies the kernel may give its pid to
+another. The pair (pid, start time) names one process for as long as the machine runs,
+so an owner is alive exactly when ``/proc/<pid>/stat`` shows the same start time.
+
+A temporary directory can carry its owner in its name (``owned_prefix``): the name is
+made in the same system call as the directory, so there is no moment when the directory
+exists and its owner is unknown. ``exec.containment`` and ``workspace`` both use this,
+which is why it lives on the ground floor.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_UNKNOWN = "unknown"
+SANDBOX_PREFIX = "tidegate-sandbox-"
+"""Containment's private TMPDIR and HOME for one command (``exec.containment.launch``)."""
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_alive(pid: int, start: str | None) -> bool:
+    """Is the process that was ``pid`` when it started at ``start`` still running? Without
+    a start time, only whether some process has the pid."""
+    return process_start(pid) == start if start else pid_exists(pid)
+
+
+def owned_prefix(prefix: str) -> str:
+    """``prefix`` followed by this process's pid and start time, for ``mkdtemp``:
+    ``tidegate-sandbox-4242-81234567-``."""
+    pid = os.getpid()
+    return f"{prefix}{pid}-{process_start(pid) or _UNKNOWN}-"
+
+
+def owner_in_name(name: str, prefix: str) -> tuple[int, str | None] | None:
+    """The (pid, start time) ``owned_prefix`` put in ``name``; None for a name that does
+    not carry one."""
+    if not name.startswith(prefix):
+        return None
+    fields = name[len(prefix) :].split("-", 2)
+    if len(fields) != 3 or not fields[0].isdigit() or not fields[2]:
+        return None
+    start = fields[1]
+    if start != _UNKNOWN and not start.isdigit():
+        return None
+    return int(fields[0]), None if start == _UNKNOWN else start

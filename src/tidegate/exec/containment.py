@@ -43,6 +43,7 @@ from typing import Literal
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.guard import Clearance, admit, hidden_state_roots
 from tidegate.exec.trees import remove_tree
+from tidegate.owners import SANDBOX_PREFIX, owned_prefix
 from tidegate.exec.view import Bind, system_binds, toolchain_dirs
 
 Backend = Literal["bubblewrap", "none"]
@@ -291,7 +292,9 @@ def launch(
         return
     exe = bwrap_executable(policy.bwrap)
     assert exe is not None  # the probe just found it
-    private = Path(tempfile.mkdtemp(prefix="tidegate-sandbox-"))
+    # the name carries this process's pid and start time: `recover` removes it once the
+    # owner is dead, never while it lives
+    private = Path(tempfile.mkdtemp(prefix=owned_prefix(SANDBOX_PREFIX)))
     try:
         yield _bubblewrap(exe, policy, cwd, private, found.reason, path)
     finally:

@@ -3,8 +3,9 @@
 tidegate's own process holds what it needs to talk to a model (``OPENAI_API_KEY``...), the
 user's cloud credentials and tokens. A command (the verify command, ``command.run``, a
 session, ``ledger record --run``) needs none of that: it gets only the names below, the
-names the user passes through (``[tool.tidegate.containment] env``) and nothing that is
-secret-shaped, whatever list it came from. Under bubblewrap, HOME and TMPDIR are then
+names the user passes through (``[containment] env`` in ``.tidegate/config.toml``; a
+repository's ``[tool.tidegate.containment] env`` may only leave names out) and nothing that
+is secret-shaped, whatever list it came from. Under bubblewrap, HOME and TMPDIR are then
 pointed at the call's private directories.
 """
 

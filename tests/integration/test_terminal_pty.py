@@ -158,18 +158,33 @@ def test_visible_resolves_escape_sequences() -> None:
     assert visible("menu\x1b[12;30Hitem") == "menu\nitem"  # a cursor move starts a new line
 
 
-SAYS_READY_TWICE = (
-    "import time\n"
-    "print('up'); print('ready', flush=True)\n"
-    "input()\n"
-    "time.sleep(1.5); print('ready', flush=True); time.sleep(30)\n"
-)
+SAYS_READY_TWICE = """
+import os, sys, time
+go, said = sys.argv[1:]
+print("up", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+print("ready", flush=True)
+open(said, "w").close()
+input()
+time.sleep(1.5)
+print("ready", flush=True)
+time.sleep(30)
+"""
 
 
 def test_a_wait_after_a_send_looks_only_at_what_came_after_it(tmp_path: Path) -> None:
-    with python_term(SAYS_READY_TWICE, tmp_path, step_timeout_s=10) as term:
+    go, said = tmp_path / "go", tmp_path / "said"
+    argv = [sys.executable, "-c", SAYS_READY_TWICE, str(go), str(said)]
+    limits = TerminalLimits(step_timeout_s=10)
+    with Terminal(argv, cwd=tmp_path, env=ENV, limits=limits) as term:
         term.wait_for("up")
-        term.settle()  # the first 'ready' has been read, and no wait matched it
+        go.touch()
+        deadline = time.monotonic() + 10
+        while not said.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # The first 'ready' was written before the send and not read yet: the send reads
+        # it first, so only what comes after the send satisfies the wait.
         term.send_line("go")
         start = time.monotonic()
         term.wait_for("ready")

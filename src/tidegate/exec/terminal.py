@@ -13,11 +13,14 @@ end of the previous checkpoint's match, moved to the end of what was read whenev
 sent. The text must appear in the visible log after the mark, or on the screen in cells
 the program drew after the mark (a full-screen program draws out of order, and may redraw
 the same text in the same place), so text that was on the screen before the step (an old
-prompt, the first of two identical lines, a stale screen) never satisfies it. ``shown=True`` also accepts the text as the screen shows it now: a
-state, for a full-screen program that does not redraw what did not change. Programs that
-ask the terminal about itself before they draw (cursor position ``ESC[6n``, device
-attributes ``ESC[c`` / ``ESC[>c``, foreground and background colours ``OSC 10/11 ;?``) get
-an answer, as from a real xterm.
+prompt, the first of two identical lines, a stale screen) never satisfies it.
+``shown=True`` also accepts the text as the screen shows it now: a state, for a
+full-screen program that does not redraw what did not change. Programs that ask the
+terminal about itself before they draw (cursor position ``ESC[6n``, device attributes
+``ESC[c`` / ``ESC[>c``, foreground and background colours ``OSC 10/11 ;?``) get an
+answer, as from a real xterm. Waits match text, not processes: a program running during a
+wait can show the awaited text (a fake prompt) and satisfy it; only what came before the
+step cannot.
 
 Bounds, whatever the program does: every wait and every send has a step timeout and the
 session an overall deadline (:class:`TerminalTimeout` names which ran out); reads and writes

@@ -17,11 +17,13 @@ before it: after the last line or key sent, or after the previous ``wait-for``'s
 text already on the screen (an old prompt, the first of two identical lines) does not
 count. An ``expect`` may have been visible at any time in the session. An unsatisfied
 ``wait-for``, or input the program does not read, fails the session there: the steps
-after it are not run. The shell is ``bash --noprofile --norc --noediting -i`` (else ``sh -i``) with the PTY's echo
-off, so the transcript holds what programs printed rather than the typed lines; it gets a
-private HOME and TMPDIR and a minimal environment (no provider keys). A terminal session is
-the operator's own commands, run uncontained like a terminal they opened; agents that a
-model drives run contained (``tidegate run --agent``).
+after it are not run. The shell is ``bash --noprofile --norc --noediting -i`` (else
+``sh -i``) with the PTY's echo off, so the transcript holds what programs printed rather
+than the typed lines; it gets a private HOME and TMPDIR and a minimal environment (no
+provider keys). Its transcript file, previews and last lines pass through
+``tidegate.sanitize`` before they are written. A terminal session is the operator's own
+commands, run uncontained like a terminal they opened; agents that a model drives run
+contained (``tidegate run --agent``).
 """
 
 from __future__ import annotations

@@ -125,12 +125,14 @@ def test_endless_terminal_queries_from_a_program_that_reads_no_answer(tmp_path: 
 
 
 # A full-screen program draws a prompt with cursor moves (right half first, so only the
-# screen reads it), waits for a line, then a second later draws it again the same way.
+# screen reads it), waits for a line, then a second and a half later clears the screen and
+# draws it again the same way, in the same place: the screen reads the same before and after.
 FAKE_PROMPT = r"""
 import sys, time
 w = sys.stdout.write
 def draw():
-    w("\x1b[2J\x1b[5;13H" + "$ " + "\x1b[5;5H" + "tidegate"); sys.stdout.flush()
+    w("\x1b[2J\x1b[5;13H" + "$ " + "\x1b[5;5H" + "tidegate" + "\x1b[10;1H")  # the echo goes there
+    sys.stdout.flush()
 draw()
 sys.stdin.readline()
 time.sleep(1.5)

@@ -436,16 +436,6 @@ class Terminal:
         """The last ``count`` non-empty lines of the log, sanitised."""
         return sanitized_lines(self._log)[-count:]
 
-    def lines_since_mark(self, count: int = 5) -> list[str]:
-        """The last ``count`` non-empty lines that began after the mark (after the last
-        checkpoint or send), sanitised: what a program said after its last sign of life.
-        The rest of the line the mark is in (the checkpoint's own line) is left out."""
-        start = self._mark - self._dropped
-        since = self._since_mark()
-        if 0 < start <= len(self._log) and self._log[start - 1] != "\n":
-            since = since.partition("\n")[2]
-        return sanitized_lines(since)[-count:]
-
     def screen_lines(self) -> list[str]:
         """The emulated screen's non-empty lines, sanitised: what a full-screen program
         shows now (its stream, full of cursor moves, reads as noise). A row filled to the

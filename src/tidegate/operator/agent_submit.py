@@ -209,15 +209,17 @@ def _submit(term: Any, payload: str) -> None:
         ) from exc
 
 
-def _said(term: Any) -> str:
-    """What the agent printed after its last checkpoint (or since its launch), sanitised:
-    its own words, such as the error it exited with, not the banner before them."""
-    text = " | ".join(term.lines_since_mark(5))
+def _said(term: Any, flow: Any) -> str:
+    """The agent's own last words, sanitised: its last lines that are not checkpoint text,
+    so an error is reported whether it came after its banner or before it."""
+    chrome = (*flow.startup, *flow.completion)
+    own = [ln for ln in term.last_lines(200) if not any(c in ln for c in chrome)]
+    text = " | ".join(own[-5:])
     return text if len(text) <= 600 else "..." + text[-600:]
 
 
-def _ending(term: Any) -> str:
-    said = _said(term)
+def _ending(term: Any, flow: Any) -> str:
+    said = _said(term, flow)
     return f"{term.exit_description()}; " + (f"it said: {said}" if said else "it said nothing")
 
 
@@ -301,7 +303,7 @@ def _classify_startup(term: Any, flow: Any, index: int, exc: Any, audit: SubmitA
             return _Stop("runtime-failure", None, f"launch failed: {first}")
         return _Stop(
             "unsupported", "process-exited-early",
-            f"the agent failed to start: before {flow.startup[index]!r}, {_ending(term)}",
+            f"the agent failed to start: before {flow.startup[index]!r}, {_ending(term, flow)}",
         )  # fmt: skip
     if term.bytes_read == 0 or (not term.preview().strip() and not term.screen_text().strip()):
         return _Stop("runtime-failure", None, "the agent showed nothing before the startup timeout")
@@ -326,7 +328,7 @@ def _completion(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> N
             if exc.exited:
                 raise _Stop(
                     "unsupported", "process-exited-early",
-                    f"the agent exited mid-turn: {_ending(term)}",
+                    f"the agent exited mid-turn: {_ending(term, flow)}",
                 ) from exc  # fmt: skip
             raise _Stop(
                 "unsupported", "missing-guidance-checkpoint",

@@ -21,6 +21,10 @@ def hang() -> None:
 if mode == "crash-at-once":
     sys.stderr.write("fakeagent: cannot read /etc/fakeagent.toml: Permission denied\r\n")
     sys.exit(3)
+if mode == "error-then-banner":  # its error first, then a banner line, then it exits
+    sys.stderr.write("Error: Cannot find module @fakeagent/linux-x64\r\n")
+    say("FakeAgent v0.0.0 (banner)")
+    sys.exit(1)
 if mode == "silent":
     hang()
 if mode == "no-banner":

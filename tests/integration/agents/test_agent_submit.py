@@ -102,6 +102,7 @@ def test_a_composer_shown_before_the_banner_is_drift_even_when_the_banner_follow
             "FakeAgent v",
             "fakeagent: cannot read /etc/fakeagent.toml: Permission denied",
         ),
+        ("error-then-banner", "Type a task>", "Error: Cannot find module @fakeagent/linux-x64"),
     ],
 )
 def test_an_agent_that_exits_at_startup_failed_to_start_and_its_error_is_reported(
@@ -111,9 +112,12 @@ def test_an_agent_that_exits_at_startup_failed_to_start_and_its_error_is_reporte
     contract = fake_contract(tmp_path, mode, monkeypatch)
     audit = submit(contract, committed_repo.root, startup_timeout_s=5.0, completion_timeout_s=5.0)
     assert (audit.outcome, audit.reason) == ("unsupported", "process-exited-early")
-    assert audit.detail.startswith(f"the agent failed to start: before {before!r}, exit status 3")
+    status = 1 if mode == "error-then-banner" else 3
+    assert audit.detail.startswith(
+        f"the agent failed to start: before {before!r}, exit status {status}"
+    )
     assert audit.detail.endswith(f"; it said: {said}")
-    assert "FakeAgent v1.0" not in audit.detail  # its own words, not its banner line
+    assert "FakeAgent v" not in audit.detail.partition("it said:")[2]  # not its banner line
 
 
 def test_a_launch_that_fails_is_a_runtime_failure_with_the_error(

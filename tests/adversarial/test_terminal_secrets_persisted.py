@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, requires_containment
 from tests.e2e._operator import op
 
 SP = "single-process"
@@ -112,6 +112,7 @@ except KeyboardInterrupt:
 """
 
 
+@requires_containment  # agent-submit starts nothing it cannot contain
 def test_agent_submit_persists_no_secret_its_agent_showed(
     capsys: pytest.CaptureFixture[str],
     committed_repo: Repo,

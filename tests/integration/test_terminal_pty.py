@@ -177,7 +177,8 @@ def test_a_wait_after_a_send_looks_only_at_what_came_after_it(tmp_path: Path) ->
     go, said = tmp_path / "go", tmp_path / "said"
     argv = [sys.executable, "-c", SAYS_READY_TWICE, str(go), str(said)]
     limits = TerminalLimits(step_timeout_s=10)
-    with Terminal(argv, cwd=tmp_path, env=ENV, limits=limits) as term:
+    launched = host_launch(Clearance.user())
+    with Terminal(argv, launched=launched, cwd=tmp_path, env=ENV, limits=limits) as term:
         term.wait_for("up")
         go.touch()
         deadline = time.monotonic() + 10

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pexpect
 
+from tidegate.exec.containment import host_launch
+from tidegate.exec.guard import Clearance
 from tidegate.exec.terminal import Terminal, TerminalLimits
 
 SHELL = ["/bin/bash", "--noprofile", "--norc", "--noediting", "-i"]
@@ -43,6 +45,7 @@ def bare_session() -> pexpect.spawn[bytes]:
 def tidegate_session(spill: Path) -> Terminal:
     term = Terminal(
         SHELL,
+        launched=host_launch(Clearance.user()),  # the benchmark's own shell
         cwd=Path("/tmp"),
         env={**ENV, "HOME": "/tmp"},
         limits=TerminalLimits(),

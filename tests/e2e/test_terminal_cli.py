@@ -182,3 +182,59 @@ def test_terminal_continuity_reaches_engineer_surfaces_as_context_only(
     (root / "latest_terminal_handoff.json").write_text("{}")
     assert op(capsys, "engineer", "read", SP, str(root)).code == 1
     assert op(capsys, "engineer", "terminal-read", SP, str(root)).code == 1
+
+
+def test_a_wait_for_is_not_satisfied_by_the_first_of_two_identical_lines(
+    capsys: pytest.CaptureFixture[str], root: Path, tmp_path: Path
+) -> None:
+    objective = (
+        "command: echo 'half done'; sleep 3; echo 'half done'; touch finished\n"
+        "wait-for: half done\n"
+        "wait-for: half done\n"
+    )
+    res = op(
+        capsys, "engineer", "terminal", SP, objective, str(root), "--cwd", str(tmp_path), "--json"
+    )
+    assert res.code == 0, res.out
+    steps = res.json()["steps"]
+    assert [s["status"] for s in steps] == ["sent", "satisfied", "satisfied"]
+    assert steps[2]["waited_s"] >= 2.5  # the second line, three seconds later
+    assert (tmp_path / "finished").exists()  # the command ran to its end, not killed
+
+
+def test_a_wait_for_the_prompt_is_not_satisfied_by_the_prompt_already_shown(
+    capsys: pytest.CaptureFixture[str], root: Path, tmp_path: Path
+) -> None:
+    objective = "command: sleep 3; touch finished\nwait-for: tidegate$\n"
+    res = op(
+        capsys, "engineer", "terminal", SP, objective, str(root), "--cwd", str(tmp_path), "--json"
+    )
+    assert res.code == 0, res.out
+    assert res.json()["steps"][1]["waited_s"] >= 2.5  # the next prompt, when sleep ended
+    assert (tmp_path / "finished").exists()
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("key: ctrl-x", "line 3: unknown key 'ctrl-x'"),
+        ("timeout: \u00b2", "line 3: timeout takes whole seconds"),
+        ("timeout: 601", "line 3: timeout takes whole seconds"),
+        ("send: y", "line 3: expected one of"),
+    ],
+)
+def test_an_objective_is_checked_whole_before_any_step_runs(
+    capsys: pytest.CaptureFixture[str], root: Path, tmp_path: Path, bad: str, says: str
+) -> None:
+    made = tmp_path / "made"
+    objective = f"command: touch {made}; echo made-it\nwait-for: made-it\n{bad}\n"
+    res = op(capsys, "engineer", "terminal", SP, objective, str(root), "--cwd", str(tmp_path))
+    assert res.code == 2, res.out + res.err
+    assert res.err.count("\n") == 1 and says in res.err, res.err
+    assert not made.exists()  # nothing ran
+    assert not root.exists()
+    script = tmp_path / "steps.txt"
+    script.write_text(objective)
+    res = op(capsys, "engineer", "terminal-file", SP, str(script), str(root))
+    assert res.code == 2 and res.err.count("\n") == 1 and says in res.err
+    assert not made.exists() and not root.exists()

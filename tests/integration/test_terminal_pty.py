@@ -17,12 +17,18 @@ ENV = {"PATH": os.environ["PATH"], "TERM": "xterm-256color", "LANG": "C.UTF-8", 
 
 
 def python_term(code: str, tmp_path: Path, **limits: float) -> Terminal:
+    """``code`` on a terminal; its transcript is ``spill.log`` (then ``spill-1.log``...)."""
+    spill = tmp_path / "spill.log"
+    count = 0
+    while spill.exists():
+        count += 1
+        spill = tmp_path / f"spill-{count}.log"
     return Terminal(
         [sys.executable, "-c", code],
         cwd=tmp_path,
         env={**ENV, "HOME": str(tmp_path)},
         limits=TerminalLimits(**limits),  # type: ignore[arg-type]
-        spill=tmp_path / "spill.log",
+        spill=spill,
         launched=host_launch(Clearance.user()),
     )
 
@@ -150,3 +156,54 @@ def test_text_leaves_sanitised_and_sends_are_not_delayed(tmp_path: Path) -> None
 def test_visible_resolves_escape_sequences() -> None:
     assert visible("a\x1b[1;31mb\x1b[0m\r\nc\x1b]0;title\x07d\x9b2Je") == "ab\ncde"
     assert visible("menu\x1b[12;30Hitem") == "menu\nitem"  # a cursor move starts a new line
+
+
+SAYS_READY_TWICE = """
+import os, sys, time
+go, said = sys.argv[1:]
+print("up", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+print("ready", flush=True)
+open(said, "w").close()
+input()
+time.sleep(1.5)
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_wait_after_a_send_looks_only_at_what_came_after_it(tmp_path: Path) -> None:
+    go, said = tmp_path / "go", tmp_path / "said"
+    argv = [sys.executable, "-c", SAYS_READY_TWICE, str(go), str(said)]
+    limits = TerminalLimits(step_timeout_s=10)
+    launched = host_launch(Clearance.user())
+    with Terminal(argv, launched=launched, cwd=tmp_path, env=ENV, limits=limits) as term:
+        term.wait_for("up")
+        go.touch()
+        deadline = time.monotonic() + 10
+        while not said.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # The first 'ready' was written before the send and not read yet: the send reads
+        # it first, so only what comes after the send satisfies the wait.
+        term.send_line("go")
+        start = time.monotonic()
+        term.wait_for("ready")
+        assert time.monotonic() - start >= 1.0  # the second one, printed after the send
+        assert term.before.split() == ["go"]  # only the echo of what was typed came first
+
+
+def test_two_waits_for_the_same_text_need_it_twice(tmp_path: Path) -> None:
+    code = "import time\nprint('tick', flush=True); time.sleep(1.5); print('tick'); time.sleep(30)"
+    with python_term(code, tmp_path, step_timeout_s=10) as term:
+        term.wait_for("tick")
+        start = time.monotonic()
+        term.wait_for("tick")  # not the first one, still on the screen
+        assert time.monotonic() - start >= 1.0
+
+
+def test_a_program_that_cannot_be_started_is_an_os_error(tmp_path: Path) -> None:
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\necho hi\n")  # mode 0644
+    with pytest.raises(OSError, match="not-executable"):
+        Terminal([str(script)], launched=host_launch(Clearance.user()), cwd=tmp_path, env=ENV)

@@ -5,20 +5,26 @@ The flow: launch the contract's argv (contained read-only when bubblewrap works:
 may look at the repository but cannot change it); wait for the ordered startup
 checkpoints; type the payload, then Enter; wait for the ordered completion checkpoints;
 send the exit gesture; kill whatever is left. Every checkpoint is matched on the visible
-terminal (the emulated screen or the escape-free stream), never on raw bytes.
+terminal (the emulated screen or the escape-free stream), never on raw bytes. The first
+checkpoint of each phase must be shown after the launch or the submit; each later one after
+the one before it, or be on the screen then (a full-screen agent does not redraw a composer
+that did not change). A later startup checkpoint shown before an earlier one is drift.
 
 Outcomes:
 
 ``success``
     every startup and completion checkpoint was seen, in order;
 ``unsupported`` (exactly one reason code)
-    the agent launched but its visible flow is not one the contract supports:
+    the agent launched but its visible flow is not one the contract supports (an agent that
+    exits during startup failed to start: ``process-exited-early``, and the detail gives
+    its exit status and what it said after its last checkpoint):
     ``process-exited-early``, ``trust-confirmation-required``, ``submit-hotkey-required``,
     ``agent-wrapper-error``, ``workflow-wrapper-noise``, ``missing-startup-banner``,
     ``missing-guidance-checkpoint``, ``unexpected-startup-text``;
 ``runtime-failure``
-    tidegate's side failed (the program is missing, the launch failed) or the agent showed
-    nothing at all before the startup timeout (zero evidence).
+    tidegate's side failed (the program is missing, the launch failed: the detail says
+    ``launch failed:`` and gives the error, contained or not) or the agent showed nothing
+    at all before the startup timeout (zero evidence).
 
 Tracked files the agent rewrote are put back to their pre-launch bytes before returning,
 and the audit says which.
@@ -36,6 +42,7 @@ from typing import Any
 
 from tidegate.agents.contracts import AgentContract, expand
 from tidegate.agents.launch import AgentEndpoint, agent_env, prepare_home
+from tidegate.sanitize import sanitize
 
 REASONS = (
     "process-exited-early",
@@ -136,7 +143,7 @@ def _drive(
     from tidegate.errors import CapabilityMismatch
     from tidegate.exec.containment import ContainmentPolicy, launch
     from tidegate.exec.guard import Clearance, Origin
-    from tidegate.exec.terminal import Terminal, TerminalLimits
+    from tidegate.exec.terminal import Terminal, TerminalLimits, TerminalTimeout
 
     flow = contract.interactive
     # Required: the agent works in the user's real repository, which only containment
@@ -169,9 +176,7 @@ def _drive(
         try:
             audit.steps.append("launched")
             _startup(term, flow, audit, startup_timeout_s)
-            term.send(flow.payload.text)
-            term.settle(0.3, 3.0)
-            term.send("\r")
+            _submit(term, flow.payload.text)
             audit.steps.append(f"submitted payload {flow.payload.id}")
             _completion(term, flow, audit, completion_timeout_s)
             audit.outcome = "success"
@@ -182,11 +187,40 @@ def _drive(
             audit.last_output_line = _last_meaningful(screen, flow)
             audit.transcript_preview = "\n".join(screen)[-2000:]
             for key in flow.exit:
-                term.send_key(key)
+                with contextlib.suppress(TerminalTimeout):  # an agent that reads no more
+                    term.send_key(key, 1.0)
                 term.settle(0.2, 1.0)
             audit.steps.append("exit gesture sent")
             term.wait_exit(5.0)
             term.close()
+
+
+def _submit(term: Any, payload: str) -> None:
+    """Type the payload, let the agent take it in, press Enter."""
+    from tidegate.exec.terminal import TerminalTimeout
+
+    try:
+        term.send(payload)
+        term.settle(0.3, 3.0)
+        term.send("\r")
+    except TerminalTimeout as exc:
+        raise _Stop(
+            "unsupported", "missing-guidance-checkpoint", f"the agent stalled: {exc}"
+        ) from exc
+
+
+def _said(term: Any, flow: Any) -> str:
+    """The agent's own last words, sanitised: its last lines that are not checkpoint text,
+    so an error is reported whether it came after its banner or before it."""
+    chrome = (*flow.startup, *flow.completion)
+    own = [ln for ln in term.last_lines(200) if not any(c in ln for c in chrome)]
+    text = " | ".join(own[-5:])
+    return text if len(text) <= 600 else "..." + text[-600:]
+
+
+def _ending(term: Any, flow: Any) -> str:
+    said = _said(term, flow)
+    return f"{term.exit_description()}; " + (f"it said: {said}" if said else "it said nothing")
 
 
 def _last_meaningful(screen: list[str], flow: Any) -> str:
@@ -209,8 +243,16 @@ def _blocked(term: Any, flow: Any) -> _Stop | None:
     ):
         for text in texts:
             if term.seen(text):
-                return _Stop("unsupported", reason, f"the agent showed {text!r}")
+                return _Stop("unsupported", reason, f"the agent showed: {_line_with(term, text)}")
     return None
+
+
+def _line_with(term: Any, text: str) -> str:
+    """The whole (sanitised) line that shows ``text``: the agent's own message, not only
+    the contract's marker for it."""
+    lines = [*term.last_lines(200), *term.screen_lines()]
+    line = next((ln.strip() for ln in reversed(lines) if text in ln), sanitize(text))
+    return line if len(line) <= 600 else line[:600] + "..."
 
 
 def _startup(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> None:
@@ -218,15 +260,22 @@ def _startup(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> None
 
     for index, checkpoint in enumerate(flow.startup):
         try:
-            _wait(term, flow, checkpoint, timeout_s)
+            _wait(term, flow, checkpoint, timeout_s, shown=index > 0)
         except TerminalTimeout as exc:
-            raise _classify_startup(term, flow, index, exc) from exc
+            raise _classify_startup(term, flow, index, exc, audit) from exc
+        early = [c for c in flow.startup[index + 1 :] if c in term.before]
+        if early:
+            raise _Stop(
+                "unsupported", "unexpected-startup-text",
+                f"{early[0]!r} appeared before {checkpoint!r}: the flow drifted",
+            )  # fmt: skip
         audit.checkpoints.append(checkpoint)
         audit.steps.append(f"startup checkpoint {index + 1}/{len(flow.startup)}")
 
 
-def _wait(term: Any, flow: Any, text: str, timeout_s: float) -> None:
-    """Wait for ``text`` in slices, checking for blocking signs between them."""
+def _wait(term: Any, flow: Any, text: str, timeout_s: float, *, shown: bool) -> None:
+    """Wait for ``text`` in slices, checking for blocking signs between them; ``shown``:
+    the screen as it is now may show it (see ``Terminal.wait_for``)."""
     from tidegate.exec.terminal import TerminalTimeout
 
     waited = 0.0
@@ -234,7 +283,7 @@ def _wait(term: Any, flow: Any, text: str, timeout_s: float) -> None:
         if (blocked := _blocked(term, flow)) is not None:
             raise blocked
         try:
-            term.wait_for(text, min(0.5, timeout_s - waited))
+            term.wait_for(text, min(0.5, timeout_s - waited), shown=shown)
             return
         except TerminalTimeout as exc:
             waited += 0.5
@@ -244,9 +293,18 @@ def _wait(term: Any, flow: Any, text: str, timeout_s: float) -> None:
                 raise
 
 
-def _classify_startup(term: Any, flow: Any, index: int, exc: Any) -> _Stop:
+def _classify_startup(term: Any, flow: Any, index: int, exc: Any, audit: SubmitAudit) -> _Stop:
     if exc.exited:
-        return _Stop("unsupported", "process-exited-early", "the agent exited during startup")
+        shown = term.last_lines(200)
+        first = shown[0] if shown else ""
+        if index == 0 and audit.containment == "bubblewrap" and first.startswith("bwrap: "):
+            # The sandbox started, the agent did not: bubblewrap could not run it.
+            audit.steps[audit.steps.index("launched")] = "launch failed"
+            return _Stop("runtime-failure", None, f"launch failed: {first}")
+        return _Stop(
+            "unsupported", "process-exited-early",
+            f"the agent failed to start: before {flow.startup[index]!r}, {_ending(term, flow)}",
+        )  # fmt: skip
     if term.bytes_read == 0 or (not term.preview().strip() and not term.screen_text().strip()):
         return _Stop("runtime-failure", None, "the agent showed nothing before the startup timeout")
     later = [c for c in flow.startup[index + 1 :] if term.seen(c)]
@@ -265,12 +323,13 @@ def _completion(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> N
 
     for index, checkpoint in enumerate(flow.completion):
         try:
-            _wait(term, flow, checkpoint, timeout_s)
+            _wait(term, flow, checkpoint, timeout_s, shown=index > 0)
         except TerminalTimeout as exc:
             if exc.exited:
                 raise _Stop(
-                    "unsupported", "process-exited-early", "the agent exited mid-turn"
-                ) from exc
+                    "unsupported", "process-exited-early",
+                    f"the agent exited mid-turn: {_ending(term, flow)}",
+                ) from exc  # fmt: skip
             raise _Stop(
                 "unsupported", "missing-guidance-checkpoint",
                 f"after the submit, {checkpoint!r} never appeared",

@@ -11,18 +11,27 @@ number)::
     expect: README           # must have been visible by the end of the session
     timeout: 60              # seconds each later wait may take (default 15, at most 600)
 
-An unsatisfied ``wait-for`` fails the session there: the steps after it are not run. The
-shell is ``bash --noprofile --norc --noediting -i`` (else ``sh -i``) with the PTY's echo
-off, so the transcript holds what programs printed rather than the typed lines; it gets a
-private HOME and TMPDIR and a minimal environment (no provider keys). A terminal session is
-the operator's own commands, run uncontained like a terminal they opened; agents that a
-model drives run contained (``tidegate run --agent``).
+The whole objective is checked before anything runs (a bad line is refused by number and
+no step runs). A ``wait-for`` is satisfied only by output that arrives after the step
+before it: after the last line or key sent, or after the previous ``wait-for``'s match;
+text already on the screen (an old prompt, the first of two identical lines) does not
+count. An ``expect`` may have been visible at any time in the session. An unsatisfied
+``wait-for``, or input the program does not read, fails the session there: the steps
+after it are not run. The shell is ``bash --noprofile --norc --noediting -i`` (else
+``sh -i``) with the PTY's echo off, so the transcript holds what programs printed rather
+than the typed lines; it gets a private HOME and TMPDIR and a minimal environment (no
+provider keys). Its transcript file, previews and last lines pass through
+``tidegate.sanitize`` before they are written. A terminal session is the operator's own
+commands, run uncontained like a terminal they opened; agents that a model drives run
+contained (``tidegate run --agent``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -61,6 +70,8 @@ class Step:
 
 
 def parse_steps(text: str) -> list[Step]:
+    """Every step of ``text``, checked whole before anything runs: OperatorError (a usage
+    error, exit 2) naming the first bad line."""
     steps = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith("#"):
@@ -73,8 +84,18 @@ def parse_steps(text: str) -> list[Step]:
             raise OperatorError(f"objective line {number}: {kind}: needs text")
         if "\x00" in value or "\r" in value:
             raise OperatorError(f"objective line {number}: control characters are not allowed")
-        if kind == "timeout" and not (value.strip().isdigit() and 1 <= int(value) <= 600):
+        if kind == "timeout" and not (
+            re.fullmatch(r"[0-9]{1,3}", value.strip()) and 1 <= int(value) <= 600
+        ):
             raise OperatorError(f"objective line {number}: timeout takes whole seconds, 1 to 600")
+        if kind == "key":
+            from tidegate.exec.terminal import KEYS
+
+            if value.strip() not in KEYS:
+                raise OperatorError(
+                    f"objective line {number}: unknown key {value.strip()!r}; "
+                    f"known: {', '.join(KEYS)}"
+                )
         steps.append(Step(number, kind, value))
     if not any(s.kind == "command" for s in steps):
         raise OperatorError("a terminal objective needs at least one command: line")
@@ -109,6 +130,13 @@ def _env(home: Path) -> dict[str, str]:
     env.setdefault("LANG", "C.UTF-8")
     env.update(HOME=str(home), TMPDIR=str(home), TERM="xterm-256color", PS1=PROMPT, PS2="")
     return env
+
+
+def _send(term: Any, step: Step) -> None:
+    if step.kind == "key":
+        term.send_key(step.text.strip())
+    else:
+        term.send_line(step.text)
 
 
 def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict[str, Any]:
@@ -146,11 +174,13 @@ def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict
             for step, entry in zip(steps, audit, strict=True):
                 if failure is not None:
                     break
-                if step.kind in ("command", "input"):
-                    term.send_line(step.text)
-                    entry["status"] = "sent"
-                elif step.kind == "key":
-                    term.send_key(step.text.strip())
+                if step.kind in ("command", "input", "key"):
+                    try:
+                        _send(term, step)
+                    except TerminalTimeout as exc:
+                        entry["status"] = "unread"
+                        failure = f"line {step.number}: {step.kind} {exc}"
+                        break
                     entry["status"] = "sent"
                 elif step.kind == "timeout":
                     step_timeout = float(step.text)
@@ -177,7 +207,8 @@ def drive(steps: list[Step], cwd: Path, spill: Path, limits: Any = None) -> dict
                     elif failure is None:
                         failure = f"line {step.number}: expect {step.text!r} was never visible"
             if not term.exited():
-                term.send_line("exit")
+                with contextlib.suppress(TerminalTimeout):  # a shell that reads no more
+                    term.send_line("exit")
             exit_status = term.wait_exit(2.0)
         finally:
             term.close()
@@ -216,7 +247,7 @@ def terminal_run(
     if transcripts.is_symlink():
         raise OperatorError(f"{transcripts}: is a symlink")
     transcripts.mkdir(mode=0o700, exist_ok=True)
-    spill = transcripts / f"{now_ms()}.log"
+    spill = transcripts / f"{now_ms()}-{secrets.token_hex(4)}.log"  # created new, never reused
     audit = drive(steps, cwd.resolve(), spill)
     source = f"terminal::{selection.base_type.implementation}"
     sel = selection.as_dict()

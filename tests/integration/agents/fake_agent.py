@@ -18,6 +18,13 @@ def hang() -> None:
     time.sleep(60)
 
 
+if mode == "crash-at-once":
+    sys.stderr.write("fakeagent: cannot read /etc/fakeagent.toml: Permission denied\r\n")
+    sys.exit(3)
+if mode == "error-then-banner":  # its error first, then a banner line, then it exits
+    sys.stderr.write("Error: Cannot find module @fakeagent/linux-x64\r\n")
+    say("FakeAgent v0.0.0 (banner)")
+    sys.exit(1)
 if mode == "silent":
     hang()
 if mode == "no-banner":
@@ -26,6 +33,16 @@ if mode == "no-banner":
 if mode == "drift":
     say("Type a task>")
     hang()
+if mode == "composer-first":  # the composer, then the banner: the rest of the flow is fine
+    say("Type a task>")
+    time.sleep(0.3)
+    say("FakeAgent v1.0")
+    line = sys.stdin.readline()
+    say(f"Working on: {line.strip()}")
+    say("Finished in 1s")
+    say("Type a task>")
+    sys.stdin.readline()
+    sys.exit(0)
 if mode == "wrapper-error":
     say("fakeagent: error: the wrapper could not start the agent")
     hang()
@@ -34,6 +51,9 @@ if mode == "noise":
     say("[workflow] syncing project context...")
     hang()
 say("FakeAgent v1.0")
+if mode == "crash":
+    sys.stderr.write("fatal: model 'x' is not available for this account\r\n")
+    sys.exit(3)
 if mode == "exit-early":
     sys.exit(0)
 if mode == "trust":

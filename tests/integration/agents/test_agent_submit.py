@@ -61,6 +61,7 @@ def fake_contract(tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) ->
         ("no-banner", "unsupported", "missing-startup-banner"),
         ("no-guidance", "unsupported", "missing-guidance-checkpoint"),
         ("drift", "unsupported", "unexpected-startup-text"),
+        ("composer-first", "unsupported", "unexpected-startup-text"),
         ("stall", "unsupported", "missing-guidance-checkpoint"),
         ("silent", "runtime-failure", None),
     ],
@@ -79,6 +80,69 @@ def test_each_outcome_is_reached_by_a_program_built_for_it(
     if outcome == "success":
         assert audit.checkpoints == ["FakeAgent v", "Type a task>", "Finished in", "Type a task>"]
         assert "submitted payload tidegate-readme-summary-v1" in audit.steps
+
+
+def test_a_composer_shown_before_the_banner_is_drift_even_when_the_banner_follows(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contract = fake_contract(tmp_path, "composer-first", monkeypatch)
+    audit = submit(contract, committed_repo.root, startup_timeout_s=5.0, completion_timeout_s=5.0)
+    assert (audit.outcome, audit.reason) == ("unsupported", "unexpected-startup-text")
+    assert audit.detail == "'Type a task>' appeared before 'FakeAgent v': the flow drifted"
+    assert audit.checkpoints == []  # the banner did come, but out of order: not a checkpoint
+    assert not any(s.startswith("submitted") for s in audit.steps)  # nothing was typed
+
+
+@pytest.mark.parametrize(
+    ("mode", "before", "said"),
+    [
+        ("crash", "Type a task>", "fatal: model 'x' is not available for this account"),
+        (
+            "crash-at-once",
+            "FakeAgent v",
+            "fakeagent: cannot read /etc/fakeagent.toml: Permission denied",
+        ),
+        ("error-then-banner", "Type a task>", "Error: Cannot find module @fakeagent/linux-x64"),
+    ],
+)
+def test_an_agent_that_exits_at_startup_failed_to_start_and_its_error_is_reported(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    mode: str, before: str, said: str,
+) -> None:  # fmt: skip
+    contract = fake_contract(tmp_path, mode, monkeypatch)
+    audit = submit(contract, committed_repo.root, startup_timeout_s=5.0, completion_timeout_s=5.0)
+    assert (audit.outcome, audit.reason) == ("unsupported", "process-exited-early")
+    status = 1 if mode == "error-then-banner" else 3
+    assert audit.detail.startswith(
+        f"the agent failed to start: before {before!r}, exit status {status}"
+    )
+    assert audit.detail.endswith(f"; it said: {said}")
+    assert "FakeAgent v" not in audit.detail.partition("it said:")[2]  # not its banner line
+
+
+def test_a_launch_that_fails_is_a_runtime_failure_with_the_error(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sandbox starts; bubblewrap cannot exec the agent (its interpreter is missing).
+    contract = fake_contract(tmp_path, "ok", monkeypatch)
+    (tmp_path / "bin" / "fakeagent").write_text("#!/nonexistent/interpreter\n")  # cannot exec
+    audit = submit(contract, committed_repo.root, startup_timeout_s=5.0, completion_timeout_s=5.0)
+    assert (audit.outcome, audit.reason) == ("runtime-failure", None), audit.detail
+    assert audit.detail.startswith("launch failed: bwrap: ")
+    assert "fakeagent" in audit.detail and "No such file or directory" in audit.detail
+    assert "launched" not in audit.steps and audit.checkpoints == []
+    assert audit.containment == "bubblewrap"
+
+
+def test_a_wrapper_error_is_reported_in_the_agent_s_own_words(
+    committed_repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contract = fake_contract(tmp_path, "wrapper-error", monkeypatch)
+    audit = submit(contract, committed_repo.root, startup_timeout_s=2.0, completion_timeout_s=2.0)
+    assert audit.reason == "agent-wrapper-error"
+    assert audit.detail == (
+        "the agent showed: fakeagent: error: the wrapper could not start the agent"
+    )
 
 
 def test_covered_reason_codes_are_all_of_them() -> None:

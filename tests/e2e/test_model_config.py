@@ -10,7 +10,7 @@ import json
 import sys
 from decimal import Decimal
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import Repo, containment_verified, tidegate_cli
 from tests.integration._store import readonly_store
 from tests.integration.models.servers import LoopbackServer, Reply, oa_completion
 
@@ -40,6 +40,8 @@ def test_model_settings_come_from_the_repository_config(committed_repo: Repo) ->
             "run", "--repo", str(committed_repo.root), "--json",
             "--model", "openai:local-model", "--max-cost", "0.5",
             "--objective", "Make add() add.", "--verify", CHECK,
+            # without bubblewrap the model's change runs only with the user's approval
+            *([] if containment_verified() else ["--containment", "none"]),
             env={"LOCAL_LLM_KEY": "sk-local-123", "OPENAI_API_KEY": ""},
         )  # fmt: skip
         assert res.returncode == 0, res.stderr + res.stdout

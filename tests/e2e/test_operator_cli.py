@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import Repo, containment_verified, tidegate_cli
 from tests.e2e._operator import EDIT, op
 
 SP = "single-process"
@@ -343,8 +343,11 @@ def test_engineer_with_a_model_base_type_is_one_guarded_model_run(
     index = dirty.index_bytes()
     with LoopbackServer(replies, key="sk-local-123", key_header="authorization") as server:
         (dirty.root / ".tidegate").mkdir()
+        # without bubblewrap, the user's own configuration approves running the model's
+        # change uncontained (tidegate.exec.guard)
+        approve = "" if containment_verified() else '[containment]\nmode = "none"\n'
         (dirty.root / ".tidegate" / "config.toml").write_text(
-            f'[model]\nbase_url = "{server.url}/v1"\nstreaming = false\n'
+            f'[model]\nbase_url = "{server.url}/v1"\nstreaming = false\n' + approve
         )
         monkeypatch.setenv("OPENAI_API_KEY", "sk-local-123")
         res = op(

@@ -36,6 +36,7 @@ def test_the_oracle_resolves_every_shipped_instance(
         "--oracle",
         "--state-root",
         str(tmp_path / "s"),
+        "--allow-uncontained",
         "--json",
     )
     summary = res.json()
@@ -55,7 +56,8 @@ def test_a_contestant_that_does_not_fix_it_is_not_resolved(
         {"plan": "guess", "objective": "edit-file: calc.py\nreplace: return a - b\nwith: return a * b\n"}
     ]}))  # fmt: skip
     res = op(capsys, "gym", "swe", str(shipped_instances()), "--repos", str(mirrors), "--contestant", f"scripted:{script}",
-             "--instance", "tidegate-gym__calc-1", "--state-root", str(tmp_path / "s"), "--json")  # fmt: skip
+             "--instance", "tidegate-gym__calc-1", "--state-root", str(tmp_path / "s"),
+             "--allow-uncontained", "--json")  # fmt: skip
     summary = res.json()
     assert res.code == 1
     (result,) = summary["results"]
@@ -128,6 +130,7 @@ def test_sympy_style_names_and_an_instance_venv(
         "--oracle",
         "--state-root",
         str(tmp_path / "s"),
+        "--allow-uncontained",
         "--json",
     )
     summary = res.json()

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.errors import UsageError
+from tidegate.jsontext import parse_json
 
 _DJANGO = re.compile(r"^(\w+) \(([\w.]+)\)$")
 
@@ -95,7 +96,7 @@ def instance_python(instance: Instance, venvs: Path, base: str) -> str:
 def _tests(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = parse_json(value)
         except ValueError as exc:
             raise UsageError(f"{where}: not a JSON list of test ids") from exc
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
@@ -114,7 +115,7 @@ def load_instances(path: Path) -> list[Instance]:
             continue
         where = f"{path.name}:{number}"
         try:
-            raw = json.loads(line)
+            raw = parse_json(line)
         except ValueError as exc:
             raise UsageError(f"{where}: invalid JSON") from exc
         missing = [

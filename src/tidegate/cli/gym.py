@@ -128,6 +128,7 @@ def gym_run_suite(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a suite's scenarios in parallel; each run is isolated."""
+    from tidegate.gym.scorecard import shown
     from tidegate.gym.suite import run_suite
 
     result = run_suite(
@@ -152,7 +153,8 @@ def gym_run_suite(
         failed += not ok
         lines.append(
             f"  {run['scenario']:<28} {run['status']:<10} checks {card['correctness_checks_passed']}/"
-            f"{card['correctness_checks_total']}  damage {card['workspace_damage']}  retries {card['retry_count']}"
+            f"{card['correctness_checks_total']}  damage {card['workspace_damage']}  "
+            f"retries {shown(card['retry_count'])}"
         )
     _out(result, as_json, "\n".join(lines) + "\n", 0 if not failed else 1)
 

@@ -82,11 +82,12 @@ def gym_run(
     as_json: JsonOpt = False,
 ) -> None:
     """Run one scenario, isolated, and score it."""
+    from tidegate.gym.contestants import absolute_contestant
     from tidegate.gym.runner import render_text, run_scenario
     from tidegate.gym.scenarios import load_scenario
 
     load_scenario(scenario)
-    document = run_scenario(scenario, contestant, _gym_root(state_root))
+    document = run_scenario(scenario, absolute_contestant(contestant), _gym_root(state_root))
     passed = (
         document["scorecard"]["correctness_checks_passed"]
         == document["scorecard"]["correctness_checks_total"]
@@ -128,13 +129,14 @@ def gym_run_suite(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a suite's scenarios in parallel; each run is isolated."""
+    from tidegate.gym.contestants import absolute_contestant
     from tidegate.gym.scorecard import shown
     from tidegate.gym.suite import run_suite
 
     result = run_suite(
         suite,
         _gym_root(state_root),
-        contestant=contestant,
+        contestant=absolute_contestant(contestant),
         workers=workers,
         executor=executor,
         address=address,
@@ -179,6 +181,7 @@ def gym_swe(
     as_json: JsonOpt = False,
 ) -> None:
     """Run SWE-bench instances through the guarded engine: resolved / not-resolved."""
+    from tidegate.gym.contestants import absolute_contestant
     from tidegate.gym.swe import run_swe
 
     summary = run_swe(
@@ -186,7 +189,7 @@ def gym_swe(
         repos,
         _gym_root(state_root),
         oracle=oracle,
-        contestant=contestant,
+        contestant=absolute_contestant(contestant),
         only=instance or [],
         python=python,
     )

@@ -313,6 +313,10 @@ def run_swe(
         raise UsageError("give --oracle or --contestant, not both")
     if not oracle and not contestant:
         raise UsageError("give --oracle (the gold patches) or --contestant SPEC")
+    # Relative paths are the caller's: each instance runs git and its tests elsewhere.
+    repos = repos.absolute()
+    if python is not None and "/" in python:
+        python = str(Path(python).absolute())
     instances = load_instances(path)
     if only:
         unknown = set(only) - {i.instance_id for i in instances}

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, dataclass_transform
 
+from tidegate.jsontext import parse_json
+
 Loc = tuple[str | int, ...]
 
 
@@ -173,8 +175,8 @@ class Checked:
     @classmethod
     def model_validate_json(cls, text: str | bytes) -> Self:
         try:
-            data = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+            data = parse_json(text)
+        except ValueError as exc:
             raise CheckError((), f"not valid JSON ({exc})") from None
         return cls._from(data, ())
 

@@ -78,3 +78,62 @@ def test_the_cli_refuses_a_bad_profile_or_a_non_repository_in_one_line(
     done = _cli("--workspace", str(tmp_path), *bad)
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error: ")
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("shape", "words"),
+    [
+        ("a file", "exists and is not a directory"),
+        ("a symlink", "is a symlink"),
+        ("inside the repository", "inside the workspace"),
+        ("inside its git directory", "inside the workspace"),
+        ("with '..'", "must not contain '..'"),
+        ("a bad configuration", "invalid TOML"),
+    ],
+)
+def test_the_cli_refuses_what_mcp_serve_would_refuse(
+    tmp_path: Path, shape: str, words: str
+) -> None:
+    """``required = true`` for a server that cannot start would fail every Codex run: the
+    same state-root and configuration checks as ``mcp serve``, in one line, first."""
+    repo = _repo(tmp_path)
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    state = {
+        "a file": tmp_path / "file",
+        "a symlink": tmp_path / "link",
+        "inside the repository": repo / "state",
+        "inside its git directory": repo / ".git" / "state",
+        "with '..'": tmp_path / "real" / ".." / "real",
+        "a bad configuration": tmp_path / "fine",
+    }[shape]
+    if shape == "a bad configuration":
+        (repo / ".tidegate").mkdir()
+        (repo / ".tidegate" / "config.toml").write_text("[verify\n")
+    done = _cli("--workspace", str(repo), "--state-root", str(state))
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error: ")
+    assert words in done.stderr, done.stderr
+    serve = subprocess.run(
+        [sys.executable, "-m", "tidegate", "mcp", "serve", "--workspace", str(repo),
+         "--state-root", str(state)],
+        capture_output=True, text=True, timeout=60, input="",
+    )  # fmt: skip
+    assert serve.returncode == 2 and words in serve.stderr, serve.stderr  # the same refusal
+    assert not (tmp_path / "fine").exists() and not (repo / "state").exists()
+
+
+def test_the_cli_creates_nothing_for_a_state_root_to_come(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    done = _cli("--workspace", str(repo), "--state-root", str(tmp_path / "later" / "state"))
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "later").exists()

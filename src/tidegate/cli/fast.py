@@ -139,13 +139,15 @@ def _options(
 
 
 def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
-    limit = str(options.get("--limit", "20"))
-    if positional or not limit.isdigit() or int(limit) < 1 or "--detail" in options:
+    from tidegate.numtext import whole_number
+
+    limit = whole_number(str(options.get("--limit", "20")), 1)
+    if positional or limit is None or "--detail" in options:
         return None
     from tidegate.cli import quickread
 
     try:
-        text = quickread.runs_output(options, int(limit))
+        text = quickread.runs_output(options, limit)
     except Exception:  # anything it does not answer as the full command would
         text = None
     if text is not None:
@@ -159,7 +161,7 @@ def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
     list_runs(
         Path(str(repo)) if repo is not None else None,
         _text(options.get("--state-root")),
-        int(limit),
+        limit,
         bool(options.get("--json")),
     )
     return 0

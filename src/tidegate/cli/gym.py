@@ -91,12 +91,16 @@ def gym_run(
     as_json: JsonOpt = False,
 ) -> None:
     """Run one scenario, isolated, and score it."""
+    from tidegate.gym.contestants import absolute_contestant
     from tidegate.gym.runner import render_text, run_scenario
     from tidegate.gym.scenarios import load_scenario
 
     load_scenario(scenario)
     document = run_scenario(
-        scenario, contestant, _gym_root(state_root), allow_uncontained=allow_uncontained
+        scenario,
+        absolute_contestant(contestant),
+        _gym_root(state_root),
+        allow_uncontained=allow_uncontained,
     )
     passed = (
         document["scorecard"]["correctness_checks_passed"]
@@ -140,12 +144,14 @@ def gym_run_suite(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a suite's scenarios in parallel; each run is isolated."""
+    from tidegate.gym.contestants import absolute_contestant
+    from tidegate.gym.scorecard import shown
     from tidegate.gym.suite import run_suite
 
     result = run_suite(
         suite,
         _gym_root(state_root),
-        contestant=contestant,
+        contestant=absolute_contestant(contestant),
         workers=workers,
         executor=executor,
         address=address,
@@ -165,7 +171,8 @@ def gym_run_suite(
         failed += not ok
         lines.append(
             f"  {run['scenario']:<28} {run['status']:<10} checks {card['correctness_checks_passed']}/"
-            f"{card['correctness_checks_total']}  damage {card['workspace_damage']}  retries {card['retry_count']}"
+            f"{card['correctness_checks_total']}  damage {card['workspace_damage']}  "
+            f"retries {shown(card['retry_count'])}"
         )
     _out(result, as_json, "\n".join(lines) + "\n", 0 if not failed else 1)
 
@@ -191,6 +198,7 @@ def gym_swe(
     as_json: JsonOpt = False,
 ) -> None:
     """Run SWE-bench instances through the guarded engine: resolved / not-resolved."""
+    from tidegate.gym.contestants import absolute_contestant
     from tidegate.gym.swe import run_swe
 
     summary = run_swe(
@@ -198,7 +206,7 @@ def gym_swe(
         repos,
         _gym_root(state_root),
         oracle=oracle,
-        contestant=contestant,
+        contestant=absolute_contestant(contestant),
         only=instance or [],
         python=python,
         allow_uncontained=allow_uncontained,

@@ -291,17 +291,18 @@ def run_(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the next pending item as a guarded tidegate run and record its evidence."""
+    from tidegate.flow.request import absolute_script
     from tidegate.ledger.engine import RunOptions, run_items
 
     if model is not None and planner != "structured":
         raise UsageError("give either --planner or --model, not both")
     options = RunOptions(
         repo,
-        planner,
+        str(absolute_script(planner)),
         verify,
         max_attempts,
         verify_timeout,
-        model=model,
+        model=absolute_script(model),
         max_cost_usd=max_cost,
         max_steps=max_steps,
         state_root=state_root,

@@ -96,15 +96,15 @@ def codex_config(
     ] = None,
     state_root: StateRootOpt = None,
 ) -> None:
-    """Print the `[mcp_servers.tidegate]` table for Codex's config.toml (docs/agents.md)."""
+    """Print the `[mcp_servers.tidegate]` table for Codex's config.toml (docs/agents.md).
+
+    Refused, in one line, when the server it registers would not start: the table says
+    ``required = true``, so Codex would fail every run instead."""
     from tidegate.agents.mcp_registration import codex_mcp_table
     from tidegate.errors import UsageError
-    from tidegate.workspace.repo import discover
 
     try:
-        if approval is not None and approval not in {"strict", "balanced", "trusted-workspace"}:
-            raise UsageError(f"unknown approval profile {approval!r}")
-        root = discover(workspace).root
+        root = would_serve(workspace, approval, state_root)
         table = codex_mcp_table(
             root, state_root=Path(state_root) if state_root else None, approval=approval
         )
@@ -112,3 +112,22 @@ def codex_config(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(table, nl=False)
+
+
+def would_serve(workspace: Path, approval: str | None, state_root: str | None) -> Path:
+    """The repository root ``mcp serve --workspace WORKSPACE`` would serve with
+    ``change_propose``, after the checks it makes before it answers a client (approval
+    profile, repository, the repository's tidegate configuration, state root), without
+    creating anything. UsageError for the first that fails."""
+    from tidegate.config import load_policy
+    from tidegate.errors import UsageError
+    from tidegate.store.state_root import resolve_state_root
+    from tidegate.tools.host import PROFILES
+    from tidegate.workspace.repo import discover
+
+    if approval is not None and approval not in PROFILES:
+        raise UsageError(f"unknown approval profile {approval!r}")
+    repo = discover(workspace)
+    load_policy(repo.root)
+    resolve_state_root(state_root, repo.root, create=False, git_dir=repo.common_dir)
+    return repo.root

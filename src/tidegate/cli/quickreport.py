@@ -20,6 +20,7 @@ import re
 import sys
 
 from tidegate.cli.quickread import Unsupported
+from tidegate.numtext import whole_number
 from tidegate.pathtext import quote_path, visible
 from tidegate.sanitize import sanitize
 
@@ -257,9 +258,10 @@ def console() -> tuple[int, Styles | None]:
 def _width() -> int:
     columns = os.environ.get("COLUMNS")
     if columns is not None and columns.isdigit():
-        if not columns.isascii() or int(columns) == 0:
+        width = whole_number(columns, 1)
+        if width is None:
             raise Unsupported("an unusual COLUMNS")
-        return int(columns)
+        return width
     width = 0
     for fd in (0, 1, 2):
         try:

@@ -178,16 +178,18 @@ def dispatch(args: list[str]) -> int | None:
 def invoke(command: str, values: dict[str, Any]) -> int:
     """The command's body for ``values`` named as the typer command's parameters (its
     ``locals()``, or ``parse``'s result)."""
+    from tidegate.flow.request import absolute_script
+
     p = {**DEFAULTS, **values}
     fields: dict[str, Any] = {
         "repo": p["repo"],
         "verify": p.get("verify"),
-        "planner": p["planner"],
+        "planner": absolute_script(p["planner"]),
         "verify_timeout_s": p["verify_timeout"],
         "warm_shadow": p["warm_shadow"],
         "network": p["network"],
         "containment": p.get("containment"),
-        "model": p.get("model"),
+        "model": absolute_script(p.get("model")),
         "max_cost_usd": p.get("max_cost"),
         "max_steps": p.get("max_steps"),
     }

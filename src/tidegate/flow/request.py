@@ -76,3 +76,17 @@ def verify_clearance(request: RunRequest, configured_mode: str | None = None) ->
     elif request.containment is None and configured_mode == "none":
         approved = "containment.mode = none in .tidegate/config.toml"
     return Clearance(origin, approved)
+
+
+def absolute_script(spec: str | None) -> str | None:
+    """``scripted:PATH`` (a planner or model spec) with a relative PATH made absolute
+    against the current directory; any other spec as given.
+
+    Called where a spec is parsed, in the invoking directory, so that the path names the
+    same file wherever the run later reads it: a gym's scratch repository, an objective
+    file's directory, a ``resume`` from elsewhere."""
+    if spec is None or not spec.startswith("scripted:"):
+        return spec
+    raw = spec.removeprefix("scripted:")
+    path = Path(raw).expanduser()
+    return spec if not raw or path.is_absolute() else f"scripted:{path.absolute()}"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.errors import UsageError
-from tidegate.gym.scorecard import UNMEASURED, read_figure
+from tidegate.gym.scorecard import UNMEASURED, check_report, read_figure
 
 HIGHER_BETTER = ("correctness_checks_passed", "evidence_overall")
 LOWER_BETTER = ("unnecessary_action_count", "retry_count", "workspace_damage")
@@ -24,26 +24,39 @@ SHOWN = ("wall_time_s", "tidegate_overhead_s")
 
 
 def completed_runs(gym_root: Path, scenario: str) -> list[dict[str, Any]]:
-    from tidegate.operator.errors import RecordError
-    from tidegate.operator.records import read_json
-
+    """The scenario's completed run reports, oldest first. A report that cannot be read
+    or compared is refused (``RecordError``, one line naming it and what is wrong): left
+    out, the comparison would silently be of other runs."""
     runs = []
     folder = gym_root / "runs" / scenario
     for report in sorted(folder.glob("*/report.json")) if folder.is_dir() else []:
-        try:
-            document = read_json(report)
-        except RecordError:
-            continue
-        if isinstance(document, dict) and document.get("completed_at_unix_ms"):
+        document = read_report(report)
+        if document.get("completed_at_unix_ms"):
             runs.append(document)
     return sorted(runs, key=lambda d: (d["completed_at_unix_ms"], d.get("run_id", "")))
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """The gym report at ``path``, checked to be one ``compare`` can read."""
+    from tidegate.operator.errors import RecordError
+    from tidegate.operator.records import read_json
+
+    try:
+        document = read_json(path)
+    except RecursionError:  # read_json bounds size, not nesting
+        raise RecordError(f"{path}: malformed JSON (nested too deeply)") from None
+    problem = check_report(document, str(path))
+    if problem is not None:
+        raise RecordError(problem)
+    assert isinstance(document, dict)
+    return document
 
 
 def _figure(document: dict[str, Any], name: str) -> Any:
     card = document.get("scorecard", {})
     if name == "evidence_overall":
         assessment = card.get("evidence_quality_assessment")
-        return assessment.get("overall", UNMEASURED) if isinstance(assessment, dict) else UNMEASURED
+        return read_figure(assessment, "overall") if isinstance(assessment, dict) else UNMEASURED
     return read_figure(card, name)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tidegate.errors import UsageError
 from tidegate.exec.guard import Origin
+from tidegate.flow.request import absolute_script
 from tidegate.gym.scenarios import script_text
 
 
@@ -43,6 +44,16 @@ class Contestant:
         return "local-harness"
 
 
+def absolute_contestant(spec: str | None) -> str | None:
+    """``spec`` with a ``scripted:PATH`` made absolute against the current directory (a
+    ``scripted:NAME`` of a shipped script, without a ``/``, as given). Called where the
+    spec is parsed: the run itself happens in a scratch repository, perhaps in a worker."""
+    kind, _, rest = (spec or "").partition(":")
+    if kind != "scripted" or "/" not in rest:
+        return spec
+    return absolute_script(spec)
+
+
 def contestant(spec: str, scratch: Path) -> Contestant:
     """Parse ``spec``; a shipped script is written into ``scratch`` for the planner."""
     if spec == "local-harness":
@@ -54,11 +65,10 @@ def contestant(spec: str, scratch: Path) -> Contestant:
             "anthropic:MODEL or agent:NAME[:MODEL]"
         )
     if kind == "scripted":
-        path = Path(rest).expanduser()
-        if not path.is_absolute() and "/" not in rest:
-            path = scratch / rest
-            path.write_text(script_text(rest), encoding="utf-8")
-        return Contestant(spec, planner=f"scripted:{path}")
+        if "/" in rest:
+            return Contestant(spec, planner=str(absolute_script(spec)))
+        (scratch / rest).write_text(script_text(rest), encoding="utf-8")
+        return Contestant(spec, planner=f"scripted:{scratch / rest}")
     if kind in ("openai", "anthropic"):
         return Contestant(spec, model=spec)
     if kind == "agent":

@@ -17,7 +17,14 @@ from tidegate.exec.guard import Clearance
 from tidegate.gym.checks import expand, run_check
 from tidegate.gym.contestants import Contestant, contestant
 from tidegate.gym.scenarios import Scenario, load_scenario
-from tidegate.gym.scorecard import UNMEASURED, assessment, observed_counts
+from tidegate.gym.scorecard import (
+    Unmeasured,
+    assessment,
+    model_spend,
+    observed_counts,
+    seal,
+    shown,
+)
 from tidegate.gym.seed import build
 
 REPORT_SCHEMA = "tidegate.gym-report/1"
@@ -160,11 +167,19 @@ def _engine(
             request, observer=_ConcurrentEdit(repo, scenario), planner=planner, recorder=recorder
         )
         tool_calls = recorder.tool_calls() if who.model else None
-        usage = getattr(planner, "usage", None)
+        usage = planner_spend(planner) if who.model else None
     finally:
         getattr(planner, "close", lambda: None)()
         store.close()
     return report, tool_calls, usage
+
+
+def planner_spend(planner: Any) -> tuple[Any, Any]:
+    """(tokens, cost) of the model planner's recorded turns (see ``model_spend``)."""
+    history = getattr(planner, "history", None)
+    turns = None if history is None else [t for r in history for t in r.transcript.turns]
+    pricing = getattr(planner, "pricing", None)
+    return model_spend(turns, getattr(pricing, "source", "no pricing recorded"))
 
 
 def _composite(
@@ -246,26 +261,21 @@ def _document(
     now = time.time_ns() // 1_000_000
     memory = [{"kind": "scenario-run", "created_at_unix_ms": now, "status": report.status}]
     notes = []
-    tokens: Any = 0 if not (who.model or who.agent) else UNMEASURED
-    cost: Any = 0 if not (who.model or who.agent) else UNMEASURED
-    if who.model and usage is not None:
-        tokens = int(getattr(usage, "input_tokens", 0)) + int(getattr(usage, "output_tokens", 0))
-        cost = str(getattr(usage, "cost_usd", UNMEASURED))
+    tokens: Any = 0
+    cost: Any = 0
     if who.agent:
-        notes.append(
-            "an agent CLI reports no token usage to tidegate: tokens and cost are unmeasured"
-        )
-    if not (who.model or who.agent):
+        tokens = cost = Unmeasured("an agent CLI reports no token usage to tidegate")
+    elif who.model and usage is None:
+        tokens = cost = Unmeasured("the composite review session records no model usage")
+    elif who.model:
+        tokens, cost = usage
+    else:
         notes.append("no model ran: tokens and cost are observed zero")
     if tool_calls is None and who.model is None:
         notes.append(
             "unnecessary_action_count counts refused attempts (no model tool calls to observe)"
         )
-    if isinstance(unnecessary, str):
-        notes.append(
-            "no attempt events were observed: unnecessary_action_count and retry_count are unmeasured"
-        )
-    overhead: Any = UNMEASURED
+    overhead: Any = Unmeasured("no phase timings were observed")
     if report.phases:
         overhead = round(
             max(0.0, wall - _phase_seconds(report, {"VERIFY", "PLAN", "PATCH", "REVIEW"})), 3
@@ -275,7 +285,7 @@ def _document(
         review_notes.append(
             f"user work changed outside the scenario's paths: {', '.join(damaged_paths[:10])}"
         )
-    scorecard = {
+    scorecard = seal({
         "correctness_checks_passed": sum(1 for c in checks if c["passed"]),
         "correctness_checks_total": len(checks),
         "evidence_quality": "sufficient" if len(evidence) >= 4 else "thin",
@@ -291,7 +301,7 @@ def _document(
         "model_tokens": tokens,
         "model_cost_usd": cost,
         "workspace_damage": damaged,
-    }
+    })  # fmt: skip
     return {
         "schema": REPORT_SCHEMA,
         "scenario": scenario.id,
@@ -326,13 +336,15 @@ def render_text(document: dict[str, Any]) -> str:
     ev = card["evidence_quality_assessment"]
     lines += [
         f"evidence {card['evidence_quality']}, assessment {ev['overall']} ({ev['category']})",
-        f"unnecessary actions {card['unnecessary_action_count']}, retries {card['retry_count']}",
+        f"unnecessary actions {shown(card['unnecessary_action_count'])}, "
+        f"retries {shown(card['retry_count'])}",
         f"workspace damage {card['workspace_damage']} bytes",
-        f"wall {card['wall_time_s']} s, tidegate overhead {card['tidegate_overhead_s']} s, "
-        f"model tokens {card['model_tokens']}, cost {card['model_cost_usd']}",
+        f"wall {card['wall_time_s']} s, tidegate overhead {shown(card['tidegate_overhead_s'])} s, "
+        f"model tokens {shown(card['model_tokens'])}, cost {shown(card['model_cost_usd'])}",
     ]
     lines += [f"review: {n}" for n in card["human_review_notes"]]
     lines += [f"note: {n}" for n in card["measurement_notes"]]
+    lines += [f"note: {k} unmeasured: {why}" for k, why in card.get("unmeasured", {}).items()]
     return "\n".join(lines) + "\n"
 
 

@@ -45,6 +45,7 @@ from tidegate.exec.containment import ContainmentPolicy, policy_for
 from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.git import Git
+from tidegate.jsontext import parse_json
 
 _DJANGO = re.compile(r"^(\w+) \(([\w.]+)\)$")
 
@@ -128,7 +129,7 @@ def instance_python(instance: Instance, venvs: Path, base: str, clearance: Clear
 def _tests(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = parse_json(value)
         except ValueError as exc:
             raise UsageError(f"{where}: not a JSON list of test ids") from exc
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
@@ -147,7 +148,7 @@ def load_instances(path: Path) -> list[Instance]:
             continue
         where = f"{path.name}:{number}"
         try:
-            raw = json.loads(line)
+            raw = parse_json(line)
         except ValueError as exc:
             raise UsageError(f"{where}: invalid JSON") from exc
         missing = [
@@ -361,6 +362,10 @@ def run_swe(
         raise UsageError("give --oracle or --contestant, not both")
     if not oracle and not contestant:
         raise UsageError("give --oracle (the gold patches) or --contestant SPEC")
+    # Relative paths are the caller's: each instance runs git and its tests elsewhere.
+    repos = repos.absolute()
+    if python is not None and "/" in python:
+        python = str(Path(python).absolute())
     instances = load_instances(path)
     if only:
         unknown = set(only) - {i.instance_id for i in instances}

@@ -32,11 +32,12 @@ from urllib.parse import urlparse
 from tidegate.ledger.claims import quotes_agent
 from tidegate.ledger.errors import EvidenceRejected
 from tidegate.ledger.model import EvidenceKind, Verdict
+from tidegate.numtext import DIGITS, whole_number
 from tidegate.sanitize import sanitize
 
 _COMMAND = re.compile(r"^(?P<cmd>.+?)\s*\(exit(?: code)?\s+(?P<code>-?\d+)\)\s*$")
 _PREFIX = re.compile(r"^(?P<kind>[a-z]+):\s*(?P<rest>.*)$", re.DOTALL)
-_EVIDENCE_ID = re.compile(r"^E-\d+$")
+_EVIDENCE_ID = re.compile(rf"^E-{DIGITS}$")
 _IMAGE = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".svg"}
 _AGENT_CLAIM = re.compile(
     r"^(the )?(agent|assistant|model|ai|bot|llm|copilot|claude|gpt)\b.*\b(say|said|says|"
@@ -142,7 +143,11 @@ def _command(rest: str) -> Draft:
             f"'command: {rest}' has no result: an unrun command name is not evidence; "
             "write 'command: CMD (exit N)' or use --run"
         )
-    cmd, code = m.group("cmd").strip(), int(m.group("code"))
+    cmd, digits = m.group("cmd").strip(), m.group("code")
+    magnitude = whole_number(digits.removeprefix("-"))
+    if magnitude is None:
+        raise EvidenceRejected(f"'command: {rest}': the exit code must be a whole number")
+    code = -magnitude if digits.startswith("-") else magnitude
     return Draft(
         EvidenceKind.COMMAND,
         code == 0,

@@ -36,9 +36,10 @@ from tidegate.ledger.model import (
     Verdict,
 )
 from tidegate.ledger.routes import FLOWS
+from tidegate.numtext import DIGITS, whole_number
 
 ITEM_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
-EVIDENCE_ID = re.compile(r"^E-[1-9]\d*$")
+EVIDENCE_ID = re.compile(rf"^E-(?!0){DIGITS}$")
 NONE = {"", "-", "none"}
 
 LEDGER_COLUMNS = ("id", "title", "status", "assignee", "retries", "blocker", "evidence")
@@ -199,7 +200,8 @@ def _item(file: TextFile, index: int, cells: dict[str, str]) -> Item:
         raise file.error(
             index, _enum_error("status", cells["status"], [s.value for s in ItemStatus])
         ) from None
-    if not cells["retries"].isdigit():
+    retries = whole_number(cells["retries"])
+    if retries is None:
         raise file.error(
             index, f"retries of {item_id} must be a whole number, got {cells['retries']!r}"
         )
@@ -208,7 +210,7 @@ def _item(file: TextFile, index: int, cells: dict[str, str]) -> Item:
         title=cells["title"],
         status=status,
         assignee=None if cells["assignee"].lower() in NONE else cells["assignee"],
-        retries=int(cells["retries"]),
+        retries=retries,
         blocker=_blocker(file, index, item_id, cells["blocker"]),
         evidence=_evidence_refs(file, index, cells["evidence"]),
         required=_required(file, index, cells.get("required", "yes")),
@@ -319,7 +321,8 @@ def _evidence_index(file: TextFile) -> list[Evidence]:
 def _evidence_row(file: TextFile, index: int, cells: dict[str, str]) -> Evidence:
     if not EVIDENCE_ID.match(cells["id"]):
         raise file.error(index, f"evidence ID {cells['id']!r} is not E-N")
-    if not cells["attempt"].isdigit() or int(cells["attempt"]) < 1:
+    attempt = whole_number(cells["attempt"], 1)
+    if attempt is None:
         raise file.error(index, f"attempt must be a number from 1, got {cells['attempt']!r}")
     try:
         kind = EvidenceKind(cells["kind"])
@@ -336,7 +339,7 @@ def _evidence_row(file: TextFile, index: int, cells: dict[str, str]) -> Evidence
     return Evidence(
         id=cells["id"],
         item=cells["item"],
-        attempt=int(cells["attempt"]),
+        attempt=attempt,
         kind=kind,
         passed=cells["result"] == "pass",
         ref=cells["ref"],
@@ -355,7 +358,11 @@ def _log(file: TextFile, title: str, tag: str, kinds: dict[str, tuple[str, ...]]
         m = _LOG.match(file.lines[i])
         if m is None or file.fenced(i) or m.group("tag") != tag:
             continue
-        entry = _log_entry(file, i, int(m.group("num")), m.group("rest"), kinds)
+        number = whole_number(m.group("num"))
+        if number is None:
+            shown = m.group("num")[:12] + ("..." if len(m.group("num")) > 12 else "")
+            raise file.error(i, f"{tag}-{shown}: N must be a whole number (ASCII digits)")
+        entry = _log_entry(file, i, number, m.group("rest"), kinds)
         if entry.number in first:
             raise file.error(
                 i, f"duplicate {tag}-{entry.number} (first at line {first[entry.number]})"

@@ -19,13 +19,13 @@ adapters (and the scripted double) obey the same order and the same checks.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tidegate.jsontext import parse_json
 from tidegate.models.errors import MalformedModelOutput
 from tidegate.models.messages import AssistantMessage, ToolCall
 
@@ -246,7 +246,7 @@ class StreamAssembler:
             raise MalformedModelOutput(f"tool call {call.index} has no name", raw)
         assert call.id is not None
         try:
-            arguments: Any = json.loads(raw) if raw.strip() else {}
+            arguments: Any = parse_json(raw) if raw.strip() else {}
         except ValueError as exc:
             raise MalformedModelOutput(
                 f"tool call {call.id} ({call.name}) has arguments that are not valid JSON: {exc}",

@@ -23,13 +23,18 @@ from tidegate.operator.records import (
     schema_name,
     write_json,
 )
+from tidegate.sanitize import redact
 
 TOP = 5
 _FIELDS = ("priority", "status", "rationale")
 
 
 def goal_id(title: str) -> str:
-    return "goal-" + hashlib.sha256(title.strip().lower().encode()).hexdigest()[:10]
+    """The id of the goal titled ``title``, derived from the title as the register stores
+    it (a secret-shaped part redacted, as every record is written), so that the stored
+    record's id checks against its stored title."""
+    stored = redact(title.strip()).strip()
+    return "goal-" + hashlib.sha256(stored.lower().encode()).hexdigest()[:10]
 
 
 def load_register(root: Path) -> dict[str, Any]:
@@ -60,7 +65,7 @@ def apply_updates(root: Path, updates: list[dict[str, Any]], source: str) -> lis
     for update in updates:
         gid = goal_id(update["title"])
         before = dict(by_id[gid]) if gid in by_id else None
-        after = dict(before or {"id": gid, "title": update["title"].strip()})
+        after = dict(before or {"id": gid, "title": redact(update["title"].strip()).strip()})
         after.update({k: update[k] for k in _FIELDS})
         if before is not None and all(before.get(k) == after[k] for k in _FIELDS):
             continue

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tidegate.flow.request import absolute_script
 from tidegate.operator.errors import OperatorError
 from tidegate.operator.identities import Selection
 
@@ -35,7 +36,7 @@ class Backend:
             )
         if planner and planner != "structured" and not planner.startswith("scripted:"):
             raise OperatorError("--planner takes 'structured' or 'scripted:PATH'")
-        return cls(model=None, planner=planner or "structured")
+        return cls(model=None, planner=str(absolute_script(planner or "structured")))
 
 
 def served_by(selection: Selection, planner: Any) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tidegate.numtext import DIGITS
 from tidegate.operator.errors import RecordError
 from tidegate.operator.records import load_document, now_ms, schema_name, write_json
 
@@ -23,7 +24,9 @@ MODE_FILES = {
     "engineer": "latest_engineer_handoff.json",
     "terminal": "latest_terminal_handoff.json",
 }
-_METADATA = re.compile(r"^objective-metadata\(chars=(\d+), words=(\d+), lines=(\d+)\)$")
+_METADATA = re.compile(
+    rf"^objective-metadata\(chars=({DIGITS}), words=({DIGITS}), lines=({DIGITS})\)$"
+)
 _REQUIRED = ("mode", "selection", "session_phase", "objective_metadata", "memory", "evidence")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tidegate.numtext import whole_number
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.goals import apply_updates
 from tidegate.operator.records import MEMORY_FILE, append_records, load_records, memory_record
@@ -38,9 +39,10 @@ def parse_decisions(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any
         if not pid:
             raise OperatorError(f"{where}: {verb}: needs a proposal id")
         if verb == "approve":
-            if key != "priority" or not eq or not value.isdigit() or not 1 <= int(value) <= 1000:
+            priority = whole_number(value, 1, 1000) if key == "priority" and eq else None
+            if priority is None:
                 raise OperatorError(f"{where}: approve needs '| priority=N' (1-1000)")
-            approved.append({"id": pid, "priority": int(value)})
+            approved.append({"id": pid, "priority": priority})
         else:
             if key != "reason" or not eq or not value:
                 raise OperatorError(f"{where}: defer needs '| reason=...'")

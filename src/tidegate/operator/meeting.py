@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tidegate.numtext import whole_number
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.records import (
     MEMORY_FILE,
@@ -50,9 +51,9 @@ def parse_goal(text: str, where: str) -> dict[str, Any]:
         if not eq:
             raise OperatorError(f"{where}: goal field {part!r} is not key=value")
         if key == "priority":
-            if not value.isdigit() or not 1 <= int(value) <= 1000:
+            goal["priority"] = whole_number(value, 1, 1000)
+            if goal["priority"] is None:
                 raise OperatorError(f"{where}: priority must be a whole number from 1 to 1000")
-            goal["priority"] = int(value)
         elif key == "status":
             if value not in GOAL_STATUSES:
                 raise OperatorError(f"{where}: status must be one of {', '.join(GOAL_STATUSES)}")

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tidegate.numtext import whole_number
 from tidegate.operator.errors import OperatorError
 from tidegate.operator.handoff import objective_metadata, write_handoff
 from tidegate.operator.identities import Selection
@@ -84,9 +85,7 @@ def parse_steps(text: str) -> list[Step]:
             raise OperatorError(f"objective line {number}: {kind}: needs text")
         if "\x00" in value or "\r" in value:
             raise OperatorError(f"objective line {number}: control characters are not allowed")
-        if kind == "timeout" and not (
-            re.fullmatch(r"[0-9]{1,3}", value.strip()) and 1 <= int(value) <= 600
-        ):
+        if kind == "timeout" and whole_number(value.strip(), 1, 600) is None:
             raise OperatorError(f"objective line {number}: timeout takes whole seconds, 1 to 600")
         if kind == "key":
             from tidegate.exec.terminal import KEYS

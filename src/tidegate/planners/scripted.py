@@ -21,11 +21,11 @@ that text: proof that SHRINK's feedback reached the planner.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tidegate.errors import ErrorClass, PhaseError, UsageError
+from tidegate.jsontext import parse_json
 from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
 from tidegate.planners.structured import StructuredPlanner
 
@@ -44,7 +44,7 @@ class ScriptedPlanner:
     @classmethod
     def load(cls, path: Path) -> ScriptedPlanner:
         try:
-            script = json.loads(path.read_text(encoding="utf-8"))
+            script = parse_json(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"scripted planner: {path}: {exc.strerror}") from exc
         except ValueError as exc:

@@ -8,10 +8,10 @@ instead of failing somewhere deeper with a traceback or guessing around it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tidegate.errors import TidegateError
+from tidegate.jsontext import parse_json
 
 
 class CorruptRecord(TidegateError):
@@ -26,6 +26,6 @@ def stored_json(value: object, what: str) -> Any:
     if not isinstance(value, str | bytes):
         raise CorruptRecord(f"{what} is not JSON text (it holds a {type(value).__name__})")
     try:
-        return json.loads(value)
+        return parse_json(value)
     except ValueError as exc:
         raise CorruptRecord(f"{what} is not valid JSON ({exc})") from exc

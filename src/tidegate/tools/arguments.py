@@ -12,10 +12,11 @@ which the executor returns as an ``invalid_arguments`` result (recorded like any
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from tidegate.jsontext import JSONTooDeep, parse_json
 
 MAX_DEPTH = 32
 """Deepest nesting of objects and arrays a tool argument may have."""
@@ -32,8 +33,8 @@ def parse_arguments(text: str) -> Any:
     """``text`` parsed as strict JSON. Raises ``json.JSONDecodeError`` for a syntax error
     and ``ArgumentsRejected`` for a value strict JSON does not have."""
     try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
-    except RecursionError:
+        value = parse_json(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except JSONTooDeep:
         raise ArgumentsRejected(f"nested deeper than {MAX_DEPTH} levels") from None
     problem = argument_problem(value)
     if problem is not None:

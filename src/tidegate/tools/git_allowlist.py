@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tidegate.numtext import whole_number
+
 Arity = Literal["none", "required", "optional"]
 
 
@@ -367,7 +369,7 @@ class _Parser:
         raise _Refusal(f"git {self.name} option --{key} is not allowed")
 
     def _short(self, bundle: str, args: list[str], i: int) -> int:
-        if self.spec.numeric_max_count and bundle.isdigit():
+        if self.spec.numeric_max_count and whole_number(bundle) is not None:
             self._add(self.spec.by_long["max-count"], bundle)
             return i
         pos = 0

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, Tree
 
 from tidegate.git import Git
+from tidegate.jsontext import JSONTooDeep, parse_json
 from tidegate.validate.languages import (
     JAVASCRIPT,
     JSON,
@@ -294,20 +295,31 @@ def _json_issue(data: bytes, lines: list[bytes], jsonc: bool) -> SyntaxIssue | N
     if not text.strip():
         return None  # an empty file: tree-sitter accepts it, and so do most tools
     try:
-        json.loads(text)
+        parse_json(text)
         return None
+    except JSONTooDeep as exc:
+        return _too_deep(exc.lineno, exc.colno, exc.msg, lines)
     except ValueError:
         pass
     text = _JSON_TOKENS.sub(_blank, text)
     if jsonc:
         text = _JSON_COMMAS.sub(_blank, text)
     try:
-        json.loads(text)
+        parse_json(text)
         return None
+    except JSONTooDeep as exc:
+        return _too_deep(exc.lineno, exc.colno, exc.msg, lines)
     except json.JSONDecodeError as exc:
         return SyntaxIssue(exc.lineno, exc.colno, exc.msg, _line_text(lines, exc.lineno))
     except ValueError as exc:  # e.g. an integer too long to convert
         return SyntaxIssue(1, 1, str(exc), _line_text(lines, 1))
+
+
+def _too_deep(line: int, column: int, message: str, lines: list[bytes]) -> SyntaxIssue:
+    """Nesting too deep for Python's parser: not counted, and tree-sitter (which has no
+    such limit) judges the whole file instead."""
+    doubt = "too deeply nested for Python's parser; tree-sitter's verdict stands"
+    return SyntaxIssue(line, column, message, _line_text(lines, line), doubt)
 
 
 def _toml_issue(data: bytes, lines: list[bytes]) -> SyntaxIssue | None:
@@ -315,6 +327,8 @@ def _toml_issue(data: bytes, lines: list[bytes]) -> SyntaxIssue | None:
     try:
         tomllib.loads(data.decode("utf-8"))
         return None
+    except RecursionError:  # tomllib recurses once per level of nesting, without a bound
+        return _too_deep(1, 1, "nested too deeply for tomllib", lines)
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_POSITION.match(str(exc))
         if found is None:  # "(at end of document)"
@@ -351,7 +365,7 @@ def _analyse(language: str, data: bytes) -> _Parsed:
     tree = parser_for(language).parse(source)
     issues = _tree_issues(tree, lines)
     if primary is not None:
-        fallback = [issue for issue in issues if issue.line != primary.line]
+        fallback = [issue for issue in issues if primary.doubt or issue.line != primary.line]
         return _Parsed([primary], lines, tree=tree, fallback=fallback)
     if issues and language == YAML and (b"{{" in data or b"{%" in data):
         doubt = "templated YAML ({{ }} or {% %}) is not plain YAML"

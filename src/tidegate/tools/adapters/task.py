@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tidegate.jsontext import parse_json
 from tidegate.sanitize import redact_value
 from tidegate.tools.adapters.artifact import _atomic_write
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
@@ -31,7 +32,7 @@ class TaskCheckpoint:
         previous = 0
         if path.is_file():
             try:
-                previous = int(json.loads(path.read_text(encoding="utf-8"))["sequence"])
+                previous = int(parse_json(path.read_text(encoding="utf-8"))["sequence"])
             except (ValueError, KeyError, TypeError) as exc:
                 raise ToolFailure(
                     "task_state_corrupt", f"{path}: unreadable task state", retryable=False

@@ -482,6 +482,8 @@ def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: invalid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib has no depth limit: a nesting bomb
+        raise UsageError(f"{path}: invalid TOML: nested too deeply") from exc
 
 
 def tidegate_table(data: bytes | None) -> dict[str, Any] | None:
@@ -493,6 +495,8 @@ def tidegate_table(data: bytes | None) -> dict[str, Any] | None:
         parsed = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"not valid TOML ({exc})") from exc
+    except RecursionError as exc:
+        raise ValueError("not valid TOML (nested too deeply)") from exc
     tool = parsed.get("tool")
     if tool is None:
         return None

@@ -113,3 +113,25 @@ def test_a_run_store_row(runs: tuple[Repo, str, str]) -> None:
     proc = tidegate_cli("read", done, "--json", "--detail", cwd=repo.root)
     assert proc.returncode == 1 and proc.stdout == ""
     _one_line(proc.stderr, done, "attempt 1", "nested deeper than 200 levels")
+
+
+def test_a_search_cursor_that_is_a_depth_bomb_is_a_bad_query(tmp_path: Path) -> None:
+    import base64
+
+    from tidegate.workspace.port_cursor import decode_cursor
+
+    bomb = base64.urlsafe_b64encode(b"[" * 100_000 + b"]" * 100_000).decode()
+    with pytest.raises(Exception) as caught:
+        decode_cursor(bomb, ("q",))
+    assert not isinstance(caught.value, RecursionError)
+
+
+def test_a_configuration_nested_too_deeply_is_one_clear_error(tmp_path: Path) -> None:
+    from tidegate.config import load_policy
+    from tidegate.errors import UsageError
+
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.tidegate]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n"
+    )
+    with pytest.raises(UsageError, match="nested too deeply"):
+        load_policy(tmp_path)

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 
+from tidegate.jsontext import parse_json
 from tidegate.workspace.port_errors import BadQuery
 
 
@@ -32,7 +33,7 @@ def decode_cursor(
     if cursor is None:
         return None
     try:
-        body = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        body = parse_json(base64.urlsafe_b64decode(cursor.encode("ascii")))
         parts = tuple(str(p) for p in body["p"])
         line = int(body["l"])
         ok = body.get("v") == 1 and body.get("q") == _query_key(query) and line >= 0

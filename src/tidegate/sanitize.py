@@ -221,9 +221,7 @@ def _named(match: re.Match[str]) -> str:
 # that reorder text (bidi embeddings, overrides and isolates, and the implicit marks: the
 # Arabic letter mark and the left-to-right and right-to-left marks, which move neutral
 # characters such as quotes and slashes as an override does); zero-width joiners are kept.
-_CONTROLS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(match: re.Match[str]) -> str:

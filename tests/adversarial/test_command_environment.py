@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tidegate.exec.environment import command_environment, never_passed, without_secrets
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command
 
 SECRET_NAMES = [
@@ -92,7 +93,14 @@ def test_a_real_command_sees_none_of_them(monkeypatch: pytest.MonkeyPatch, tmp_p
         {"passthrough": (*SECRET_NAMES, "MY_TOOL_OPTS")},
         {"env": dict(os.environ)},
     ):
-        res = run_command(printenv, tmp_path, 30, tmp_path / "spill", **kwargs)  # type: ignore[arg-type]
+        res = run_command(
+            printenv,
+            tmp_path,
+            30,
+            tmp_path / "spill",
+            clearance=Clearance.user(),
+            **kwargs,  # type: ignore[arg-type]
+        )
         assert res.exit_code == 0, res.stderr_tail
         seen.append(res.stdout_tail)
     for out in seen:

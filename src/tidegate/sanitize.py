@@ -218,8 +218,10 @@ def _named(match: re.Match[str]) -> str:
 
 
 # C0 controls except tab and newline, DEL, C1 controls, and the Unicode format characters
-# that reorder or hide text (bidi overrides and isolates, zero-width joiners are kept).
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# that reorder text (bidi embeddings, overrides and isolates, and the implicit marks: the
+# Arabic letter mark and the left-to-right and right-to-left marks, which move neutral
+# characters such as quotes and slashes as an override does); zero-width joiners are kept.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(match: re.Match[str]) -> str:

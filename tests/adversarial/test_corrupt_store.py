@@ -177,6 +177,28 @@ def test_a_corrupt_projection(runs: tuple[Repo, str, str], edit: str) -> None:
     _one_line(proc.stderr, done, words, "JSON")
 
 
+@pytest.mark.parametrize("value", ["[1, 2]", '"succeeded"', "42", "null"])
+def test_an_attempt_record_that_is_json_but_not_an_object(
+    runs: tuple[Repo, str, str], value: str
+) -> None:
+    repo, done, _ = runs
+    _edit("UPDATE attempts SET event_json = ? WHERE run_id = ?", value, done)
+    proc = tidegate_cli("read", done, "--json", "--detail", cwd=repo.root)
+    assert proc.returncode == 1 and proc.stdout == ""
+    _one_line(proc.stderr, done, "attempt 1", "not an object")
+
+
+@pytest.mark.parametrize("value", ["[]", '"succeeded"', "null", "7"])
+def test_a_report_that_is_json_but_not_an_object(runs: tuple[Repo, str, str], value: str) -> None:
+    """The listing reads no report model (stdlib JSON only), and still names it."""
+    repo, done, _ = runs
+    _edit("UPDATE runs SET report_json = ? WHERE run_id = ?", value, done)
+    _listed_as_corrupt(repo, done, "not a JSON object")
+    proc = tidegate_cli("read", done, cwd=repo.root)
+    assert proc.returncode == 1 and proc.stdout == ""
+    _one_line(proc.stderr, done, "stored report")
+
+
 CHECKPOINT_EDITS: dict[str, Callable[[str], None]] = {
     "document not JSON": lambda run: _edit(
         "UPDATE checkpoints SET document = '{\"format\":' WHERE run_id = ? AND seq = 2", run

@@ -289,3 +289,36 @@ def test_run_from_a_subdirectory_snapshots_the_whole_tree(repo: Repo) -> None:
     assert report.repo == str(repo.root)
     assert {"notes.txt", "src/app.py", "new/dir/deep.txt"} <= _ls_tree(repo, str(report.t0_ref))
     assert repo.read("README.md") == "# demo app\n"
+
+
+@pytest.mark.parametrize(
+    "zone", ["America/St_Johns", "Asia/Kolkata", "Etc/GMT+5", "Australia/Sydney"]
+)
+def test_t0_commits_carry_the_zone_git_would_write(committed_repo: Repo, zone: str) -> None:
+    """The T0 and index commits of a run made in a zone west or east of UTC (half hours
+    included) say the zone ``git commit-tree`` says under the same ``TZ``."""
+    env = {**os.environ, "TZ": zone}
+    fix = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+    res = tidegate_cli("run", "--objective", fix, "--json", cwd=committed_repo.root, env=env)
+    assert res.returncode == 0, res.stderr
+    tree = committed_repo.git("rev-parse", "HEAD^{tree}").strip()
+    made = subprocess.run(
+        ["git", "commit-tree", tree, "-m", "m"], cwd=committed_repo.root, env=env,
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+
+    def zones(rev: str) -> set[str]:
+        body = committed_repo.git("cat-file", "commit", rev)
+        return {
+            line.rsplit(" ", 1)[1]
+            for line in body.splitlines()
+            if line.startswith(("author ", "committer "))
+        }
+
+    (expected,) = zones(made)
+    assert expected != "+0000"
+    refs = committed_repo.git("for-each-ref", "--format=%(refname)", "refs/tidegate/runs")
+    t0s = [r for r in refs.split() if r.endswith(("/t0", "/index"))]
+    assert len(t0s) == 2, refs
+    for ref in t0s:
+        assert zones(ref) == {expected}, ref

@@ -4,6 +4,7 @@ the run's status, or a review finding that names a real path (and line)."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import replace
@@ -83,7 +84,8 @@ def _evaluate(check: Check, repo: Path, report: Any) -> tuple[bool, str]:
             check.text
         ) not in text, f"{check.path} lacks {check.text!r}"
     if check.kind == "file_absent":
-        return not (repo / str(check.path)).exists(), f"{check.path} is absent"
+        # lexists: a link left where the file was (even a dangling one) is not absence
+        return not os.path.lexists(repo / str(check.path)), f"{check.path} is absent"
     if check.kind == "status":
         return report.status == check.status, f"status {report.status} (expected {check.status})"
     # finding_at: a finding names a path that exists, with a line inside the file

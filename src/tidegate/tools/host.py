@@ -67,7 +67,11 @@ def open_executor(
     loaded = load_policy(root)
     policy = loaded.config
     protected = policy.validate_.protected
-    state = resolve_state_root(state_root, root)
+    # Refused inside the repository that holds the workspace, its git directory included
+    # (a linked work tree's lies outside it), before the root is created: as the run
+    # store that records the calls would refuse it, but before anything is made there.
+    owner, git_dir = _repository_of(root)
+    state = resolve_state_root(state_root, owner, git_dir=git_dir)
     identity = hashlib.sha256(str(root).encode()).hexdigest()[:12]
     tool_state = state / "tools" / f"{root.name}-{identity}"
     readable = policy.tools.readable_secrets
@@ -86,6 +90,18 @@ def open_executor(
         policy_notes=loaded.ignored,
     )
     return ToolExecutor(context, doubles=doubles, activate_all=True)
+
+
+def _repository_of(root: Path) -> tuple[Path, Path | None]:
+    """The work tree and git directory of the repository holding ``root`` (``root`` and
+    None outside any repository)."""
+    from tidegate.workspace.repo import discover
+
+    try:
+        repo = discover(root)
+    except NotARepositoryError:
+        return root, None
+    return repo.root, repo.common_dir
 
 
 class NotRecorded(Exception):

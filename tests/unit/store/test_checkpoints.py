@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import stat
 import subprocess
@@ -12,13 +13,16 @@ from pathlib import Path
 import pytest
 
 from tidegate.errors import UsageError
+from tidegate.store.canonical import sha256_digest
 from tidegate.store.checkpoints import (
     KEY_FILE,
     Checkpoint,
     CheckpointKey,
     CheckpointRefused,
     seal,
+    seal_head,
     verify_chain,
+    verify_committed,
 )
 
 
@@ -99,6 +103,55 @@ def test_a_removed_or_reordered_checkpoint_breaks_the_chain(key: CheckpointKey) 
     renumbered = [chain[0], _edit(chain[2], seq=2)]
     with pytest.raises(CheckpointRefused, match="does not belong"):
         verify_chain("run-1", renumbered, key)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"event_seq": 999},  # where resume would replay the trace from
+        {"reason": "pause"},
+        {"prev_hash": "sha256:" + "0" * 64},
+    ],
+    ids=lambda f: next(iter(f)),
+)
+def test_a_row_that_disagrees_with_its_signed_document_is_refused(
+    key: CheckpointKey, field: dict[str, object]
+) -> None:
+    """The row's columns are what readers use; the signed document is what was sealed.
+    An edit of a column alone (the document, hash and signature untouched) is refused."""
+    chain = _chain(key)
+    chain[1] = dataclasses.replace(chain[1], **field)  # type: ignore[arg-type]
+    with pytest.raises(CheckpointRefused, match="checkpoint 2 "):
+        verify_chain("run-1", chain, key)
+
+
+def test_a_signed_document_that_is_not_canonical_is_refused(key: CheckpointKey) -> None:
+    """The same content spelled another way (spaces, key order) is not a checkpoint, even
+    with a valid hash and signature: one document, one spelling."""
+    (first,) = _chain(key, 1)
+    spelled = json.dumps(json.loads(first.document), indent=1).encode("ascii")
+    other = dataclasses.replace(
+        first,
+        document=spelled.decode("ascii"),
+        hash=sha256_digest(spelled),
+        mac=key.sign(spelled),
+    )
+    with pytest.raises(CheckpointRefused, match="not in canonical form"):
+        verify_chain("run-1", [other], key)
+
+
+def test_a_last_checkpoint_replaced_by_another_signed_one_is_refused(key: CheckpointKey) -> None:
+    """Two signed chains of the same run that part at the last checkpoint (a resumed
+    attempt's, say): the committed head names which last checkpoint is the run's."""
+    chain = _chain(key)
+    head = seal_head(key, chain[-1])
+    other = seal(
+        key, run_id="run-1", seq=3, event_seq=30, reason="phase", prev_hash=chain[1].hash,
+        state={"attempt": {"number": 2}},
+    )  # fmt: skip
+    verify_committed("run-1", chain, head, key)
+    with pytest.raises(CheckpointRefused, match="does not end where its committed head says"):
+        verify_committed("run-1", [*chain[:2], other], head, key)
 
 
 def test_a_checkpoint_of_another_run_is_refused(key: CheckpointKey) -> None:

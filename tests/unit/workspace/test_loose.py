@@ -126,3 +126,52 @@ def test_a_file_system_without_hard_links_gets_the_object_renamed_into_place(
     oid = write_object(objects, "blob", b"renamed into place\n")
     assert committed_repo.git("cat-file", "blob", oid) == "renamed into place\n"
     assert not list((objects / oid[:2]).glob("tmp_obj_*"))
+
+
+ZONES = [
+    "UTC",
+    "America/New_York",  # west of UTC: -0500 / -0400
+    "Asia/Kolkata",  # east, with half an hour: +0530
+    "America/St_Johns",  # west, with half an hour: -0330 / -0230
+    "Asia/Kathmandu",  # +0545
+    "Etc/GMT+5",  # POSIX's inverted sign: five hours *west*, -0500
+    "Australia/Sydney",  # in summer time while the north is not (and the other way round)
+    "Pacific/Chatham",  # +1245 / +1345
+]
+
+
+def _stamps(body: str) -> list[str]:
+    """The ``<seconds> <zone>`` of the author and committer lines of a commit."""
+    return [
+        " ".join(line.rsplit(" ", 2)[1:])
+        for line in body.splitlines()
+        if line.startswith(("author ", "committer "))
+    ]
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_a_commit_carries_the_local_time_zone_as_git_writes_it(
+    committed_repo: Repo, monkeypatch: pytest.MonkeyPatch, zone: str
+) -> None:
+    import time
+
+    repo = discover(committed_repo.root)
+    tree = committed_repo.git("rev-parse", "HEAD^{tree}").strip()
+    try:
+        with monkeypatch.context() as env:
+            env.setenv("TZ", zone)
+            time.tzset()
+            ours = _stamps(
+                committed_repo.git("cat-file", "commit", write_commit(repo, tree, repo.head, "m"))
+            )
+            git_made = committed_repo.git("commit-tree", tree, "-p", repo.head, "-m", "m").strip()
+            theirs = _stamps(committed_repo.git("cat-file", "commit", git_made))
+            seconds = int(ours[0].split()[0])
+            offset = time.localtime(seconds).tm_gmtoff
+    finally:
+        time.tzset()  # the zone of the environment as it was
+    minutes = abs(offset) // 60
+    expected = f"{'-' if offset < 0 else '+'}{minutes // 60:02d}{minutes % 60:02d}"
+    assert [s.split()[1] for s in ours] == [expected, expected]
+    assert [s.split()[1] for s in theirs] == [expected, expected], "git writes the same zone"
+    assert abs(int(theirs[0].split()[0]) - seconds) <= 2

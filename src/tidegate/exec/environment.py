@@ -36,7 +36,8 @@ settings (the redirecting ones are removed by ``tidegate.git.scrubbed_env`` alre
 # that say so (``*_TOKEN``, ``*_PASSWORD``, ``*SECRET*``, ``*_API_KEY``) and whole
 # families that carry credentials.
 _NEVER = re.compile(
-    r"(?i)^(?:AWS_|AZURE_|GOOGLE_APPLICATION_CREDENTIALS|GCP_|SSH_AUTH_SOCK$|.*KEY$)"
+    r"(?i)^(?:AWS_|AZURE_|GOOGLE_APPLICATION_CREDENTIALS|GCP_|SSH_AUTH_SOCK$|.*KEY$"
+    r"|.*SECRET|.*PASSWORD|.*PASSWD)"
 )
 
 

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+PRIVATE_KEY_DIRS = ("/etc/ssl/private", "/etc/pki/tls/private")
+"""Inside allowlisted ``/etc`` entries: never in the view."""
 ETC_ENTRIES = (
     "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "ca-certificates",
     "ca-certificates.conf", "pki", "passwd", "group", "nsswitch.conf", "hosts", "host.conf",
@@ -58,10 +60,23 @@ def system_binds(*, network: bool) -> list[Bind]:
         names = []
     for name in names:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in wanted):
-            path = f"/etc/{name}"
-            if os.path.exists(path):  # a dangling link cannot be bound
-                binds.append(("--ro-bind", path, path))
+            binds += _etc_binds(f"/etc/{name}")
     return binds
+
+
+def _etc_binds(path: str) -> list[Bind]:
+    """``path`` bound read-only; a directory that holds the host's private TLS keys
+    (``/etc/ssl/private``, ``/etc/pki/tls/private``) is bound entry by entry, without them."""
+    if not os.path.exists(path) or path in PRIVATE_KEY_DIRS:  # a dangling link: unbindable
+        return []
+    if os.path.isdir(path) and not os.path.islink(path):
+        if any(p.startswith(path + "/") and os.path.lexists(p) for p in PRIVATE_KEY_DIRS):
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                return []
+            return [b for n in names for b in _etc_binds(os.path.join(path, n))]
+    return [("--ro-bind", path, path)]
 
 
 def toolchain_dirs(

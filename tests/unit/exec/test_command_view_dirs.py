@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import requires_containment
 from tidegate.exec.view import command_executables, system_binds, toolchain_dirs
 
 
@@ -123,3 +124,31 @@ def test_etc_is_the_allowlist_only(network: bool) -> None:
         assert ("/etc/resolv.conf" in etc) is network
     if os.path.exists("/etc/passwd"):
         assert "/etc/passwd" in etc
+
+
+@requires_containment
+def test_the_hosts_private_tls_keys_are_not_in_the_view(tmp_path: Path) -> None:
+    import os
+
+    private = Path("/etc/ssl/private")
+    if not private.is_dir():
+        pytest.skip("no /etc/ssl/private here")
+    marker = private / f"tidegate-test-{os.getpid()}.key"
+    try:
+        marker.write_text("host key\n")
+    except OSError:
+        pytest.skip("/etc/ssl/private is not writable here")
+    try:
+        from tidegate.exec.containment import ContainmentPolicy
+        from tidegate.exec.guard import Clearance
+        from tidegate.exec.runner import run_command
+
+        policy = ContainmentPolicy(required=True, network=False, writable=(tmp_path,))
+        res = run_command(
+            ["/bin/sh", "-c", f"cat {marker}; ls /etc/ssl/certs | head -1"],
+            tmp_path, 20, tmp_path / "spill", clearance=Clearance.user(), containment=policy,
+        )  # fmt: skip
+        assert "host key" not in res.stdout_tail
+        assert res.stdout_tail.strip(), "the certificates must stay visible"
+    finally:
+        marker.unlink()

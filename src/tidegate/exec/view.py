@@ -69,13 +69,13 @@ def _etc_binds(path: str) -> list[Bind]:
     (``/etc/ssl/private``, ``/etc/pki/tls/private``) is bound entry by entry, without them."""
     if not os.path.exists(path) or path in PRIVATE_KEY_DIRS:  # a dangling link: unbindable
         return []
-    if os.path.isdir(path) and not os.path.islink(path):
-        if any(p.startswith(path + "/") and os.path.lexists(p) for p in PRIVATE_KEY_DIRS):
-            try:
-                names = sorted(os.listdir(path))
-            except OSError:
-                return []
-            return [b for n in names for b in _etc_binds(os.path.join(path, n))]
+    holds_keys = any(p.startswith(path + "/") and os.path.lexists(p) for p in PRIVATE_KEY_DIRS)
+    if holds_keys and os.path.isdir(path) and not os.path.islink(path):
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            return []
+        return [b for n in names for b in _etc_binds(os.path.join(path, n))]
     return [("--ro-bind", path, path)]
 
 

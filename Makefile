@@ -18,6 +18,7 @@ demo: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

@@ -20,6 +20,7 @@ from tidegate.operator.records import (
     GOALS_FILE,
     load_document,
     now_ms,
+    records_locked,
     schema_name,
     write_json,
 )
@@ -58,7 +59,13 @@ def load_register(root: Path) -> dict[str, Any]:
 
 
 def apply_updates(root: Path, updates: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    """Merge goal updates into the register; returns the change records it appended."""
+    """Merge goal updates into the register (under the state root's record lock, so a
+    concurrent update is never lost); returns the change records it appended."""
+    with records_locked(root):
+        return _merge(root, updates, source)
+
+
+def _merge(root: Path, updates: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     register = load_register(root)
     by_id = {g["id"]: g for g in register["goals"]}
     appended: list[dict[str, Any]] = []

@@ -14,9 +14,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from tidegate.faults import maybe_crash
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.meeting import GOAL_STATUSES, parse_goal
 from tidegate.operator.records import (
+    FAULT_READ_MODIFY_WRITE,
     GOALS_FILE,
     load_document,
     now_ms,
@@ -86,6 +88,7 @@ def _merge(root: Path, updates: list[dict[str, Any]], source: str) -> list[dict[
     if appended:
         register["goals"] = sorted(by_id.values(), key=lambda g: g["id"])
         register["changes"] = [*register["changes"], *appended]
+        maybe_crash(FAULT_READ_MODIFY_WRITE)
         write_json(root / GOALS_FILE, register)
     return appended
 

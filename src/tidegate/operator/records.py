@@ -12,7 +12,9 @@ old file, the directory fsynced; a reader sees the old document or the new one.
 
 Concurrent operator commands share a state root: every read-modify-write of a record store
 (``append_records``, the goal register's updates) runs under :func:`records_locked`, an
-``flock`` on ``<root>/.records.lock``, so none loses another's update.
+``flock`` on ``<root>/.records.lock``, so none loses another's update. The fault point
+``records.between_read_and_write`` (``tidegate.faults``; ``=run`` with a ``sleep`` widens
+the window) sits between the read and the write.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tidegate.faults import maybe_crash
 from tidegate.linksafe import WriteRefused, held_lock, opened_dir, replace_file
 from tidegate.operator.errors import RecordError
 
@@ -37,6 +40,7 @@ EVIDENCE_FILE = "evidence_records.json"
 GOALS_FILE = "goal_register.json"
 REVIEWS_DIR = "review_artifacts"
 LOCK_FILE = ".records.lock"
+FAULT_READ_MODIFY_WRITE = "records.between_read_and_write"
 
 
 def now_ms() -> int:
@@ -181,6 +185,7 @@ def load_records(root: Path, name: str, kind: str, *, missing_ok: bool) -> list[
 def append_records(root: Path, name: str, kind: str, new: list[dict[str, Any]]) -> None:
     with records_locked(root):
         records = load_records(root, name, kind, missing_ok=True)
+        maybe_crash(FAULT_READ_MODIFY_WRITE)
         write_json(root / name, {"schema": schema_name(kind), "records": [*records, *new]})
 
 

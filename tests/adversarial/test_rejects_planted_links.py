@@ -33,7 +33,7 @@ with open(os.path.join(root, "calc.py"), "w") as fh:  # the user's edit: a confl
 with open(os.path.join(root, ".git", "tidegate", "run.lock")) as fh:
     run_id = json.load(fh)["run_id"]
 rejects = os.path.join(root, ".tidegate", "rejects", run_id)
-if os.path.isdir(os.path.join(root, ".tidegate", "rejects")):
+if not os.path.islink(os.path.join(root, ".tidegate", "rejects")):
     os.makedirs(rejects, exist_ok=True)
     os.link(os.path.join(outside, "hard"), os.path.join(rejects, ".tidegate-tmp-rej"))
     os.symlink(os.path.join(outside, "soft"), os.path.join(rejects, "calc.py.rej"))
@@ -50,7 +50,7 @@ def outside(tmp_path: Path) -> Path:
 
 
 def _outside_state(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("shape", ["planted-by-verify", "rejects-dir-linked"])

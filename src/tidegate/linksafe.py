@@ -15,8 +15,8 @@ directory descriptor, so nothing planted sends a write elsewhere:
   keeps the old bytes.
 * ``fresh_file(dir_fd, name)``: whatever is at ``name`` is unlinked (never followed) and a
   new file is created there with ``O_EXCL | O_NOFOLLOW``.
-* ``held_lock(dir_fd, name)``: an ``flock`` on a lock file opened without following links,
-  which must be a regular file.
+* ``open_lock_file(dir_fd, name)`` / ``held_lock(dir_fd, name)``: a lock file opened
+  without following links, which must be a regular file (and an ``flock`` held on it).
 
 A name that is a symlink or not the kind of file it must be is refused with
 ``WriteRefused``: one line naming the path, exit 2. The fault point ``write.half_written``
@@ -141,12 +141,9 @@ def fresh_file(dir_fd: int, name: str, mode: int = 0o600, *, shown: Path | str =
         raise WriteRefused(f"{shown or name}: replaced while being written; not followed") from exc
 
 
-@contextlib.contextmanager
-def held_lock(
-    dir_fd: int, name: str, *, blocking: bool = True, shown: Path | str = ""
-) -> Iterator[int]:
-    """An exclusive ``flock`` on the lock file ``name`` (created, mode 0600), held for the
-    block. Not blocking: ``BlockingIOError`` when another holder has it."""
+def open_lock_file(dir_fd: int, name: str, *, shown: Path | str = "") -> int:
+    """The lock file ``name`` opened read-write (created, mode 0600), never through a
+    link, and refused unless it is a regular file. The caller closes it."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(check_name(name), flags, 0o600, dir_fd=dir_fd)
@@ -154,10 +151,21 @@ def held_lock(
         if exc.errno == errno.ELOOP:
             raise WriteRefused(f"{shown or name}: a symlink; not followed") from exc
         raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise WriteRefused(f"{shown or name}: {_describe(kind)}, not a lock file")
+    return fd
+
+
+@contextlib.contextmanager
+def held_lock(
+    dir_fd: int, name: str, *, blocking: bool = True, shown: Path | str = ""
+) -> Iterator[int]:
+    """An exclusive ``flock`` on the lock file ``name`` (``open_lock_file``), held for the
+    block. Not blocking: ``BlockingIOError`` when another holder has it."""
+    fd = open_lock_file(dir_fd, name, shown=shown)
     try:
-        kind = os.fstat(fd).st_mode
-        if not stat.S_ISREG(kind):
-            raise WriteRefused(f"{shown or name}: {_describe(kind)}, not a lock file")
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         try:
             yield fd

@@ -93,9 +93,9 @@ def run_scenario(
     where bubblewrap is unusable; without it such a run is refused by the guard."""
     scenario = load_scenario(name)
     started_ms = time.time_ns() // 1_000_000
-    name = f"{started_ms}-{secrets.token_hex(3)}"
+    run_name = f"{started_ms}-{secrets.token_hex(3)}"
     records = "operator" if scenario.mode == "composite-review" else "state"
-    run_dir = _make_run_dir(gym_root, scenario.id, name, records)
+    run_dir = _make_run_dir(gym_root, scenario.id, run_name, records)
     scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-gym-{scenario.id}-"))
     try:
         who = contestant(contestant_spec or scenario.contestant, scratch)

@@ -117,11 +117,13 @@ def make_record_dir(root: Path, name: str) -> None:
 def records_locked(root: Path) -> Iterator[None]:
     """Hold the state root's record lock (blocking) for one read-modify-write. Not
     reentrant: take it once, around the whole update."""
-    try:
-        with opened_dir(root) as dir_fd, held_lock(dir_fd, LOCK_FILE, shown=root / LOCK_FILE):
-            yield
-    except WriteRefused as exc:
-        raise RecordError(f"refusing to lock: {exc}") from exc
+    with contextlib.ExitStack() as held:
+        try:
+            dir_fd = held.enter_context(opened_dir(root))
+            held.enter_context(held_lock(dir_fd, LOCK_FILE, shown=root / LOCK_FILE))
+        except WriteRefused as exc:
+            raise RecordError(f"refusing to lock: {exc}") from exc
+        yield
 
 
 Migration = Callable[[Any], dict[str, Any]]

@@ -38,11 +38,10 @@ ContestantOpt = Annotated[
 
 
 def _gym_root(state_root: str | None) -> Path:
+    from tidegate.gym.places import make_gym_root
     from tidegate.operator.state_root import run_root
 
-    root = run_root(state_root) / "gym"
-    root.mkdir(mode=0o700, exist_ok=True)
-    return root
+    return make_gym_root(run_root(state_root))
 
 
 def _out(data: Any, as_json: bool, text: str, code: int = 0) -> None:

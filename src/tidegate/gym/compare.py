@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.errors import UsageError
+from tidegate.gym.places import write_artifact
 from tidegate.gym.scorecard import UNMEASURED, check_report, read_figure
 
 HIGHER_BETTER = ("correctness_checks_passed", "evidence_overall")
@@ -85,9 +86,12 @@ def compare(gym_root: Path, scenario: str) -> dict[str, Any]:
         "previous": {"run_id": previous.get("run_id"), "contestant": previous.get("contestant")},
         "figures": figures,
     }
-    out = gym_root / "comparisons" / scenario
-    out.mkdir(parents=True, exist_ok=True)
     stamp = time.time_ns() // 1_000_000
-    (out / f"{stamp}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    result["artifact"] = str(out / f"{stamp}.json")
+    path = write_artifact(
+        gym_root,
+        gym_root / "comparisons" / scenario,
+        f"{stamp}.json",
+        (json.dumps(result, indent=2) + "\n").encode("utf-8"),
+    )
+    result["artifact"] = str(path)
     return result

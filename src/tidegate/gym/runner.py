@@ -16,6 +16,7 @@ from typing import Any
 from tidegate.exec.guard import Clearance
 from tidegate.gym.checks import expand, run_check
 from tidegate.gym.contestants import Contestant, contestant
+from tidegate.gym.places import gym_dir, write_artifact
 from tidegate.gym.scenarios import Scenario, load_scenario
 from tidegate.gym.scorecard import (
     Unmeasured,
@@ -92,8 +93,9 @@ def run_scenario(
     where bubblewrap is unusable; without it such a run is refused by the guard."""
     scenario = load_scenario(name)
     started_ms = time.time_ns() // 1_000_000
-    run_dir = gym_root / "runs" / scenario.id / f"{started_ms}-{secrets.token_hex(3)}"
-    run_dir.mkdir(parents=True, mode=0o700)
+    run_name = f"{started_ms}-{secrets.token_hex(3)}"
+    records = "operator" if scenario.mode == "composite-review" else "state"
+    run_dir = _make_run_dir(gym_root, scenario.id, run_name, records)
     scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-gym-{scenario.id}-"))
     try:
         who = contestant(contestant_spec or scenario.contestant, scratch)
@@ -132,9 +134,19 @@ def run_scenario(
     finally:
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    _write_artifacts(run_dir, document)
+    _write_artifacts(gym_root, run_dir, document)
     document["artifacts"] = str(run_dir)
     return document
+
+
+def _make_run_dir(gym_root: Path, scenario_id: str, name: str, records: str) -> Path:
+    """A new ``<gym>/runs/<scenario>/<name>`` and in it the ``records`` directory (the
+    run store's state root, or the operator root), none made through a link."""
+    with gym_dir(gym_root, "runs", scenario_id, create=True) as runs:
+        os.mkdir(name, 0o700, dir_fd=runs)
+    with gym_dir(gym_root, "runs", scenario_id, name, records, create=True):
+        pass
+    return gym_root / "runs" / scenario_id / name
 
 
 def _engine(
@@ -348,11 +360,11 @@ def render_text(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_artifacts(run_dir: Path, document: dict[str, Any]) -> None:
+def _write_artifacts(gym_root: Path, run_dir: Path, document: dict[str, Any]) -> None:
     from tidegate.operator.records import write_json
 
-    write_json(run_dir / "report.json", document)
-    (run_dir / "report.txt").write_text(render_text(document), encoding="utf-8")
+    write_json(run_dir / "report.json", document, within=gym_root.parent)
+    write_artifact(gym_root, run_dir, "report.txt", render_text(document).encode("utf-8"))
     review = {
         "schema": "tidegate.gym-review/1",
         "scenario": document["scenario"],
@@ -360,4 +372,4 @@ def _write_artifacts(run_dir: Path, document: dict[str, Any]) -> None:
         "findings": [c for c in document["checks"] if not c["passed"]],
         "human_review_notes": document["scorecard"]["human_review_notes"],
     }
-    write_json(run_dir / "review.json", review)
+    write_json(run_dir / "review.json", review, within=gym_root.parent)

@@ -31,9 +31,11 @@ interpreter running tidegate. Bare, sympy-style test names (``test_foo``) run wi
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -45,9 +47,12 @@ from tidegate.exec.containment import ContainmentPolicy, policy_for
 from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.git import Git
+from tidegate.gym.places import check_plain_name, gym_dir
 from tidegate.jsontext import parse_json
+from tidegate.linksafe import DIR_FLAGS, entry_mode, opened_dir, replace_file
 
 _DJANGO = re.compile(r"^(\w+) \(([\w.]+)\)$")
+READY_FILE = ".tidegate-ready"
 
 
 @dataclass(frozen=True)
@@ -100,19 +105,24 @@ def instance_python(instance: Instance, venvs: Path, base: str, clearance: Clear
     once per (repository, requirements) under ``venvs`` (``venv_cache()``) with ``base``,
     and reuses. The
     installs run the benchmark's packages' code: contained (network on, only the venv
-    writable) or as ``clearance`` allows."""
+    writable) or as ``clearance`` allows. Since they may write ``venvs``, nothing there is
+    followed if a link: ``venvs`` itself is refused, a link at a venv's name is removed
+    and the venv built anew."""
     import hashlib
 
     assert instance.requirements is not None
     key = hashlib.sha256(json.dumps([instance.repo, base, *instance.requirements]).encode())
-    venv = venvs / key.hexdigest()[:16]
+    name = key.hexdigest()[:16]
+    venv = venvs / name
     python = venv / "bin" / "python"
-    if not (venv / ".tidegate-ready").is_file():
-        shutil.rmtree(venv, ignore_errors=True)
+    venvs.parent.mkdir(parents=True, exist_ok=True)
+    with opened_dir(venvs.parent, venvs.name, create=True) as venvs_fd:
+        if _venv_ready(venvs_fd, name):
+            return str(python)
+        _remove_entry(venvs_fd, name)
         steps = [[base, "-m", "venv", str(venv)]]
         if instance.requirements:
             steps.append([str(python), "-m", "pip", "install", "--quiet", *instance.requirements])
-        venvs.mkdir(parents=True, exist_ok=True)
         policy = policy_for("auto", network=True, writable=(venvs,))
         assert policy is not None
         policy = replace(policy, executables=(base,))
@@ -122,8 +132,35 @@ def instance_python(instance: Instance, venvs: Path, base: str, clearance: Clear
                 raise UsageError(
                     f"{instance.instance_id}: building its venv failed: {res.stderr_tail.strip()[-300:]}"
                 )
-        (venv / ".tidegate-ready").write_text("\n".join(instance.requirements) + "\n")
+    with opened_dir(venvs.parent, venvs.name, name) as built:
+        ready = ("\n".join(instance.requirements) + "\n").encode()
+        replace_file(built, READY_FILE, ready, shown=venv / READY_FILE)
     return str(python)
+
+
+def _venv_ready(venvs: int, name: str) -> bool:
+    """The venv ``name`` was built to the end: a directory (not a link) holding the
+    ready file."""
+    try:
+        fd = os.open(name, DIR_FLAGS, dir_fd=venvs)
+    except OSError:
+        return False
+    try:
+        mode = entry_mode(fd, READY_FILE)
+        return mode is not None and stat.S_ISREG(mode)
+    finally:
+        os.close(fd)
+
+
+def _remove_entry(directory: int, name: str) -> None:
+    """Whatever is at ``name`` removed: a directory's tree, or the link or file itself."""
+    mode = entry_mode(directory, name)
+    if mode is None:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(name, dir_fd=directory)
+    else:
+        os.unlink(name, dir_fd=directory)
 
 
 def _tests(value: Any, where: str) -> tuple[str, ...]:
@@ -169,7 +206,8 @@ def load_instances(path: Path) -> list[Instance]:
         if not re.fullmatch(r"[0-9a-f]{7,40}", str(raw["base_commit"])):
             raise UsageError(f"{where}: base_commit is not a commit id")
         instances.append(Instance(
-            instance_id=str(raw["instance_id"]), repo=str(raw["repo"]),
+            instance_id=check_plain_name(str(raw["instance_id"]), f"{where}: instance_id"),
+            repo=str(raw["repo"]),
             base_commit=str(raw["base_commit"]), problem_statement=str(raw.get("problem_statement", "")),
             patch=str(raw["patch"]), test_patch=str(raw["test_patch"]),
             fail_to_pass=_tests(raw["FAIL_TO_PASS"], f"{where}: FAIL_TO_PASS"),
@@ -303,6 +341,8 @@ def run_instance(
             origin="benchmark", uncontained_approval=approval,
             **_contestant_fields(contestant, scratch),
         )  # fmt: skip
+        with gym_dir(gym_root, "swe", instance.instance_id, create=True):
+            pass  # the instance's state root, made without following a link
         store = open_run_store(repo, str(gym_root / "swe" / instance.instance_id))
         try:
             planner: Any = None

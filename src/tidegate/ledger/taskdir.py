@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tidegate.errors import UsageError
 from tidegate.faults import maybe_crash
-from tidegate.ledger.atomic import stale_temp_files, write_atomic
+from tidegate.ledger.atomic import remove_stale_temp_files, write_into
 from tidegate.ledger.errors import LedgerFormatError
 from tidegate.ledger.markdown import TextFile
 from tidegate.ledger.model import Checkpoint, Item, Route, TaskState
@@ -170,29 +170,32 @@ def _cross_check(state: TaskState, files: dict[str, TextFile]) -> None:
 
 
 def save_task(task: Task) -> None:
-    """Render what changed and write it: new files, notes, ledger, then the checkpoint."""
+    """Render what changed and write it: new files, notes, ledger, then the checkpoint;
+    all through one descriptor of the task directory (``atomic.write_into``)."""
     state = task.state
     state.checkpoint.updated = now()
-    for name, text in task.create.items():
-        write_atomic(task.dir / name, text.encode("utf-8"))
+    first = [(name, text.encode("utf-8")) for name, text in task.create.items()]
     notes = task.files[NOTES]
     before = notes.render()
     update_notes(notes, state)
     if notes.render() != before:
-        write_atomic(task.dir / NOTES, notes.render().encode("utf-8"))
+        first.append((NOTES, notes.render().encode("utf-8")))
     ledger = task.files[LEDGER]
     update_ledger(ledger, task.original_items, state.items)
-    write_atomic(task.dir / LEDGER, ledger.render().encode("utf-8"))
-    maybe_crash(FAULT_BETWEEN_WRITES)
+    first.append((LEDGER, ledger.render().encode("utf-8")))
     cp = task.files[CHECKPOINT]
     update_checkpoint(cp, task.original_checkpoint, state.checkpoint)
-    write_atomic(task.dir / CHECKPOINT, cp.render().encode("utf-8"))
-    for stale in stale_temp_files(task.dir):
-        stale.unlink(missing_ok=True)
+    with write_into(task.dir) as write:
+        for name, data in first:
+            write(name, data)
+        maybe_crash(FAULT_BETWEEN_WRITES)
+        write(CHECKPOINT, cp.render().encode("utf-8"))
+    remove_stale_temp_files(task.dir)
 
 
 def create_task(task_dir: Path, files: dict[str, str]) -> None:
     """Write a new task's files; the checkpoint last, so a half-created task is refused."""
     task_dir.mkdir(parents=True, exist_ok=True)
-    for name in sorted(files, key=lambda n: n == CHECKPOINT):
-        write_atomic(task_dir / name, files[name].encode("utf-8"))
+    with write_into(task_dir) as write:
+        for name in sorted(files, key=lambda n: n == CHECKPOINT):
+            write(name, files[name].encode("utf-8"))

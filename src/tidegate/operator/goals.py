@@ -14,12 +14,15 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from tidegate.faults import maybe_crash
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.meeting import GOAL_STATUSES, parse_goal
 from tidegate.operator.records import (
+    FAULT_READ_MODIFY_WRITE,
     GOALS_FILE,
     load_document,
     now_ms,
+    records_locked,
     schema_name,
     write_json,
 )
@@ -58,7 +61,13 @@ def load_register(root: Path) -> dict[str, Any]:
 
 
 def apply_updates(root: Path, updates: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    """Merge goal updates into the register; returns the change records it appended."""
+    """Merge goal updates into the register (under the state root's record lock, so a
+    concurrent update is never lost); returns the change records it appended."""
+    with records_locked(root):
+        return _merge(root, updates, source)
+
+
+def _merge(root: Path, updates: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     register = load_register(root)
     by_id = {g["id"]: g for g in register["goals"]}
     appended: list[dict[str, Any]] = []
@@ -79,6 +88,7 @@ def apply_updates(root: Path, updates: list[dict[str, Any]], source: str) -> lis
     if appended:
         register["goals"] = sorted(by_id.values(), key=lambda g: g["id"])
         register["changes"] = [*register["changes"], *appended]
+        maybe_crash(FAULT_READ_MODIFY_WRITE)
         write_json(root / GOALS_FILE, register)
     return appended
 

@@ -6,20 +6,30 @@ accepts its kind's current version, migrates the older versions it knows (versio
 the bare JSON list of records that earlier writers left), and refuses anything else by
 name. Reads refuse symlinks and non-regular files (opened with ``O_NOFOLLOW``, checked with
 ``fstat``), files over :data:`MAX_BYTES`, invalid UTF-8, invalid JSON and non-finite
-numbers. Writes go to a temporary file in the same directory, are fsynced, renamed over the
-old file and the directory is fsynced: a reader sees the old document or the new one.
+numbers. Writes go through the directory's descriptor without following a link
+(``tidegate.linksafe``): a temporary file in the same directory, fsynced, renamed over the
+old file, the directory fsynced; a reader sees the old document or the new one.
+
+Concurrent operator commands share a state root: every read-modify-write of a record store
+(``append_records``, the goal register's updates) runs under :func:`records_locked`, an
+``flock`` on ``<root>/.records.lock``, so none loses another's update. The fault point
+``records.between_read_and_write`` (``tidegate.faults``; ``=run`` with a ``sleep`` widens
+the window) sits between the read and the write.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tidegate.faults import maybe_crash
+from tidegate.linksafe import WriteRefused, held_lock, opened_dir, replace_file
 from tidegate.operator.errors import RecordError
 
 MAX_BYTES = 16 * 1024 * 1024
@@ -29,6 +39,8 @@ MEMORY_FILE = "memory_records.json"
 EVIDENCE_FILE = "evidence_records.json"
 GOALS_FILE = "goal_register.json"
 REVIEWS_DIR = "review_artifacts"
+LOCK_FILE = ".records.lock"
+FAULT_READ_MODIFY_WRITE = "records.between_read_and_write"
 
 
 def now_ms() -> int:
@@ -72,34 +84,46 @@ def read_json(path: Path) -> Any:
         raise RecordError(f"{path}: malformed JSON ({exc})") from exc
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Replace ``path`` atomically with ``value`` (never through a symlink), with every
-    secret-shaped string redacted: nothing persisted carries a key."""
+def write_json(path: Path, value: Any, *, within: Path | None = None) -> None:
+    """Replace ``path`` atomically with ``value`` (never through a symlink, nor over one),
+    with every secret-shaped string redacted: nothing persisted carries a key. ``within``:
+    an ancestor directory below which no component of ``path`` is followed if a link
+    (default: its parent)."""
     from tidegate.sanitize import redact_value
 
     value = redact_value(value)
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise RecordError(f"{path}: refusing to replace a symlink or non-regular file")
     data = (json.dumps(value, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
+    base = path.parent if within is None else within
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        with opened_dir(base, *path.parent.relative_to(base).parts) as dir_fd:
+            replace_file(dir_fd, path.name, data, mode=0o600, shown=path)
+    except WriteRefused as exc:
+        raise RecordError(f"refusing to write: {exc}") from exc
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         raise RecordError(f"{path}: cannot be written: {exc.strerror}") from exc
+
+
+def make_record_dir(root: Path, name: str) -> None:
+    """``root/name`` made a directory (mode 0700) unless it is one; a link there is
+    refused, never followed."""
+    try:
+        with opened_dir(root, name, create=True):
+            pass
+    except WriteRefused as exc:
+        raise RecordError(f"refusing to write: {exc}") from exc
+
+
+@contextlib.contextmanager
+def records_locked(root: Path) -> Iterator[None]:
+    """Hold the state root's record lock (blocking) for one read-modify-write. Not
+    reentrant: take it once, around the whole update."""
+    with contextlib.ExitStack() as held:
+        try:
+            dir_fd = held.enter_context(opened_dir(root))
+            held.enter_context(held_lock(dir_fd, LOCK_FILE, shown=root / LOCK_FILE))
+        except WriteRefused as exc:
+            raise RecordError(f"refusing to lock: {exc}") from exc
+        yield
 
 
 Migration = Callable[[Any], dict[str, Any]]
@@ -161,8 +185,10 @@ def load_records(root: Path, name: str, kind: str, *, missing_ok: bool) -> list[
 
 
 def append_records(root: Path, name: str, kind: str, new: list[dict[str, Any]]) -> None:
-    records = load_records(root, name, kind, missing_ok=True)
-    write_json(root / name, {"schema": schema_name(kind), "records": [*records, *new]})
+    with records_locked(root):
+        records = load_records(root, name, kind, missing_ok=True)
+        maybe_crash(FAULT_READ_MODIFY_WRITE)
+        write_json(root / name, {"schema": schema_name(kind), "records": [*records, *new]})
 
 
 def memory_record(mode: str, kind: str, key: str, value: Any, source: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from tidegate.operator.errors import RecordError
 from tidegate.operator.records import (
     REVIEWS_DIR,
     load_document,
+    make_record_dir,
     now_ms,
     schema_name,
     write_json,
@@ -51,14 +52,12 @@ def proposals_for(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_artifact(root: Path, body: dict[str, Any]) -> Path:
     directory = root / REVIEWS_DIR
-    if directory.is_symlink():
-        raise RecordError(f"{directory}: is a symlink")
-    directory.mkdir(mode=0o700, exist_ok=True)
+    make_record_dir(root, REVIEWS_DIR)
     reviewed = now_ms()
     artifact = {"schema": schema_name("review"), "reviewed_at_unix_ms": reviewed, **body}
     artifact["proposals"] = proposals_for(body["findings"])
     path = directory / f"{reviewed}-{body['run_id']}.json"
-    write_json(path, artifact)
+    write_json(path, artifact, within=root)
     return path
 
 

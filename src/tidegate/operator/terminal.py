@@ -47,6 +47,7 @@ from tidegate.operator.records import (
     MEMORY_FILE,
     append_records,
     evidence_record,
+    make_record_dir,
     memory_record,
     now_ms,
 )
@@ -243,9 +244,7 @@ def terminal_run(
     if not cwd.is_dir():
         raise OperatorError(f"--cwd {cwd}: not a directory")
     transcripts = root / TRANSCRIPTS_DIR
-    if transcripts.is_symlink():
-        raise OperatorError(f"{transcripts}: is a symlink")
-    transcripts.mkdir(mode=0o700, exist_ok=True)
+    make_record_dir(root, TRANSCRIPTS_DIR)
     spill = transcripts / f"{now_ms()}-{secrets.token_hex(4)}.log"  # created new, never reused
     audit = drive(steps, cwd.resolve(), spill)
     source = f"terminal::{selection.base_type.implementation}"

@@ -20,11 +20,13 @@ The schema and its migrations are in ``schema``, the records read back and their
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import random
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -117,10 +119,11 @@ class RunStore:
         self._read_upto: dict[str, int] = {}
         created = False
         try:
+            _refuse_links(path)
             if not path.exists():
                 # Private from the start (SQLite gives its -wal and -shm files the same mode).
                 try:
-                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
                     os.close(os.open(path, flags, 0o600))
                     created = True
                 except FileExistsError:
@@ -532,6 +535,25 @@ class RunStore:
         with self._lock, self._read_lock:
             self._reader.close()
             self._db.close()
+
+
+_SQLITE_FILES = ("", "-wal", "-shm", "-journal")
+"""The database and the files SQLite keeps beside it, which it opens following links."""
+
+
+def _refuse_links(path: Path) -> None:
+    """Refuse a store whose database, or a file SQLite keeps beside it, is anything but a
+    regular file (a planted link would take SQLite's writes elsewhere). The directory is
+    tidegate's own (0700, made without following a link), so what is checked here stays."""
+    for suffix in _SQLITE_FILES:
+        name = path.with_name(path.name + suffix)
+        try:
+            mode = name.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            what = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            raise OSError(errno.ELOOP, f"{name.name} is {what}; not followed")
 
 
 class QueuedFlush:

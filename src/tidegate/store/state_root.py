@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tidegate.errors import PersistenceError, TidegateError, UsageError
+from tidegate.linksafe import opened_dir
 from tidegate.store.checkpoints import KEY_FILE, CheckpointKey
 from tidegate.store.db import RunStore
 from tidegate.store.faults import StoreFaults
@@ -107,8 +108,11 @@ def repository_store(state_root: Path, common_dir: Path, name: str, *, create: b
     identity = hashlib.sha256(str(common_dir.resolve()).encode()).hexdigest()[:12]
     directory = state_root / f"{name}-{identity}"
     if create:
-        with _state_root_step(state_root, f"create the repository's directory {directory.name}"):
-            directory.mkdir(mode=0o700, exist_ok=True)
+        with (
+            _state_root_step(state_root, f"create the repository's directory {directory.name}"),
+            opened_dir(state_root, directory.name, create=True),  # a link there: refused
+        ):
+            pass
     return directory
 
 

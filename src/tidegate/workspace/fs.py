@@ -12,6 +12,7 @@ check and the open.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from tidegate.linksafe import fresh_file
 from tidegate.workspace.confine import DIR_FLAGS, FILE_READ_FLAGS
 
 Kind = Literal["missing", "file", "symlink", "dir", "other"]
@@ -133,8 +135,9 @@ class LocalFS:
         fds, created = self._dirs(parts, create=True)
         parent = fds[-1]
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(tmp_name, flags, 0o600, dir_fd=parent)
+            # A fresh file: whatever was left or planted at the name (a link, a hard link
+            # to a file elsewhere, a FIFO) is unlinked, never opened.
+            fd = fresh_file(parent, tmp_name, 0o600, shown=path)
             try:
                 view = memoryview(data)
                 while view:
@@ -154,6 +157,8 @@ class LocalFS:
         fds, created = self._dirs(parts, create=True)
         parent = fds[-1]
         try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name, dir_fd=parent)
             os.symlink(target, os.fsencode(tmp_name), dir_fd=parent)
             os.replace(tmp_name, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
             os.fsync(parent)

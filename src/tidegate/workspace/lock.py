@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from tidegate.errors import RepositoryLockedError, TidegateError
+from tidegate.linksafe import open_lock_file, opened_dir
 
 
 class LockFileError(TidegateError):
@@ -34,9 +35,12 @@ class RunLock:
         self.took_over: dict[str, object] | None = None
 
     def acquire(self) -> RunLock:
+        runtime = self.path.parent
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # Never through a link planted at the directory or the lock's name: the lock
+            # file is truncated and rewritten below.
+            with opened_dir(runtime.parent, runtime.name, create=True, mode=0o777) as dir_fd:
+                fd = open_lock_file(dir_fd, self.path.name, shown=self.path)
         except OSError as exc:
             why = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else "error"
             raise LockFileError(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tidegate.numtext import whole_number
+
 _UNKNOWN = "unknown"
 SANDBOX_PREFIX = "tidegate-sandbox-"
 """Containment's private TMPDIR and HOME for one command (``exec.containment.launch``)."""
@@ -60,9 +62,10 @@ def owner_in_name(name: str, prefix: str) -> tuple[int, str | None] | None:
     if not name.startswith(prefix):
         return None
     fields = name[len(prefix) :].split("-", 2)
-    if len(fields) != 3 or not fields[0].isdigit() or not fields[2]:
+    pid = whole_number(fields[0]) if len(fields) == 3 and fields[2] else None
+    if pid is None:
         return None
     start = fields[1]
-    if start != _UNKNOWN and not start.isdigit():
+    if start != _UNKNOWN and whole_number(start) is None:
         return None
-    return int(fields[0]), None if start == _UNKNOWN else start
+    return pid, None if start == _UNKNOWN else start

@@ -23,15 +23,12 @@ from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command
 
 VICTIM = b"a file outside the spill directory\n"
-XFAIL = pytest.mark.xfail(
-    strict=True, reason="spill open follows links; fixed when exec adopts the primitive"
-)
 
 
 @pytest.mark.parametrize(
     ("planted", "stream"),
     [
-        pytest.param(planted, stream, marks=XFAIL, id=f"{planted}-{stream}")
+        pytest.param(planted, stream, id=f"{planted}-{stream}")
         for planted in ("symlink", "hardlink")
         for stream in ("stdout", "stderr")
     ],

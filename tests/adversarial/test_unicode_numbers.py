@@ -144,3 +144,29 @@ def test_a_runs_limit_must_be_ascii_on_the_fast_path_too(tmp_path: Path) -> None
     assert res.returncode == 2, res.stdout
     one_line(res.stderr)
     assert "--limit" in res.stderr
+
+
+@pytest.mark.parametrize("schema", ["tidegate.operator.goals/²", "tidegate.operator.goals/٣"])
+def test_an_operator_record_schema_version_must_be_ascii(tmp_path: Path, schema: str) -> None:
+    from tidegate.operator.records import RecordError, load_document
+
+    path = tmp_path / "goals.json"
+    path.write_text(json.dumps({"schema": schema, "goals": []}))
+    with pytest.raises(RecordError, match="is not a goals document"):
+        load_document(path, "goals")
+
+
+def test_an_operator_record_nested_too_deeply_is_refused(tmp_path: Path) -> None:
+    from tidegate.operator.records import RecordError, load_document
+
+    path = tmp_path / "goals.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(RecordError):
+        load_document(path, "goals")
+
+
+@pytest.mark.parametrize("name", ["tidegate-sandbox-²-1-x", "tidegate-sandbox-1-٣-x"])
+def test_a_planted_sandbox_name_with_unicode_digits_owns_nothing(name: str) -> None:
+    from tidegate.owners import owner_in_name
+
+    assert owner_in_name(name, "tidegate-sandbox-") is None

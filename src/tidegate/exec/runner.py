@@ -25,12 +25,10 @@ command was stopped.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import selectors
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -262,17 +260,16 @@ def run_command(
 
 
 def _spill(path: Path) -> BinaryIO:
-    """A spill file opened for writing without following a link planted at its name (a
-    command that can write the spill directory cannot redirect tidegate's write)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600)
+    """A fresh spill file: whatever was left or planted at its name (a symlink, a hard
+    link to a file elsewhere, a FIFO) is unlinked, never written through, and a new file
+    is created with O_EXCL in a directory opened without following a link."""
+    from tidegate.linksafe import fresh_file
+
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a planted FIFO or device
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.ftruncate(fd, 0)
-    except BaseException:
-        os.close(fd)
-        raise
+        fd = fresh_file(dir_fd, path.name, shown=path)
+    finally:
+        os.close(dir_fd)
     return os.fdopen(fd, "wb")
 
 

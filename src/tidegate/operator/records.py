@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.faults import maybe_crash
+from tidegate.jsontext import parse_json
 from tidegate.linksafe import WriteRefused, held_lock, opened_dir, replace_file
+from tidegate.numtext import whole_number
 from tidegate.operator.errors import RecordError
 
 MAX_BYTES = 16 * 1024 * 1024
@@ -77,7 +79,7 @@ def read_json(path: Path) -> Any:
     finally:
         os.close(fd)
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+        return parse_json(data.decode("utf-8"), parse_constant=_no_constants)
     except UnicodeDecodeError as exc:
         raise RecordError(f"{path}: not UTF-8") from exc
     except ValueError as exc:
@@ -149,9 +151,10 @@ def load_document(path: Path, kind: str) -> dict[str, Any]:
         version, body = 0, value
     elif isinstance(value, dict) and isinstance(value.get("schema"), str):
         name, _, raw = value["schema"].rpartition("/")
-        if name != f"tidegate.operator.{kind}" or not raw.isdigit():
+        number = whole_number(raw)
+        if name != f"tidegate.operator.{kind}" or number is None:
             raise RecordError(f"{path}: schema {value['schema']!r} is not a {kind} document")
-        version, body = int(raw), value
+        version, body = number, value
     else:
         raise RecordError(f"{path}: not a {kind} document (no schema field)")
     if version == CURRENT:

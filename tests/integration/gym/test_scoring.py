@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import Repo
 from tidegate.flow.report import AttemptEvent, FlowReport
 from tidegate.gym.compare import compare
-from tidegate.gym.scorecard import UNMEASURED, assessment, observed_counts
+from tidegate.gym.scorecard import UNMEASURED, Unmeasured, assessment, observed_counts
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 
@@ -108,7 +108,8 @@ def test_observed_counts(report: FlowReport) -> None:
     assert observed_counts(seen, calls) == (2 + 2, 3)
     assert observed_counts(seen, None) == (2, 3)
     none = report.model_copy(update={"attempt_events": []})
-    assert observed_counts(none, calls) == (UNMEASURED, UNMEASURED)
+    unseen = observed_counts(none, calls)
+    assert all(isinstance(figure, Unmeasured) for figure in unseen), unseen
 
 
 # -- gym compare over real artifacts ---------------------------------------------------------

@@ -52,7 +52,15 @@ def _instances(tmp_path: Path, **changes: object) -> Path:
 
 
 def _swe(capsys: pytest.CaptureFixture[str], instances: Path, mirrors: Path, state: Path) -> Result:
-    args = ["gym", "swe", str(instances), "--repos", str(mirrors), "--oracle"]
+    args = [
+        "gym",
+        "swe",
+        str(instances),
+        "--repos",
+        str(mirrors),
+        "--oracle",
+        "--allow-uncontained",
+    ]
     return op(capsys, *args, "--state-root", str(state), "--json")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial.test_corrupt_store import _edit, _one_line, runs
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import Repo, containment_verified, tidegate_cli
 from tests.e2e._operator import op
 from tests.integration.models.servers import LoopbackServer, Reply, oa_completion
 
@@ -77,6 +77,7 @@ def test_a_models_tool_call_arguments(committed_repo: Repo, tmp_path: Path) -> N
         res = tidegate_cli(
             "run", "--model", "openai:local-model", "--objective", "Make add() add.",
             "--verify", "true", "--json", "--state-root", str(tmp_path / "state"),
+            *([] if containment_verified() else ["--containment", "none"]),  # approval
             cwd=committed_repo.root, env={"OPENAI_API_KEY": "sk-local-123"},
         )  # fmt: skip
     assert "Traceback" not in res.stderr and "RecursionError" not in res.stderr, res.stderr

@@ -77,6 +77,7 @@ def mirrors(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_swe_repos_default_to_the_callers_directory(mirrors: Path, tmp_path: Path) -> None:
     res = tidegate_cli(
         "gym", "swe", str(shipped_instances()), "--oracle", "--instance", "tidegate-gym__calc-1",
+        "--allow-uncontained",
         "--state-root", str(tmp_path / "s"), "--json", cwd=mirrors,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
@@ -88,6 +89,7 @@ def test_a_relative_swe_python_is_the_callers(mirrors: Path, tmp_path: Path) -> 
     os.symlink(sys.executable, tmp_path / "bin" / "python")
     res = tidegate_cli(
         "gym", "swe", str(shipped_instances()), "--oracle", "--instance", "tidegate-gym__calc-1",
+        "--allow-uncontained",
         "--repos", str(mirrors), "--python", "bin/python", "--state-root", str(tmp_path / "s"),
         "--json", cwd=tmp_path,
     )  # fmt: skip

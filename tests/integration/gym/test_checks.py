@@ -168,7 +168,7 @@ def test_the_resolve_rate_is_over_every_instance_errors_included(
     unset = {**first, "instance_id": first["instance_id"] + "-nowhere", "repo": "nobody/none"}
     instances = tmp_path / "instances.jsonl"
     instances.write_text("".join(json.dumps(i) + "\n" for i in (first, wrong, unset)))
-    res = op(capsys, "gym", "swe", str(instances), "--repos", str(mirrors), "--oracle",
+    res = op(capsys, "gym", "swe", str(instances), "--repos", str(mirrors), "--oracle", "--allow-uncontained",
              "--state-root", str(tmp_path / "s"), "--json")  # fmt: skip
     summary = res.json()
     statuses = [r["status"] for r in summary["results"]]

@@ -52,7 +52,15 @@ def _gym_run(
     with LoopbackServer(replies, key="sk-local-123", key_header="authorization") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-local-123")
-        args = ("gym", "run", SCENARIO, "--contestant", f"openai:{model}", "--state-root")
+        args = (
+            "gym",
+            "run",
+            SCENARIO,
+            "--contestant",
+            f"openai:{model}",
+            "--allow-uncontained",
+            "--state-root",
+        )
         document = op(capsys, *args, str(root), "--json").json()
         text = (Path(document["artifacts"]) / "report.txt").read_text()
         assert len(server.received) == 2  # PLAN and PATCH, one request each

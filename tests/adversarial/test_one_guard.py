@@ -226,15 +226,29 @@ def test_a_benchmark_instances_tests_are_refused_uncontained(
     assert not marker.exists()
 
 
-def test_a_ledger_plans_verify_line_is_a_repository_command(tmp_path: Path) -> None:
-    # The engine sets the origin from where the command came from; a plan's 'Verify:'
-    # line is the repository's, --verify on the command line the user's.
-    import inspect
+def test_a_ledger_plans_verify_line_runs_uncontained_only_when_approved(
+    committed_repo: Repo, tmp_path: Path, no_bubblewrap: None
+) -> None:
+    # A plan's 'Verify:' line is a command from the task's files: without bubblewrap it is
+    # refused unless the user approves (--allow-uncontained); --verify on the command line
+    # is the user's own and runs.
+    from tests.integration.test_ledger_run import write_plan
+    from tests.unit.ledger.helpers import new_task
+    from tidegate.ledger import RunOptions, run_next
 
-    from tidegate.ledger import engine
-
-    source = inspect.getsource(engine.run_next)
-    assert 'origin="user" if options.verify or verify is None else "repository"' in source
+    marker = tmp_path / "ran"
+    fix = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+    task = new_task(tmp_path, items=("Fix add",))
+    write_plan(task, {"T1": (fix, f"touch {marker}")})
+    before = committed_repo.tree_state()
+    refused = run_next(task, RunOptions(repo=committed_repo.root, max_attempts=1))
+    assert refused.report is not None and refused.report.status == "failed"
+    assert "a command from the repository's files" in refused.report.message
+    assert not marker.exists()
+    assert committed_repo.tree_state() == before
+    own = RunOptions(repo=committed_repo.root, max_attempts=1, verify=f"touch {marker}")
+    assert run_next(task, own).report.status == "succeeded"  # type: ignore[union-attr]
+    assert marker.exists()
 
 
 def test_agent_submit_does_not_start_an_agent_it_cannot_contain(

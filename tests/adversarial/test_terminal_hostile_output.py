@@ -190,3 +190,16 @@ def test_the_transcript_is_created_new_never_through_a_planted_link(tmp_path: Pa
         t.wait_for("hello")
     assert spill.stat().st_mode & 0o777 == 0o600
     assert b"hello" in spill.read_bytes()
+
+
+@pytest.mark.parametrize("sequence", ["\x1b[1;2n", "\x1b[1;2A", "\x1b[5;6;7C", "\x1b[?1;2n"])
+def test_a_control_sequence_with_extra_parameters_does_not_crash_the_driver(
+    tmp_path: Path, sequence: str
+) -> None:
+    # pyte's handlers take a fixed number of parameters; a program chooses its output.
+    code = f"import sys, time; sys.stdout.write({sequence!r} + 'still here\\n'); sys.stdout.flush(); time.sleep(1)"
+    t = term(code, tmp_path)
+    try:
+        t.wait_for("still here", 10)
+    finally:
+        t.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -65,10 +65,16 @@ def model_at(
             model.close()
 
 
-def cancel_after(event: threading.Event, delay: float) -> list[float]:
+def cancel_after(
+    event: threading.Event, delay: float, after: Callable[[], bool] | None = None
+) -> list[float]:
+    """Set ``event`` ``delay`` seconds after ``after()`` first holds (at once: after start)."""
     fired: list[float] = []
 
     def fire() -> None:
+        give_up = time.monotonic() + 30
+        while after is not None and not after() and time.monotonic() < give_up:
+            time.sleep(0.01)
         time.sleep(delay)
         fired.append(time.monotonic())
         event.set()
@@ -128,7 +134,9 @@ def test_cancel_during_backoff_stops_retrying(protocol: str) -> None:
     slow_retry = {"max_attempts": 3, "base_delay_s": 0.01, "max_delay_s": 0.05, "deadline_s": 60.0}
     with model_at(protocol, busy, retry=slow_retry) as (server, model):
         cancel = threading.Event()
-        fired = cancel_after(cancel, 0.2)
+        # cancelled once the first request was answered (429), so during the backoff
+        # whatever the machine's load
+        fired = cancel_after(cancel, 0.2, after=lambda: len(server.received) >= 1)
         with pytest.raises(ModelCancelled, match="backing off"):
             list(model.stream(PROMPT, cancel))
         assert time.monotonic() - fired[0] < PROMPT_LIMIT_S

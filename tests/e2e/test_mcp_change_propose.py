@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 
-from tests.conftest import CALC, Repo
+from tests.conftest import CALC, Repo, requires_containment
 from tests.e2e.test_tools_recording import _session
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
@@ -39,6 +39,7 @@ def dirty(repo: Repo) -> Repo:
     return repo
 
 
+@requires_containment  # the client's verify runs contained, or not at all
 def test_a_verified_change_is_merged_as_unstaged_edits(committed_repo: Repo) -> None:
     repo = dirty(committed_repo)
     index = repo.index_bytes()
@@ -51,6 +52,7 @@ def test_a_verified_change_is_merged_as_unstaged_edits(committed_repo: Repo) -> 
     assert repo.index_bytes() == index and repo.read("README.md").endswith("unstaged\n")
 
 
+@requires_containment  # the client's verify runs contained, or not at all
 def test_a_failing_verification_changes_nothing_and_returns_feedback(committed_repo: Repo) -> None:
     repo = dirty(committed_repo)
     tree = repo.tree_state(with_mtimes=True)
@@ -75,6 +77,7 @@ def test_a_change_that_does_not_fit_the_users_tree_writes_nothing(committed_repo
     assert repo.tree_state(with_mtimes=True) == tree  # the user's edit is kept, byte for byte
 
 
+@requires_containment  # the client's verify runs contained, or not at all
 def test_hostile_arguments_are_refused_one_by_one_and_the_session_goes_on(
     committed_repo: Repo,
 ) -> None:
@@ -107,6 +110,7 @@ def test_review_mode_and_strict_sessions_refuse_it(committed_repo: Repo) -> None
     assert committed_repo.tree_state(with_mtimes=True) == tree
 
 
+@requires_containment  # the client's verify runs contained, or not at all
 def test_a_diff_without_its_final_newline_loses_no_line(committed_repo: Repo) -> None:
     # The text stops right after the last added line; git refuses the diff (no trailing
     # context anchors it at the end), so the tolerant path applies it.

@@ -251,7 +251,14 @@ class Terminal:
             self._answer(f"\x1b]{match.group(1).decode()};{colour}\x1b\\".encode())
         if _SECONDARY_DA.search(data):
             self._answer(b"\x1b[>0;10;1c")
-        self._stream.feed(data)
+        try:
+            self._stream.feed(data)
+        except (TypeError, ValueError, IndexError, KeyError):
+            # pyte's handlers have fixed arities: a sequence with extra parameters
+            # (``ESC[1;2n``, ``ESC[1;2A``) raises inside its parser. The program's output
+            # must never crash the driver: the rest of this read is dropped from the
+            # screen (the log keeps it) and a fresh parser goes on with the next read.
+            self._stream = pyte.ByteStream(self._screen)
         text = self._pending + self._decoder.decode(data)
         # An escape sequence may continue in the next read: keep an unfinished tail back.
         cut = text.rfind("\x1b")

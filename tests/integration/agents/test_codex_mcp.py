@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Repo
-from tests.integration.agents.conftest import require_agent
+from tests.integration.agents.conftest import require_agent, require_containment
 from tests.integration.agents.servers import ScriptedServer, responses_mcp_call, responses_turn
 from tidegate.agents.contracts import expand, load_contract
 from tidegate.agents.mcp_registration import codex_mcp_table
@@ -130,6 +130,7 @@ def test_codex_calls_change_propose_and_the_change_lands_as_unstaged_edits(
     dirty: Repo, tmp_path: Path
 ) -> None:
     program = require_agent("codex")
+    require_containment()  # change_propose runs the client's verify contained, or not at all
     index, staged = dirty.index_bytes(), dirty.git("diff", "--cached")
     readme, notes = dirty.read("README.md"), dirty.read("notes.txt")
     with ScriptedServer(model) as server:

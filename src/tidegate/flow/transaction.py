@@ -34,7 +34,7 @@ from tidegate.errors import (
     RepositoryLockedError,
     UsageError,
 )
-from tidegate.exec.containment import probe
+from tidegate.exec.containment import policy_for, probe, uncontained_reason
 from tidegate.exec.guard import GuardRefused, admit
 from tidegate.faults import maybe_crash
 from tidegate.flow import headstart
@@ -758,9 +758,8 @@ def containment_refusal(request: RunRequest, config: TidegateConfig) -> str | No
         if report.verified:
             return None
         return f"containment is required but {report.reason}; nothing was run"
-    why = "containment is off (--containment none)" if mode == "none" else None
-    if why is None and not (report := probe()).verified:
-        why = report.reason
+    # the same question VERIFY asks the guard (flow/phases/verify.run_verify)
+    why = uncontained_reason(policy_for(mode, network=request.network, writable=()))
     if why is None:
         return None
     try:

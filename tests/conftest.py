@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tidegate.flow.modes import Mode
 from tidegate.flow.pipeline import PhaseObserver
-from tidegate.flow.report import FlowReport
 from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
+from tidegate.records.modes import Mode
+from tidegate.records.report import FlowReport
 
 ROOT = Path(__file__).resolve().parents[1]
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"

@@ -57,8 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from tidegate.checked import Checked, CheckError, spec
 from tidegate.errors import GitError, UsageError
+from tidegate.records.checked import Checked, CheckError, spec
 
 CONFIG_PYPROJECT = "pyproject.toml"
 """The committed configuration file; its ``[tool.tidegate]`` table may tighten the policy."""

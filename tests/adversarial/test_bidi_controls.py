@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo
-from tidegate.sanitize import escape_controls, escape_value, sanitize, sanitize_value
+from tidegate.text.sanitize import escape_controls, escape_value, sanitize, sanitize_value
 
 BIDI = [
     "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",  # LRE RLE PDF LRO RLO

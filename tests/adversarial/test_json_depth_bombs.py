@@ -2,7 +2,7 @@
 a client or a model wrote: a scripted planner, a SWE-bench instance file, a tool call's
 arguments from a model, a JSON or TOML file a proposal writes, a run store row. Python's
 ``json`` (and ``tomllib``) recurse once per level, so each of these raised
-``RecursionError``. Now each parse goes through ``tidegate.jsontext.parse_json``, which
+``RecursionError``. Now each parse goes through ``tidegate.text.jsonparse.parse_json``, which
 refuses nesting past 200 levels as malformed JSON: one line, or the structured result the
 parse already had for malformed input, and nothing lost."""
 
@@ -119,7 +119,7 @@ def test_a_run_store_row(runs: tuple[Repo, str, str]) -> None:
 def test_a_search_cursor_that_is_a_depth_bomb_is_a_bad_query(tmp_path: Path) -> None:
     import base64
 
-    from tidegate.workspace.port_cursor import decode_cursor
+    from tidegate.workspace.port.cursor import decode_cursor
 
     bomb = base64.urlsafe_b64encode(b"[" * 100_000 + b"]" * 100_000).decode()
     with pytest.raises(Exception) as caught:

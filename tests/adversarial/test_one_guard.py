@@ -143,7 +143,7 @@ def _client_diff(repo: Repo) -> str:
 def test_change_propose_verify_is_refused_without_containment(
     committed_repo: Repo, tmp_path: Path, no_bubblewrap: None
 ) -> None:
-    from tidegate.mcp_change import ChangeTool
+    from tidegate.mcp.change import ChangeTool
 
     committed_repo.write("calc.py", committed_repo.read("calc.py") + "# user edit\n")
     before = committed_repo.tree_state()
@@ -158,7 +158,7 @@ def test_change_propose_verify_is_refused_without_containment(
 
 @requires_containment
 def test_change_propose_verify_runs_contained(committed_repo: Repo, tmp_path: Path) -> None:
-    from tidegate.mcp_change import ChangeTool
+    from tidegate.mcp.change import ChangeTool
 
     tool = ChangeTool(committed_repo.root, str(tmp_path / "state"), "patch", "balanced")
     out = tool.call({"diff": _client_diff(committed_repo), "verify": "true"})

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import Repo
 from tests.integration.tools.support import call, executor, sha
-from tidegate.flow.report import FlowReport
+from tidegate.records.report import FlowReport
 from tidegate.tools.policy import ApprovalProfile
 
 LINK_SELF = (

@@ -21,9 +21,9 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import Repo
-from tidegate.flow.modes import MODE_PHASES, Mode, Phase
 from tidegate.flow.phases import PHASES, PhaseFn
 from tidegate.flow.state import RunState
+from tidegate.records.modes import MODE_PHASES, Mode, Phase
 
 VERIFY = f"{shlex.quote(sys.executable)} -c 'from calc import add; assert add(2, 3) == 5'"
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import Repo, requires_containment
 from tests.integration._store import cli
-from tidegate.owners import SANDBOX_PREFIX, owned_prefix, owner_in_name, process_start
+from tidegate.disk.owners import SANDBOX_PREFIX, owned_prefix, owner_in_name, process_start
 from tidegate.workspace.owned_temp import UNNAMED_SANDBOX_GRACE_S, remove_dead_sandboxes
 
 OLD = time.time() - UNNAMED_SANDBOX_GRACE_S - 60

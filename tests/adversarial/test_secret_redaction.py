@@ -2,7 +2,7 @@
 not know. Every format stands on its own here (no ``TOKEN=`` in front doing the work),
 glued to a word, inside JSON and inside a URL; ordinary text must come through unchanged.
 
-Each format is its own test case, so dropping one pattern from ``tidegate.sanitize`` fails
+Each format is its own test case, so dropping one pattern from ``tidegate.text.sanitize`` fails
 the cases of that format only.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import Repo
 from tests.integration.tools.support import call, executor
-from tidegate.sanitize import REDACTED, redact, redact_value, sanitize
+from tidegate.text.sanitize import REDACTED, redact, redact_value, sanitize
 
 # Realistic shapes (made up, right length and alphabet), one per format.
 SECRETS = {

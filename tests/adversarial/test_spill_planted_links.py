@@ -9,7 +9,7 @@ output is still captured.
 Today the runner opens the name with ``O_NOFOLLOW`` and truncates what it finds: a
 symlink makes the command fail (an ``OSError``, though nothing outside is written), and a
 hard link to a file elsewhere has that file truncated and overwritten. Both pass once the
-runner opens its spill files with ``tidegate.linksafe.fresh_file``.
+runner opens its spill files with ``tidegate.disk.linksafe.fresh_file``.
 """
 
 from __future__ import annotations

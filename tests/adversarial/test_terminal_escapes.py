@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import Repo, requires_containment
-from tidegate.sanitize import escape_controls
+from tidegate.text.sanitize import escape_controls
 
 CLEAR = "\x1b[2J"
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"

@@ -1,7 +1,7 @@
 """Numbers that are not ASCII digits, in every place tidegate reads a number from text a
 person, a file or a model wrote: ``²`` (``str.isdigit`` says yes, ``int`` then raises),
 ``٣`` (Arabic-Indic three: ``isdigit``, ``\\d`` and ``int`` all accept it) and more digits
-than ``int`` converts. Each is refused in one line (``tidegate.numtext``), nothing is
+than ``int`` converts. Each is refused in one line (``tidegate.text.numbers``), nothing is
 written, and no spelling of a number is read as another."""
 
 from __future__ import annotations
@@ -167,6 +167,6 @@ def test_an_operator_record_nested_too_deeply_is_refused(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("name", ["tidegate-sandbox-²-1-x", "tidegate-sandbox-1-٣-x"])
 def test_a_planted_sandbox_name_with_unicode_digits_owns_nothing(name: str) -> None:
-    from tidegate.owners import owner_in_name
+    from tidegate.disk.owners import owner_in_name
 
     assert owner_in_name(name, "tidegate-sandbox-") is None

@@ -61,7 +61,7 @@ GROUP_MODULES = (
     "tidegate.gym",
     "tidegate.operator",
     "tidegate.tools",
-    "tidegate.mcp_server",
+    "tidegate.mcp.server",
     "tidegate.models",
     "tidegate.agent",
     "mcp",

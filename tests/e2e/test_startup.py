@@ -147,9 +147,9 @@ def test_help_and_runs_load_no_cli_framework_no_sdk_and_no_models(recorded: Repo
     for args in (["--help"], ["runs"], ["runs", "--json"]):
         loaded = _loaded(*args, cwd=recorded.root)
         assert "tidegate.cli.fast" in loaded
-        assert _heavy(loaded, (*ALWAYS_HEAVY, "rich", "pydantic", "tidegate.flow.report")) == [], (
-            args
-        )
+        assert (
+            _heavy(loaded, (*ALWAYS_HEAVY, "rich", "pydantic", "tidegate.records.report")) == []
+        ), args
 
 
 def test_read_loads_neither_rich_nor_the_report_model_nor_the_store(recorded: Repo) -> None:

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import Repo
 from tidegate.errors import PhaseError
 from tidegate.git import Git
-from tidegate.planners.base import FileEdit, Proposal
+from tidegate.records.proposal import FileEdit, Proposal
 from tidegate.workspace import candidate
 from tidegate.workspace.candidate import build_candidate
 

@@ -14,9 +14,9 @@ import pytest
 
 from tests.conftest import Repo
 from tests.e2e._operator import EDIT, op
-from tidegate.flow.report import FlowReport
 from tidegate.operator.engineer import _verify_edit, _verify_model_run
 from tidegate.operator.grounding import GitState, git_state
+from tidegate.records.report import FlowReport
 from tidegate.workspace.repo import discover
 
 ACTION = {"path": "calc.py", "verify_contains": ["return a + b"]}

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo
-from tidegate.flow.modes import EFFECTS, MODE_PHASES, Effect, Mode, Phase, When, phases_of
-from tidegate.flow.report import PhaseEvent
+from tidegate.records.modes import EFFECTS, MODE_PHASES, Effect, Mode, Phase, When, phases_of
+from tidegate.records.report import PhaseEvent
 
 PYTEST = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider -p no:hypothesispytest"
 TESTS = (

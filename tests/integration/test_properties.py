@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Repo
-from tidegate.flow.modes import Mode
+from tidegate.records.modes import Mode
 
 COMMITTED_POOL = (
     "a.txt",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo, tidegate_cli
-from tidegate.flow.modes import Mode
+from tidegate.records.modes import Mode
 
 PYTEST = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider -p no:hypothesispytest"
 FAILING_TEST = "test_calc.py::test_add"

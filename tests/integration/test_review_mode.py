@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo, tidegate_cli
-from tidegate.flow.modes import Mode
+from tidegate.records.modes import Mode
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS
 
 PYTEST = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider -p no:hypothesispytest"

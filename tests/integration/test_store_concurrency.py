@@ -14,7 +14,7 @@ from tidegate.store.db import RunStore
 WORKER = """
 import sys
 from pathlib import Path
-from tidegate.flow.report import FlowReport
+from tidegate.records.report import FlowReport
 from tidegate.store.checkpoints import CheckpointKey
 from tidegate.store.db import RunStart, RunStore
 from tidegate.store.trace import Trace

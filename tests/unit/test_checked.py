@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import pytest
 
-from tidegate.checked import Checked, CheckError, spec
 from tidegate.config import TidegateConfig
-from tidegate.flow.report import FlowReport
 from tidegate.flow.request import RunRequest
+from tidegate.records.checked import Checked, CheckError, spec
+from tidegate.records.report import FlowReport
 
 
 class Colour(StrEnum):

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from tidegate.checked import Checked
 from tidegate.config import TIGHTEN, TidegateConfig, tighten
 from tidegate.errors import UsageError
+from tidegate.records.checked import Checked
 
 SOURCE = "pyproject.toml [tool.tidegate]"
 

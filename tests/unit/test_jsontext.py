@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tidegate.jsontext import MAX_DEPTH, JSONTooDeep, parse_json
-from tidegate.sanitize import redact_value
+from tidegate.text.jsonparse import MAX_DEPTH, JSONTooDeep, parse_json
+from tidegate.text.sanitize import redact_value
 
 
 def nested(depth: int, inner: str = "0") -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tidegate.linksafe import (
+from tidegate.disk.linksafe import (
     WriteRefused,
     fresh_file,
     held_lock,

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from tests.conftest import Repo
-from tidegate.flow.report import ChangedFile, FlowReport
-from tidegate.pathtext import (
+from tidegate.records.report import ChangedFile, FlowReport
+from tidegate.text.paths import (
     b64_bytes,
     git_quoted,
     git_unquoted,

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from rich.markup import escape as rich_escape
 
-from tidegate.checked import Checked
 from tidegate.cli import quickread, quickview
 from tidegate.cli.quickread import Unsupported
 from tidegate.cli.quickreport import MODELS, checked, escape
 from tidegate.cli.quickreport import _printed as printed
 from tidegate.cli.render import SafeConsole
-from tidegate.flow.report import FlowReport
+from tidegate.records.checked import Checked
+from tidegate.records.report import FlowReport
 from tidegate.store.canonical import canonical_json
 from tidegate.store.checkpoints import CheckpointKey
 from tidegate.store.schema import SCHEMA_VERSION

@@ -1,5 +1,5 @@
 """Redaction runs each pattern only on text holding one of that pattern's substrings
-(``tidegate.sanitize``, to spare start-up the compiling of patterns it never needs). The
+(``tidegate.text.sanitize``, to spare start-up the compiling of patterns it never needs). The
 substrings must be necessary: here the guarded ``redact`` is compared with every pattern
 run on every text, on the adversarial corpus and on many generated texts built from the
 patterns' own pieces, case variants and look-alike characters included."""
@@ -12,8 +12,8 @@ import re
 import pytest
 
 from tests.adversarial.test_secret_redaction import SECRETS
-from tidegate import sanitize
-from tidegate.sanitize import REDACTED, redact
+from tidegate.text import sanitize
+from tidegate.text.sanitize import REDACTED, redact
 
 
 def _unguarded(text: str) -> str:
@@ -54,7 +54,7 @@ def test_the_guards_never_skip_a_pattern_that_would_redact() -> None:
 def test_a_name_ending_in_pw_is_redacted_through_the_trigger_search(name: str) -> None:
     """``secret_name`` treats ``pw`` as a secret tail; the trigger search that runs first
     must let such text through to the assignment pattern."""
-    from tidegate.sanitize import redact
+    from tidegate.text.sanitize import redact
 
     sep = " " if name.startswith("--") else "="
     shown = redact(f"{name}{sep}hunter2-value")

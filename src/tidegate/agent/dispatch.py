@@ -294,7 +294,7 @@ class SubAgentDispatch:
         started: float,
     ) -> SessionToolRun:
         from tidegate.agents.workspace import capture, prepare
-        from tidegate.faults import maybe_crash
+        from tidegate.disk.faults import maybe_crash
 
         root = session.executor.context.root
         if cli is not None:

@@ -41,7 +41,6 @@ from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, Decision, GuardLimits, LoopGuards
 from tidegate.agent.transcript import Transcript
 from tidegate.errors import ErrorClass, UsageError
-from tidegate.flow.report import FlowReport
 from tidegate.models.envelope import ModelRequest
 from tidegate.models.events import Usage as ModelUsage
 from tidegate.models.messages import Attachment, Message, UserMessage
@@ -62,6 +61,7 @@ from tidegate.prompt import (
     require_resume_compatible,
 )
 from tidegate.prompt.hashing import sha256_json
+from tidegate.records.report import FlowReport
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.catalog import ToolDefinition

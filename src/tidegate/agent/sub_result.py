@@ -44,7 +44,7 @@ class SubAgentReport:
 def dispatch_result(
     call: HostCall, report: SubAgentReport, approval: ApprovalEffect, started: float
 ) -> HostResult:
-    from tidegate.sanitize import redact, sanitize
+    from tidegate.text.sanitize import redact, sanitize
 
     shown = redact(report.diff)
     output = {

@@ -24,8 +24,8 @@ from tidegate.agent.session import (
     SessionOptions,
     default_prompt_configuration,
 )
-from tidegate.flow.modes import Mode
 from tidegate.prompt import RunTask
+from tidegate.records.modes import Mode
 from tidegate.tools.adapters import default_adapters
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.context import ToolContext

@@ -29,9 +29,9 @@ from tidegate.cli.runcmd import (
     progress_observer,
     terminate,
 )
-from tidegate.flow.modes import Mode
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.sanitize import sanitize
+from tidegate.records.modes import Mode
+from tidegate.text.sanitize import sanitize
 
 # The engine, the store's writing side, rich, the model SDKs and the command groups are
 # imported where they are used: a command pays only for what it runs (docs/benchmarks.md).
@@ -225,7 +225,7 @@ def recover(
     as_json: JsonOpt = False,
 ) -> None:
     """Finish (or --rollback) apply-backs a crash interrupted; remove stale shadows."""
-    from tidegate.recovery import recover_repository
+    from tidegate.flow.recovery import recover_repository
 
     summary = recover_repository(repo, rollback=rollback)
     if as_json:

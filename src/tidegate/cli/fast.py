@@ -139,7 +139,7 @@ def _options(
 
 
 def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
-    from tidegate.numtext import whole_number
+    from tidegate.text.numbers import whole_number
 
     limit = whole_number(str(options.get("--limit", "20")), 1)
     if positional or limit is None or "--detail" in options:

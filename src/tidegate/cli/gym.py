@@ -45,7 +45,7 @@ def _gym_root(state_root: str | None) -> Path:
 
 
 def _out(data: Any, as_json: bool, text: str, code: int = 0) -> None:
-    from tidegate.sanitize import sanitize, sanitize_value
+    from tidegate.text.sanitize import sanitize, sanitize_value
 
     if as_json:
         sys.stdout.write(json.dumps(sanitize_value(data), indent=2) + "\n")

@@ -17,7 +17,7 @@ import typer
 from tidegate.cli.output import dump_json
 from tidegate.errors import UsageError
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.sanitize import sanitize
+from tidegate.text.sanitize import sanitize
 
 if TYPE_CHECKING:
     from enum import Enum

@@ -26,7 +26,7 @@ from tidegate.cli.tools import (
 )
 
 if TYPE_CHECKING:
-    from tidegate.mcp_change import ChangeTool
+    from tidegate.mcp.change import ChangeTool
     from tidegate.tools.recording import ToolRun
 
 mcp_app = typer.Typer(
@@ -53,7 +53,7 @@ def serve(
     state_root: StateRootOpt = None,
 ) -> None:
     """Serve the workspace's active tools over MCP stdio until the client disconnects."""
-    from tidegate.mcp_server import serve as serve_stdio
+    from tidegate.mcp.server import serve as serve_stdio
 
     executor = open_cli_executor(
         workspace,
@@ -78,7 +78,7 @@ def _change_tool(
 ) -> ChangeTool | None:
     """``change_propose`` when the workspace is a git repository (the engine needs one)."""
     from tidegate.errors import UsageError
-    from tidegate.mcp_change import ChangeTool
+    from tidegate.mcp.change import ChangeTool
     from tidegate.workspace.repo import discover
 
     try:

@@ -1,5 +1,5 @@
 """Output that never needs rich: JSON for machines and plain lines for people, both through
-the one sanitiser (``tidegate.sanitize``), so the fast path (``cli/fast.py``) and the typer
+the one sanitiser (``tidegate.text.sanitize``), so the fast path (``cli/fast.py``) and the typer
 commands print the same, safe bytes."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tidegate.sanitize import redact_value, sanitize
+from tidegate.text.sanitize import redact_value, sanitize
 
 TYPE_CHECKING = False  # the fast path (``tidegate.cli.quickread``) does not import typing
 if TYPE_CHECKING:

@@ -117,7 +117,7 @@ def _text(value: str | bool | None) -> str | None:
 def _repository(path: str) -> tuple[str, str]:
     """The work tree and git common directory of the repository ``path`` is in, as
     ``discover`` finds them; anything it would refuse raises."""
-    from tidegate.gitcall import DISCOVERY, discovery_lines, probe
+    from tidegate.git.env import DISCOVERY, discovery_lines, probe
 
     path = os.path.expanduser(path)
     if not os.path.isdir(path):

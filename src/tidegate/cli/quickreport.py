@@ -1,7 +1,7 @@
 """A stored run report for ``tidegate read``, without pydantic and without rich.
 
 ``checked`` accepts a report (parsed from the store) only when it is exactly what the
-report model (``tidegate.flow.report``) writes: every field present in declaration order,
+report model (``tidegate.records.report``) writes: every field present in declaration order,
 every value of its declared type, every string valid UTF-8. Such a report reads back
 unchanged through the model, so the fast path may use it as it is; anything else raises
 ``Unsupported`` and the full command (which validates it with the model) answers.
@@ -20,9 +20,9 @@ import re
 import sys
 
 from tidegate.cli.quickread import Unsupported
-from tidegate.numtext import whole_number
-from tidegate.pathtext import quote_path, visible
-from tidegate.sanitize import sanitize
+from tidegate.text.numbers import whole_number
+from tidegate.text.paths import quote_path, visible
+from tidegate.text.sanitize import sanitize
 
 TYPE_CHECKING = False  # the fast path does not import typing
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from tidegate.store.views import run_row, run_view
 from tidegate.workspace.repo import Repository, discover
 
 if TYPE_CHECKING:
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
 
 
 def list_runs(repo: Path | None, state_root: str | None, limit: int, as_json: bool) -> None:
@@ -81,6 +81,6 @@ def _print_view(view: dict[str, Any]) -> None:
 def _report(data: dict[str, Any] | None) -> FlowReport | None:
     if data is None:
         return None
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
 
     return FlowReport.model_validate(data)

@@ -1,7 +1,7 @@
 """Rendering for people: phase progress on stderr and the final report on stdout.
 
 Everything the CLI prints goes through ``console()`` or ``dump_json()``: text is
-sanitised (``tidegate.sanitize``: secrets redacted, terminal control characters made
+sanitised (``tidegate.text.sanitize``: secrets redacted, terminal control characters made
 visible), so a file name, a command's output or a model's words can neither leak a key
 onto the screen nor drive the terminal (clear it, move the cursor, write the clipboard).
 """
@@ -19,10 +19,10 @@ from rich.table import Table
 from rich.text import Text
 
 from tidegate.cli.output import dump_json
-from tidegate.flow.modes import Phase
-from tidegate.flow.report import FlowReport, PhaseEvent
-from tidegate.pathtext import quote_path, visible
-from tidegate.sanitize import sanitize
+from tidegate.records.modes import Phase
+from tidegate.records.report import FlowReport, PhaseEvent
+from tidegate.text.paths import quote_path, visible
+from tidegate.text.sanitize import sanitize
 
 __all__ = ["ProgressPrinter", "SafeConsole", "console", "dump_json", "print_report"]
 

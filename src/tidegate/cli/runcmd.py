@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from tidegate.cli.output import dump_json
 from tidegate.errors import PersistenceError, TidegateError, UsageError
-from tidegate.flow.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
-from tidegate.pathtext import is_utf8
-from tidegate.sanitize import sanitize
+from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
+from tidegate.text.paths import is_utf8
+from tidegate.text.sanitize import sanitize
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tidegate.cli.render import ProgressPrinter
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
     from tidegate.store import RunStore
 
 EXIT_USAGE = 2
@@ -339,7 +339,7 @@ def _bad_field(exc: Exception) -> str | None:
     """``where: what`` for a bad request field (a ``CheckError``, or pydantic's
     ValidationError from a model's settings), without importing either module for commands
     that never loaded it; None for any other exception."""
-    checked = sys.modules.get("tidegate.checked")
+    checked = sys.modules.get("tidegate.records.checked")
     if checked is not None and isinstance(exc, checked.CheckError):
         return str(exc)
     pydantic = sys.modules.get("pydantic")

@@ -7,7 +7,7 @@ Shared by the full commands (``tidegate.cli.records``) and the fast path
 
 from __future__ import annotations
 
-from tidegate.sanitize import sanitize
+from tidegate.text.sanitize import sanitize
 
 TYPE_CHECKING = False  # the fast path does not import typing
 if TYPE_CHECKING:

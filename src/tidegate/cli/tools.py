@@ -22,7 +22,7 @@ import typer
 from tidegate.cli.output import safe_line
 from tidegate.cli.render import console, dump_json
 from tidegate.errors import PersistenceError, UsageError
-from tidegate.sanitize import sanitize
+from tidegate.text.sanitize import sanitize
 
 if TYPE_CHECKING:
     from tidegate.tools.executor import ToolExecutor

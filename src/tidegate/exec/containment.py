@@ -40,11 +40,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from tidegate.disk.owners import SANDBOX_PREFIX, owned_prefix
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.guard import Clearance, admit, hidden_state_roots
 from tidegate.exec.trees import remove_tree
 from tidegate.exec.view import Bind, system_binds, toolchain_dirs
-from tidegate.owners import SANDBOX_PREFIX, owned_prefix
 
 Backend = Literal["bubblewrap", "none"]
 ContainmentMode = Literal["auto", "required", "none"]

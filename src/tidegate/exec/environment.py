@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from tidegate.sanitize import secret_name
+from tidegate.text.sanitize import secret_name
 
 PASSED = frozenset(
     {

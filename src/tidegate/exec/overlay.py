@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from tidegate.disk.faults import maybe_fail
 from tidegate.exec.trees import remove_tree
-from tidegate.faults import maybe_fail
 
 _OPTIONS = "metacopy=off,volatile"
 _HOST_TIMEOUT_S = 10.0

@@ -263,7 +263,7 @@ def _spill(path: Path) -> BinaryIO:
     """A fresh spill file: whatever was left or planted at its name (a symlink, a hard
     link to a file elsewhere, a FIFO) is unlinked, never written through, and a new file
     is created with O_EXCL in a directory opened without following a link."""
-    from tidegate.linksafe import fresh_file
+    from tidegate.disk.linksafe import fresh_file
 
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:

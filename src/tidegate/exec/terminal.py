@@ -32,7 +32,7 @@ the PTY. A process that starts a session of its own (``setsid``) leaves it, and 
 kill as it escapes the command runner's group kill: only containment (a pid namespace)
 catches it, which is why agents run contained.
 
-Nothing leaves this module unsanitised (``tidegate.sanitize``): the preview, the last
+Nothing leaves this module unsanitised (``tidegate.text.sanitize``): the preview, the last
 lines and the screen lines have secrets redacted and control characters made visible, and
 the transcript file (``spill``) holds the visible log passed through the same sanitiser,
 whole lines at a time, up to ``spill_bytes``. The raw byte stream is never written down.
@@ -57,7 +57,7 @@ import pexpect
 import pyte
 
 from tidegate.exec.containment import Launch
-from tidegate.sanitize import sanitize
+from tidegate.text.sanitize import sanitize
 
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI

@@ -16,12 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tidegate.disk.faults import maybe_crash
 from tidegate.errors import ErrorClass, PhaseError
-from tidegate.faults import maybe_crash
-from tidegate.flow.modes import EFFECTS, MODE_PHASES, Effect, Phase, When
 from tidegate.flow.phases import PHASES
-from tidegate.flow.report import FlowReport, PhaseEvent
 from tidegate.flow.state import RunState
+from tidegate.records.modes import EFFECTS, MODE_PHASES, Effect, Phase, When
+from tidegate.records.report import FlowReport, PhaseEvent
 
 
 class PhaseObserver(Protocol):

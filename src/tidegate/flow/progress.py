@@ -36,14 +36,14 @@ from typing import Any
 
 from tidegate.config import TidegateConfig
 from tidegate.errors import ErrorClass, PhaseError, UsageError
-from tidegate.exactfloats import decode_floats, encode_floats
 from tidegate.exec.runner import CommandResult
 from tidegate.flow.pipeline import ResumePoint
-from tidegate.flow.report import AppliedFile, AttemptEvent, ContainmentOut, PhaseEvent
 from tidegate.flow.request import RunRequest
 from tidegate.flow.state import RunState
-from tidegate.planners.base import ContentCheck, FileEdit, Finding, Plan, Proposal
 from tidegate.planners.objective import parse_objective
+from tidegate.records.proposal import ContentCheck, FileEdit, Finding, Plan, Proposal
+from tidegate.records.report import AppliedFile, AttemptEvent, ContainmentOut, PhaseEvent
+from tidegate.text.floats import decode_floats, encode_floats
 from tidegate.workspace.changes import diff_trees
 from tidegate.workspace.loose import write_blob
 from tidegate.workspace.repo import Repository

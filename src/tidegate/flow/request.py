@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from tidegate.checked import Checked, spec
 from tidegate.exec.guard import Clearance, Origin, least_trusted
-from tidegate.flow.modes import DEFAULT_VERIFY_TIMEOUT_S as DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.flow.modes import Mode
+from tidegate.records.checked import Checked, spec
+from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S as DEFAULT_VERIFY_TIMEOUT_S
+from tidegate.records.modes import Mode
 
 
 class RunRequest(Checked):

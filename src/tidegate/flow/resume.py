@@ -29,7 +29,6 @@ from typing import Any
 
 from tidegate.config import load_policy
 from tidegate.errors import UsageError
-from tidegate.exactfloats import decode_floats
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.progress import (
@@ -41,7 +40,6 @@ from tidegate.flow.progress import (
     planner_inputs_sha256,
     restore,
 )
-from tidegate.flow.report import FlowReport
 from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import (
     Driver,
@@ -52,6 +50,8 @@ from tidegate.flow.transaction import (
     workspace_identity,
 )
 from tidegate.planners import planner_for
+from tidegate.records.report import FlowReport
+from tidegate.text.floats import decode_floats
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import journal_root, pending_journals, recover

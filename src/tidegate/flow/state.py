@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 from tidegate.config import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
-from tidegate.flow.report import (
+from tidegate.flow.request import RunRequest
+from tidegate.records.proposal import Finding, Plan, Planner, Proposal
+from tidegate.records.report import (
     AppliedFile,
     AttemptEvent,
     ChangedFile,
     ContainmentOut,
     EffectivePolicyOut,
 )
-from tidegate.flow.request import RunRequest
-from tidegate.planners.base import Finding, Plan, Planner, Proposal
 from tidegate.validate.shapes import why_missing
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.fidelity import Fidelity

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.config import TidegateConfig, load_policy
+from tidegate.disk.faults import maybe_crash
 from tidegate.errors import (
     ErrorClass,
     GitError,
@@ -36,10 +37,8 @@ from tidegate.errors import (
 )
 from tidegate.exec.containment import policy_for, probe, uncontained_reason
 from tidegate.exec.guard import GuardRefused, admit
-from tidegate.faults import maybe_crash
 from tidegate.flow import headstart
 from tidegate.flow.headstart import new_run_id
-from tidegate.flow.modes import Mode, fs_mode
 from tidegate.flow.phases.planning import RepeatedProposal
 from tidegate.flow.pipeline import (
     PhaseObserver,
@@ -61,7 +60,12 @@ from tidegate.flow.progress import (
     planner_inputs_sha256,
     request_bytes,
 )
-from tidegate.flow.report import (
+from tidegate.flow.request import RunRequest, verify_clearance
+from tidegate.flow.state import AttemptState, RunState
+from tidegate.git import Git
+from tidegate.planners import Planner, planner_for
+from tidegate.records.modes import Mode, fs_mode
+from tidegate.records.report import (
     AttemptEvent,
     ChangedFile,
     FindingOut,
@@ -69,10 +73,6 @@ from tidegate.flow.report import (
     PhaseEvent,
     VerifyOut,
 )
-from tidegate.flow.request import RunRequest, verify_clearance
-from tidegate.flow.state import AttemptState, RunState
-from tidegate.git import Git
-from tidegate.planners import Planner, planner_for
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS

@@ -1,5 +1,5 @@
 """Where the gym writes: ``<state root>/gym`` and below, every directory opened from the
-state root without following a link (``tidegate.linksafe``), so that nothing a benchmark
+state root without following a link (``tidegate.disk.linksafe``), so that nothing a benchmark
 instance, a scenario's commands or anyone else planted there sends a write elsewhere.
 
 ``gym_root`` is ``<state root>/gym``; its parent, the validated state root, is the one
@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from tidegate.disk.linksafe import opened_dir, replace_file
 from tidegate.errors import UsageError
-from tidegate.linksafe import opened_dir, replace_file
 
 GYM_DIR = "gym"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")

@@ -42,14 +42,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tidegate.disk.linksafe import DIR_FLAGS, entry_mode, opened_dir, replace_file
 from tidegate.errors import CapabilityMismatch, UsageError
 from tidegate.exec.containment import ContainmentPolicy, policy_for
 from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.git import Git
 from tidegate.gym.places import check_plain_name, gym_dir
-from tidegate.jsontext import parse_json
-from tidegate.linksafe import DIR_FLAGS, entry_mode, opened_dir, replace_file
+from tidegate.text.jsonparse import parse_json
 
 _DJANGO = re.compile(r"^(\w+) \(([\w.]+)\)$")
 READY_FILE = ".tidegate-ready"
@@ -308,11 +308,11 @@ def run_instance(
 ) -> dict[str, Any]:
     """One instance through the engine. The instance's tests and patches are benchmark
     code: contained, or run uncontained only with the user's ``approval``."""
-    from tidegate.flow.modes import Mode
     from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
-    from tidegate.planners.base import Proposal
     from tidegate.planners.given import GivenProposalPlanner
+    from tidegate.records.modes import Mode
+    from tidegate.records.proposal import Proposal
     from tidegate.store import StoreRecorder, open_run_store
 
     scratch = Path(tempfile.mkdtemp(prefix="tidegate-swe-"))

@@ -2,7 +2,7 @@
 
 A task directory usually lives in a repository, so whatever is in it may have been put
 there by someone else: every write goes through the directory's descriptor without
-following a link (``tidegate.linksafe``). ``write_into`` writes each file to a fresh,
+following a link (``tidegate.disk.linksafe``). ``write_into`` writes each file to a fresh,
 unpredictably named temporary file, fsyncs it, renames it over the target within the same
 directory and fsyncs the directory: a reader (or a crash) sees the old file or the new
 one, never a mix. ``TaskLock`` serialises the commands that change a task directory.
@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
+from tidegate.disk.linksafe import TEMP_SUFFIX, entry_mode, held_lock, opened_dir, replace_file
 from tidegate.errors import UsageError
 from tidegate.ledger.errors import LedgerLockedError
-from tidegate.linksafe import TEMP_SUFFIX, entry_mode, held_lock, opened_dir, replace_file
 
 LOCK_FILE = ".ledger.lock"
 

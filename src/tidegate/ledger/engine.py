@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tidegate.errors import ErrorClass, UsageError
 from tidegate.flow.pipeline import PhaseObserver
-from tidegate.flow.report import FlowReport
 from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.ledger.atomic import TaskLock
@@ -30,6 +29,7 @@ from tidegate.ledger.taskdir import Task, load_task, now, save_task
 from tidegate.ledger.transitions import Change, block, claim, done, record, requeue
 from tidegate.planners import planner_for
 from tidegate.planners.objective import parse_objective
+from tidegate.records.report import FlowReport
 from tidegate.store import StoreRecorder, open_run_store
 from tidegate.workspace.repo import discover
 

@@ -32,8 +32,8 @@ from urllib.parse import urlparse
 from tidegate.ledger.claims import quotes_agent
 from tidegate.ledger.errors import EvidenceRejected
 from tidegate.ledger.model import EvidenceKind, Verdict
-from tidegate.numtext import DIGITS, whole_number
-from tidegate.sanitize import sanitize
+from tidegate.text.numbers import DIGITS, whole_number
+from tidegate.text.sanitize import sanitize
 
 _COMMAND = re.compile(r"^(?P<cmd>.+?)\s*\(exit(?: code)?\s+(?P<code>-?\d+)\)\s*$")
 _PREFIX = re.compile(r"^(?P<kind>[a-z]+):\s*(?P<rest>.*)$", re.DOTALL)

@@ -36,7 +36,7 @@ from tidegate.ledger.model import (
     Verdict,
 )
 from tidegate.ledger.routes import FLOWS
-from tidegate.numtext import DIGITS, whole_number
+from tidegate.text.numbers import DIGITS, whole_number
 
 ITEM_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
 EVIDENCE_ID = re.compile(rf"^E-(?!0){DIGITS}$")

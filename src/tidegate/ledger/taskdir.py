@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tidegate.disk.faults import maybe_crash
 from tidegate.errors import UsageError
-from tidegate.faults import maybe_crash
 from tidegate.ledger.atomic import remove_stale_temp_files, write_into
 from tidegate.ledger.errors import LedgerFormatError
 from tidegate.ledger.markdown import TextFile

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tidegate.jsontext import parse_json
 from tidegate.models.errors import MalformedModelOutput
 from tidegate.models.messages import AssistantMessage, ToolCall
+from tidegate.text.jsonparse import parse_json
 
 if TYPE_CHECKING:
     from tidegate.models.envelope import ModelRequest

@@ -42,7 +42,7 @@ from typing import Any
 
 from tidegate.agents.contracts import AgentContract, expand
 from tidegate.agents.launch import AgentEndpoint, agent_env, prepare_home
-from tidegate.sanitize import sanitize
+from tidegate.text.sanitize import sanitize
 
 REASONS = (
     "process-exited-early",

@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from tidegate.faults import maybe_crash
+from tidegate.disk.faults import maybe_crash
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.meeting import GOAL_STATUSES, parse_goal
 from tidegate.operator.records import (
@@ -26,7 +26,7 @@ from tidegate.operator.records import (
     schema_name,
     write_json,
 )
-from tidegate.sanitize import redact
+from tidegate.text.sanitize import redact
 
 TOP = 5
 _FIELDS = ("priority", "status", "rationale")

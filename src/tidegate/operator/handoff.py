@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tidegate.numtext import DIGITS
 from tidegate.operator.errors import RecordError
 from tidegate.operator.records import load_document, now_ms, schema_name, write_json
+from tidegate.text.numbers import DIGITS
 
 COMPAT_FILE = "latest_handoff.json"
 MODE_FILES = {

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tidegate.numtext import whole_number
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.goals import apply_updates
 from tidegate.operator.records import MEMORY_FILE, append_records, load_records, memory_record
+from tidegate.text.numbers import whole_number
 
 DECISION_KIND = "improvement-curation-record"
 

@@ -15,7 +15,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tidegate.numtext import whole_number
 from tidegate.operator.errors import OperatorError, RecordError
 from tidegate.operator.records import (
     MEMORY_FILE,
@@ -23,6 +22,7 @@ from tidegate.operator.records import (
     load_records,
     memory_record,
 )
+from tidegate.text.numbers import whole_number
 
 FIELDS = {
     "agenda": "agenda",

@@ -7,13 +7,13 @@ the bare JSON list of records that earlier writers left), and refuses anything e
 name. Reads refuse symlinks and non-regular files (opened with ``O_NOFOLLOW``, checked with
 ``fstat``), files over :data:`MAX_BYTES`, invalid UTF-8, invalid JSON and non-finite
 numbers. Writes go through the directory's descriptor without following a link
-(``tidegate.linksafe``): a temporary file in the same directory, fsynced, renamed over the
+(``tidegate.disk.linksafe``): a temporary file in the same directory, fsynced, renamed over the
 old file, the directory fsynced; a reader sees the old document or the new one.
 
 Concurrent operator commands share a state root: every read-modify-write of a record store
 (``append_records``, the goal register's updates) runs under :func:`records_locked`, an
 ``flock`` on ``<root>/.records.lock``, so none loses another's update. The fault point
-``records.between_read_and_write`` (``tidegate.faults``; ``=run`` with a ``sleep`` widens
+``records.between_read_and_write`` (``tidegate.disk.faults``; ``=run`` with a ``sleep`` widens
 the window) sits between the read and the write.
 """
 
@@ -28,11 +28,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tidegate.faults import maybe_crash
-from tidegate.jsontext import parse_json
-from tidegate.linksafe import WriteRefused, held_lock, opened_dir, replace_file
-from tidegate.numtext import whole_number
+from tidegate.disk.faults import maybe_crash
+from tidegate.disk.linksafe import WriteRefused, held_lock, opened_dir, replace_file
 from tidegate.operator.errors import RecordError
+from tidegate.text.jsonparse import parse_json
+from tidegate.text.numbers import whole_number
 
 MAX_BYTES = 16 * 1024 * 1024
 CURRENT = 1
@@ -91,7 +91,7 @@ def write_json(path: Path, value: Any, *, within: Path | None = None) -> None:
     with every secret-shaped string redacted: nothing persisted carries a key. ``within``:
     an ancestor directory below which no component of ``path`` is followed if a link
     (default: its parent)."""
-    from tidegate.sanitize import redact_value
+    from tidegate.text.sanitize import redact_value
 
     value = redact_value(value)
     data = (json.dumps(value, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()

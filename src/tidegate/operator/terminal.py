@@ -21,7 +21,7 @@ after it are not run. The shell is ``bash --noprofile --norc --noediting -i`` (e
 ``sh -i``) with the PTY's echo off, so the transcript holds what programs printed rather
 than the typed lines; it gets a private HOME and TMPDIR and a minimal environment (no
 provider keys). Its transcript file, previews and last lines pass through
-``tidegate.sanitize`` before they are written. A terminal session is the operator's own
+``tidegate.text.sanitize`` before they are written. A terminal session is the operator's own
 commands, run uncontained like a terminal they opened; agents that a model drives run
 contained (``tidegate run --agent``).
 """
@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tidegate.numtext import whole_number
 from tidegate.operator.errors import OperatorError
 from tidegate.operator.handoff import objective_metadata, write_handoff
 from tidegate.operator.identities import Selection
@@ -51,6 +50,7 @@ from tidegate.operator.records import (
     memory_record,
     now_ms,
 )
+from tidegate.text.numbers import whole_number
 
 KINDS = ("command", "input", "key", "wait-for", "expect", "timeout")
 TRANSCRIPTS_DIR = "terminal_transcripts"

@@ -1,7 +1,7 @@
 """Rendering of operator views: the same sanitised content as text or as JSON.
 
 A view is an ordered mapping of sections. Every string in it went through
-``tidegate.sanitize`` (secret-shaped values redacted, terminal controls made visible)
+``tidegate.text.sanitize`` (secret-shaped values redacted, terminal controls made visible)
 before it reaches the terminal, whichever form is printed, so nothing read back from disk
 can replay an escape sequence or a key.
 """
@@ -13,7 +13,7 @@ from typing import Any, cast
 
 
 def clean(view: dict[str, Any]) -> dict[str, Any]:
-    from tidegate.sanitize import sanitize_value
+    from tidegate.text.sanitize import sanitize_value
 
     return cast(dict[str, Any], sanitize_value(view))
 

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidegate.errors import UsageError
-from tidegate.planners.base import (
+from tidegate.planners.scripted import ScriptedPlanner
+from tidegate.planners.structured import StructuredPlanner
+from tidegate.records.proposal import (
     ContentCheck,
     FileEdit,
     Finding,
@@ -18,8 +20,6 @@ from tidegate.planners.base import (
     Proposal,
     TreeView,
 )
-from tidegate.planners.scripted import ScriptedPlanner
-from tidegate.planners.structured import StructuredPlanner
 
 if TYPE_CHECKING:
     from tidegate.agent.dispatch import DispatchSettings
@@ -74,7 +74,7 @@ def planner_for(
     """The planner ``request`` asks for (its ``model`` and budget included). ``config`` is
     the configuration the run already read (else it is read from the repository)."""
     from tidegate.config import load_config
-    from tidegate.flow.modes import Mode
+    from tidegate.records.modes import Mode
     from tidegate.workspace.repo import discover
 
     if request.agent is not None:

@@ -20,7 +20,7 @@ from tidegate.agents.launch import AgentEndpoint, AgentRun, run_batch
 from tidegate.agents.workspace import capture, prepare
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.exec.trees import remove_tree
-from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
+from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, TreeView
 from tidegate.workspace.owned_temp import AGENT_PREFIX, make_owned_temp
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ class AgentPlanner:
         return Proposal(diff=diff)
 
     def _record(self, request: PlanRequest, run: Any, diff: str) -> None:
-        from tidegate.sanitize import sanitize
+        from tidegate.text.sanitize import sanitize
 
         entry: dict[str, object] = {
             "agent": self.contract.name,
@@ -192,7 +192,7 @@ _ERROR_WORDS = ("error", "cannot", "can't", "not found", "no such", "enoent", "t
 def _error_text(text: str) -> str:
     """What a failed agent said about why, sanitised: its lines that read as errors (a
     banner or progress line printed last must not hide them), else its last lines."""
-    from tidegate.sanitize import sanitize
+    from tidegate.text.sanitize import sanitize
 
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if any(w in line.lower() for w in _ERROR_WORDS)]
@@ -231,7 +231,7 @@ class CliSubAgent:
         withheld: SecretFiles | None = None,
     ) -> CliOutcome:
         from tidegate.agent.dispatch import CliOutcome
-        from tidegate.sanitize import sanitize
+        from tidegate.text.sanitize import sanitize
 
         run, diff = run_isolated(
             self.contract,

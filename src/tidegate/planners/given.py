@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tidegate.errors import ErrorClass, PhaseError
-from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
+from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, TreeView
 
 
 @dataclass

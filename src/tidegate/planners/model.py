@@ -49,12 +49,12 @@ from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.agent.guards import Budget, GuardState, Usage
 from tidegate.agent.session import model_facts
 from tidegate.errors import ErrorClass, PhaseError
-from tidegate.flow.modes import Mode
 from tidegate.models.events import ToolCallCompleted
 from tidegate.models.ports import ModelPort
 from tidegate.models.pricing import ModelPricing
-from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
 from tidegate.prompt import RunTask, assemble_prompt
+from tidegate.records.modes import Mode
+from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, TreeView
 from tidegate.tools.adapters import default_adapters
 from tidegate.tools.catalog import canonical_id
 from tidegate.tools.context import ToolContext

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.errors import ErrorClass, PhaseError, UsageError
-from tidegate.jsontext import parse_json
-from tidegate.planners.base import Finding, Plan, PlanRequest, Proposal, TreeView
 from tidegate.planners.structured import StructuredPlanner
+from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, TreeView
+from tidegate.text.jsonparse import parse_json
 
 
 class ScriptedPlanner:

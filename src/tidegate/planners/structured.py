@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tidegate.errors import ErrorClass, PhaseError, UsageError
-from tidegate.planners.base import (
+from tidegate.planners.objective import Objective, parse_objective
+from tidegate.records.proposal import (
     ContentCheck,
     FileEdit,
     Finding,
@@ -15,7 +16,6 @@ from tidegate.planners.base import (
     Proposal,
     TreeView,
 )
-from tidegate.planners.objective import Objective, parse_objective
 
 
 class StructuredPlanner:

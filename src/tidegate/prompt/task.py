@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from tidegate.flow.modes import Mode
 from tidegate.prompt.contract import (
     Complexity,
     PromptConfiguration,
@@ -25,6 +24,7 @@ from tidegate.prompt.contract import (
     reject_legacy_fields,
 )
 from tidegate.prompt.hashing import sha256_json
+from tidegate.records.modes import Mode
 
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 

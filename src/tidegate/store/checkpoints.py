@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tidegate.disk.faults import maybe_fail
 from tidegate.errors import UsageError
-from tidegate.faults import maybe_fail
 from tidegate.store.canonical import canonical_json, sha256_digest
 
 FORMAT = "tidegate.checkpoint/1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tidegate.errors import TidegateError
-from tidegate.jsontext import parse_json
+from tidegate.text.jsonparse import parse_json
 
 
 class CorruptRecord(TidegateError):

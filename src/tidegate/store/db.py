@@ -66,7 +66,7 @@ from tidegate.store.writes import (
 )
 
 if TYPE_CHECKING:  # the report model (pydantic) is loaded only by code that uses it
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
 
 __all__ = [
     "MIGRATIONS",

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tidegate.errors import UsageError
-from tidegate.exactfloats import decode_floats, encode_floats
 from tidegate.store.canonical import canonical_json
 from tidegate.store.db import RunStore
 from tidegate.store.redact import redact_value
 from tidegate.store.trace import now_ms
+from tidegate.text.floats import decode_floats, encode_floats
 
 RecordKind = Literal["memory", "evidence"]
 KINDS = ("memory", "evidence")

@@ -1,4 +1,4 @@
-"""Redaction before anything is stored: a re-export of ``tidegate.sanitize``, the one
+"""Redaction before anything is stored: a re-export of ``tidegate.text.sanitize``, the one
 sanitiser of the project (kept so that the store's callers keep their import), and
 ``Redactor``, the same redaction remembered across the checkpoints of a session."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from tidegate.sanitize import OMITTED_REASONING, REDACTED, redact, redact_value
 from tidegate.store.canonical import canonical_json
+from tidegate.text.sanitize import OMITTED_REASONING, REDACTED, redact, redact_value
 
 __all__ = ["OMITTED_REASONING", "REDACTED", "Redactor", "redact", "redact_value"]
 
@@ -21,7 +21,7 @@ class Redactor:
     checkpoint write. Texts and key names are remembered (a bounded memo), so only new
     text is searched. The walk is ``redact_value``'s: per key, what a lone value under it
     becomes is asked of ``redact_value`` itself (reasoning omitted, secret text replaced),
-    so the rules stay in ``tidegate.sanitize``; a test keeps the two equal."""
+    so the rules stay in ``tidegate.text.sanitize``; a test keeps the two equal."""
 
     def __init__(self, limit: int = 4096) -> None:
         self._limit = limit

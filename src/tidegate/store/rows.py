@@ -13,7 +13,7 @@ from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.holder import ProcessIdentity
 
 if TYPE_CHECKING:
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
 
 TERMINAL = frozenset({"succeeded", "failed", "conflict"})
 """Statuses of runs that ended (their final report is stored)."""
@@ -162,8 +162,8 @@ def _holder(pid: object, pid_start: object, host: object) -> ProcessIdentity | N
 def _report(report_json: str | bytes) -> FlowReport:
     """The stored report parsed (the report model: loaded only when a report is read), or
     ``_Corrupt`` naming the first field that is not what a report holds."""
-    from tidegate.checked import CheckError
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.checked import CheckError
+    from tidegate.records.report import FlowReport
 
     try:
         return FlowReport.model_validate_json(report_json)

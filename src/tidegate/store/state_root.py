@@ -24,8 +24,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from tidegate.disk.linksafe import opened_dir
 from tidegate.errors import PersistenceError, TidegateError, UsageError
-from tidegate.linksafe import opened_dir
 from tidegate.store.checkpoints import KEY_FILE, CheckpointKey
 from tidegate.store.db import RunStore
 from tidegate.store.faults import StoreFaults

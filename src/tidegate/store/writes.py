@@ -9,14 +9,14 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tidegate.faults import maybe_crash
+from tidegate.disk.faults import maybe_crash
 from tidegate.store.chain_rows import ChainTip, encode, tip_of
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal, seal_head
 from tidegate.store.redact import Redactor, redact_value
 from tidegate.store.trace import TraceEvent, now_ms
 
 if TYPE_CHECKING:
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
 
 
 def insert_events(db: sqlite3.Connection, events: Sequence[TraceEvent]) -> None:
@@ -214,7 +214,7 @@ def _since_last_full(db: sqlite3.Connection, run_id: str) -> list[tuple[object, 
 
 def redacted_report(report: FlowReport) -> FlowReport:
     """``report`` as it is stored: with secrets redacted."""
-    from tidegate.flow.report import FlowReport
+    from tidegate.records.report import FlowReport
 
     return FlowReport.model_validate(redact_value(report.model_dump(mode="json")))
 

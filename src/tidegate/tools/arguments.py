@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tidegate.jsontext import JSONTooDeep, parse_json
+from tidegate.text.jsonparse import JSONTooDeep, parse_json
 
 MAX_DEPTH = 32
 """Deepest nesting of objects and arrays a tool argument may have."""

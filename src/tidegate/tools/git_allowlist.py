@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tidegate.numtext import whole_number
+from tidegate.text.numbers import whole_number
 
 Arity = Literal["none", "required", "optional"]
 

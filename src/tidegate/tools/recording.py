@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from tidegate.errors import ErrorClass
-from tidegate.flow.report import ChangedFile, FlowReport
+from tidegate.records.report import ChangedFile, FlowReport
 from tidegate.tools.arguments import argument_problem
 from tidegate.tools.calls import ToolCall, ToolResult
 from tidegate.tools.effects import sha256_json

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
-from tidegate.pathtext import git_unquoted
+from tidegate.text.paths import git_unquoted
 from tidegate.validate.matching import MatchError, locate, reindent, split_lines
 
 _MODE = re.compile(r"^(?:new file mode|new mode) (\d{6})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tidegate.errors import ErrorClass, PhaseError
-from tidegate.planners.base import FileEdit, Proposal, TreeView
+from tidegate.records.proposal import FileEdit, Proposal, TreeView
 from tidegate.validate.edit_blocks import EditBlockError, apply_edit_blocks, parse_edit_blocks
 from tidegate.validate.hunks import HunkError, apply_tolerantly
 

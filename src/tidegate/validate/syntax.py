@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, Tree
 
 from tidegate.git import Git
-from tidegate.jsontext import JSONTooDeep, parse_json
+from tidegate.text.jsonparse import JSONTooDeep, parse_json
 from tidegate.validate.languages import (
     JAVASCRIPT,
     JSON,

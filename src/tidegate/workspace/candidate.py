@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tidegate.errors import ErrorClass, GitError, PhaseError
 from tidegate.git import IDENTITY, Git, git_bool, no_index
-from tidegate.planners.base import Proposal
+from tidegate.records.proposal import Proposal
 from tidegate.workspace.fs import UnsafePathError, check_relative
 from tidegate.workspace.tree_edit import edit_tree
 from tidegate.workspace.tree_walk import tree_entries

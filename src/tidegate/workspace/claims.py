@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidegate.owners import owner_alive, process_start
+from tidegate.disk.owners import owner_alive, process_start
 from tidegate.workspace.repo import Repository
 
 CLAIMS_DIR = "claims"

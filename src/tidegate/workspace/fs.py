@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from tidegate.linksafe import fresh_file
+from tidegate.disk.linksafe import fresh_file
 from tidegate.workspace.confine import DIR_FLAGS, FILE_READ_FLAGS
 
 Kind = Literal["missing", "file", "symlink", "dir", "other"]

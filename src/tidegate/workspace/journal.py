@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tidegate.faults import maybe_crash
+from tidegate.disk.faults import maybe_crash
 
 if TYPE_CHECKING:  # annotations only: the head start imports this module for its list
     from tidegate.workspace.fs import Entry, WorkspaceFS

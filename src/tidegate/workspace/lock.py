@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from tidegate.disk.linksafe import open_lock_file, opened_dir
 from tidegate.errors import RepositoryLockedError, TidegateError
-from tidegate.linksafe import open_lock_file, opened_dir
 
 
 class LockFileError(TidegateError):

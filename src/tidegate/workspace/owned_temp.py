@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tidegate.disk.owners import SANDBOX_PREFIX, owner_alive, owner_in_name
 from tidegate.exec.trees import remove_tree
-from tidegate.owners import SANDBOX_PREFIX, owner_alive, owner_in_name
 from tidegate.workspace.claims import directory_owner, mark_owner
 
 SUBAGENT_PREFIX = "tidegate-subagent-"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tidegate.errors import GitError, NotARepositoryError
 from tidegate.git import Git
-from tidegate.gitcall import DISCOVERY, discovery_lines
+from tidegate.git.env import DISCOVERY, discovery_lines
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tidegate.errors import GitError
 from tidegate.git import Git
-from tidegate.pathtext import git_quoted
+from tidegate.text.paths import git_quoted
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import Claim, all_claims, claim, release
 from tidegate.workspace.repo import Repository

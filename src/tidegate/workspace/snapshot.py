@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from tidegate.disk.faults import maybe_crash
 from tidegate.errors import GitError
-from tidegate.faults import maybe_crash
 from tidegate.git import IDENTITY, Git
 from tidegate.workspace.confine import DIR_FLAGS
 from tidegate.workspace.loose import write_commit

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import Repo
-from tidegate.flow.report import FlowReport
+from tidegate.records.report import FlowReport
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
 PROSE = {"text": "I would change the minus into a plus."}

@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import Repo
 from tidegate.exec.guard import Clearance
-from tidegate.flow.report import FindingOut, FlowReport
 from tidegate.gym.checks import run_check
 from tidegate.gym.scenarios import Check
+from tidegate.records.report import FindingOut, FlowReport
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 WRONG = "edit-file: calc.py\nreplace: no such text\nwith: x\n"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import Repo
-from tidegate.flow.report import AttemptEvent, FlowReport
 from tidegate.gym.compare import compare
 from tidegate.gym.scorecard import UNMEASURED, Unmeasured, assessment, observed_counts
+from tidegate.records.report import AttemptEvent, FlowReport
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from tests.unit.prompt.helpers import INSTRUCTION, config, config_data, snapshot
-from tidegate.flow.modes import Mode
 from tidegate.prompt import (
     AgentRunRequest,
     PromptConfigurationError,
@@ -16,6 +15,7 @@ from tidegate.prompt import (
     format_user_task,
     load_run_request,
 )
+from tidegate.records.modes import Mode
 
 
 def request_data(**overrides: Any) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from tidegate.exactfloats import decode_floats, encode_floats
 from tidegate.store.canonical import NotCanonical, canonical_json, value_digest
 from tidegate.store.redact import OMITTED_REASONING, REDACTED, redact_value
+from tidegate.text.floats import decode_floats, encode_floats
 
 
 def test_keys_are_sorted_at_every_level_without_whitespace() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tidegate.errors import PersistenceError, UsageError
-from tidegate.flow.report import FlowReport
+from tidegate.records.report import FlowReport
 from tidegate.store.checkpoints import CheckpointKey
 from tidegate.store.db import MIGRATIONS, SCHEMA_VERSION, RunStart, RunStore
 from tidegate.store.faults import StoreFaults

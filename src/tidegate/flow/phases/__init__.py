@@ -1,13 +1,13 @@
 """One function per phase. Each takes the run state, reads or mutates exactly what its
-declared effect allows (``tidegate.flow.modes.EFFECTS``), and raises ``PhaseError`` to fail."""
+declared effect allows (``tidegate.records.modes.EFFECTS``), and raises ``PhaseError`` to fail."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from tidegate.flow.modes import Phase
 from tidegate.flow.phases import apply, apply_back, base, planning, review, validate, verify
 from tidegate.flow.state import RunState
+from tidegate.records.modes import Phase
 
 PhaseFn = Callable[[RunState], str]
 

@@ -14,8 +14,8 @@ import hashlib
 from tidegate.config import load_policy
 from tidegate.errors import ErrorClass, PhaseError, UsageError
 from tidegate.flow.policy_record import effective_policy
-from tidegate.flow.report import AppliedFile
 from tidegate.flow.state import RunState
+from tidegate.records.report import AppliedFile
 from tidegate.workspace.fs import LocalFS, UnsafePathError
 from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
 from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
-from tidegate.planners.base import PlanRequest
+from tidegate.records.proposal import PlanRequest
 
 
 class RepeatedProposal(PhaseError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tidegate.flow.phases.planning import _request
 from tidegate.flow.phases.verify import run_verify
 from tidegate.flow.state import RunState
-from tidegate.planners.base import Finding
+from tidegate.records.proposal import Finding
 
 
 def review(state: RunState) -> str:

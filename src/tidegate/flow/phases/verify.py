@@ -22,11 +22,11 @@ from tidegate.exec.overlay import Overlay, mounts_below
 from tidegate.exec.overlay import probe as overlay_probe
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.exec.view import command_executables
-from tidegate.flow.modes import Mode
-from tidegate.flow.report import ContainmentOut, SharedDir
 from tidegate.flow.request import verify_clearance
 from tidegate.flow.state import RunState
 from tidegate.git import scrubbed_env
+from tidegate.records.modes import Mode
+from tidegate.records.report import ContainmentOut, SharedDir
 from tidegate.workspace.fidelity import python_fidelity
 
 

@@ -2,7 +2,7 @@
 
 Artifacts live in ``ToolContext.artifact_dir`` (under the state root, never in the
 workspace), one ``<id>.json`` record per artifact, written atomically. Name and content
-are redacted (``tidegate.sanitize``) before anything is hashed or written: the store, the
+are redacted (``tidegate.text.sanitize``) before anything is hashed or written: the store, the
 id and the hash only ever know the redacted text. The id is derived from the name and
 content, so creating the same artifact twice returns the same id.
 Creating one advances host state (``state_version``); it is never a workspace write.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tidegate.sanitize import redact
+from tidegate.text.sanitize import redact
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.effects import sha256_json
 from tidegate.tools.schemas import artifact as art

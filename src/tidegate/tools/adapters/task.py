@@ -2,7 +2,7 @@
 
 Each checkpoint replaces the previous one at ``ToolContext.task_state_path`` (atomic
 rename after fsync) and carries a sequence number one above the last. The plan effect
-names the digest of exactly what was stored, which is redacted (``tidegate.sanitize``):
+names the digest of exactly what was stored, which is redacted (``tidegate.text.sanitize``):
 a secret a model put into its plan never reaches the disk.
 """
 
@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tidegate.jsontext import parse_json
-from tidegate.sanitize import redact_value
+from tidegate.text.jsonparse import parse_json
+from tidegate.text.sanitize import redact_value
 from tidegate.tools.adapters.artifact import _atomic_write
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.effects import Effects, PlanEffect, sha256_json

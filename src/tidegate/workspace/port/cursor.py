@@ -11,8 +11,8 @@ import base64
 import hashlib
 import json
 
-from tidegate.jsontext import parse_json
-from tidegate.workspace.port_errors import BadQuery
+from tidegate.text.jsonparse import parse_json
+from tidegate.workspace.port.errors import BadQuery
 
 
 def path_parts(path: str) -> tuple[str, ...]:

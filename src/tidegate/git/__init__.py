@@ -27,7 +27,7 @@ global file, no system or global attributes).
 External diff and textconv are refused per subcommand (``--no-ext-diff --no-textconv``):
 an empty ``diff.external`` makes git fail rather than not use one.
 
-The scrubbed environment and the overrides live in ``tidegate.gitcall``, with ``probe``:
+The scrubbed environment and the overrides live in ``tidegate.git.env``, with ``probe``:
 the one read-only ``rev-parse`` the fast path of ``runs``/``read`` makes without
 ``subprocess``, built from the same two pieces.
 """
@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from tidegate.errors import GitError
-from tidegate.gitcall import _SAFETY_CONFIG
-from tidegate.gitcall import KEPT_GIT_VARS as KEPT_GIT_VARS
-from tidegate.gitcall import scrubbed_env as scrubbed_env
+from tidegate.git.env import _SAFETY_CONFIG
+from tidegate.git.env import KEPT_GIT_VARS as KEPT_GIT_VARS
+from tidegate.git.env import scrubbed_env as scrubbed_env
 
 CORE_SETTINGS = r"^core\.(ignorecase|precomposeunicode|autocrlf|eol)$"
 """The settings ``Git.core_settings`` reads: path folding (candidate builds) and line-ending

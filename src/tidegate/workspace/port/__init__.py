@@ -41,8 +41,8 @@ from pathlib import Path, PurePosixPath
 
 from tidegate.workspace.confine import PathRefused, Resolved, RootHandle, check_relative
 from tidegate.workspace.ignores import GitView, git_view
-from tidegate.workspace.port_commit import Committer, RootLock
-from tidegate.workspace.port_errors import (
+from tidegate.workspace.port.commit import Committer, RootLock
+from tidegate.workspace.port.errors import (
     BadQuery,
     EditNotApplicable,
     NotADirectory,
@@ -54,9 +54,9 @@ from tidegate.workspace.port_errors import (
     TooLarge,
     WorkspaceError,
 )
-from tidegate.workspace.port_paths import mutable
-from tidegate.workspace.port_read import read_file
-from tidegate.workspace.port_results import (
+from tidegate.workspace.port.paths import mutable
+from tidegate.workspace.port.read import read_file
+from tidegate.workspace.port.results import (
     MUST_NOT_EXIST,
     GrepMatch,
     GrepResult,
@@ -67,7 +67,7 @@ from tidegate.workspace.port_results import (
     ReadResult,
     WorkspaceLimits,
 )
-from tidegate.workspace.port_search import Search
+from tidegate.workspace.port.search import Search
 from tidegate.workspace.secret_files import SecretFiles
 from tidegate.workspace.states import EntryState
 

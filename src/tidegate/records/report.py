@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Literal
 
-from tidegate.checked import Checked
-from tidegate.pathtext import b64_bytes, utf8_text
+from tidegate.records.checked import Checked
+from tidegate.text.paths import b64_bytes, utf8_text
 
 Status = Literal["succeeded", "failed", "conflict", "paused"]
 """``paused``: stopped at a checkpoint (Ctrl-C); ``tidegate resume RUN_ID`` continues it."""

@@ -24,11 +24,11 @@ from tidegate.workspace.confine import (
     check_relative,
 )
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED, GitView, IgnoreRules, load_ignores
-from tidegate.workspace.port_cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
-from tidegate.workspace.port_errors import BadQuery, NotADirectory, PathNotFound, SecretWithheld
-from tidegate.workspace.port_glob import compile_glob, file_filter
-from tidegate.workspace.port_paths import relative, resolve_existing
-from tidegate.workspace.port_results import (
+from tidegate.workspace.port.cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
+from tidegate.workspace.port.errors import BadQuery, NotADirectory, PathNotFound, SecretWithheld
+from tidegate.workspace.port.glob import compile_glob, file_filter
+from tidegate.workspace.port.paths import relative, resolve_existing
+from tidegate.workspace.port.results import (
     GrepMatch,
     GrepResult,
     ListEntry,

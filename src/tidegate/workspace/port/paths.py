@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 from tidegate.workspace.confine import PathRefused, Resolved, RootHandle
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
-from tidegate.workspace.port_errors import NotAFile, PathNotFound
+from tidegate.workspace.port.errors import NotAFile, PathNotFound
 
 MAX_ATTEMPTS = 16
 """How often an operation retries a path that keeps being swapped under it."""

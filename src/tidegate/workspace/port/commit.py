@@ -34,7 +34,7 @@ from tidegate.workspace.confine import (
 )
 from tidegate.workspace.fs import creation_mode
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
-from tidegate.workspace.port_errors import (
+from tidegate.workspace.port.errors import (
     BadQuery,
     EditNotApplicable,
     NotADirectory,
@@ -43,9 +43,9 @@ from tidegate.workspace.port_errors import (
     StalePrecondition,
     TooLarge,
 )
-from tidegate.workspace.port_paths import MAX_ATTEMPTS, mutable
-from tidegate.workspace.port_policy import check_config_change, read_current
-from tidegate.workspace.port_results import (
+from tidegate.workspace.port.paths import MAX_ATTEMPTS, mutable
+from tidegate.workspace.port.policy import check_config_change, read_current
+from tidegate.workspace.port.results import (
     MUST_NOT_EXIST,
     Mutation,
     Precondition,

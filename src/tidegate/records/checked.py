@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, dataclass_transform
 
-from tidegate.jsontext import parse_json
+from tidegate.text.jsonparse import parse_json
 
 Loc = tuple[str | int, ...]
 

@@ -20,7 +20,7 @@ directory descriptor, so nothing planted sends a write elsewhere:
 
 A name that is a symlink or not the kind of file it must be is refused with
 ``WriteRefused``: one line naming the path, exit 2. The fault point ``write.half_written``
-(``tidegate.faults``) kills the process halfway through ``replace_file``'s temporary file.
+(``tidegate.disk.faults``) kills the process halfway through ``replace_file``'s temporary file.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from tidegate.disk.faults import maybe_crash
 from tidegate.errors import UsageError
-from tidegate.faults import maybe_crash
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -42,10 +42,10 @@ from mcp_types import CallToolResult, TextContent
 from mcp_types import Tool as MCPTool
 
 from tidegate.errors import PersistenceError
-from tidegate.mcp_change import DESCRIPTION as CHANGE_DESCRIPTION
-from tidegate.mcp_change import NAME as CHANGE_NAME
-from tidegate.mcp_change import SCHEMA as CHANGE_SCHEMA
-from tidegate.mcp_change import ChangeTool
+from tidegate.mcp.change import DESCRIPTION as CHANGE_DESCRIPTION
+from tidegate.mcp.change import NAME as CHANGE_NAME
+from tidegate.mcp.change import SCHEMA as CHANGE_SCHEMA
+from tidegate.mcp.change import ChangeTool
 from tidegate.tools.calls import ToolCall, ToolError, ToolOutcomeUnknown, ToolResult
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.recording import ToolRun
@@ -92,7 +92,7 @@ class ToolServer(MCPServer[Any]):
         self._lock = anyio.Lock()
         self._ids = itertools.count(1)
         self.change = change
-        """``change_propose`` (tidegate.mcp_change), when the workspace is a repository."""
+        """``change_propose`` (tidegate.mcp.change), when the workspace is a repository."""
 
     async def list_tools(self) -> list[MCPTool]:
         return [

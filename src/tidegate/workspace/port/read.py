@@ -12,15 +12,15 @@ import stat
 
 from tidegate.workspace.confine import FILE_READ_FLAGS, PathRefused, Resolved, RootHandle
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
-from tidegate.workspace.port_errors import (
+from tidegate.workspace.port.errors import (
     BadQuery,
     NotAFile,
     NotUtf8,
     PathNotFound,
     SecretWithheld,
 )
-from tidegate.workspace.port_paths import MAX_ATTEMPTS, relative, resolve_existing
-from tidegate.workspace.port_results import ReadResult, WorkspaceLimits
+from tidegate.workspace.port.paths import MAX_ATTEMPTS, relative, resolve_existing
+from tidegate.workspace.port.results import ReadResult, WorkspaceLimits
 from tidegate.workspace.secret_files import SecretFiles
 
 _LINE_PIECE = 1 << 20

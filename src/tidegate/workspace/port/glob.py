@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
-from tidegate.workspace.port_errors import BadQuery
+from tidegate.workspace.port.errors import BadQuery
 
 
 def compile_glob(pattern: str, max_depth: int) -> tuple[Callable[[str], bool], PurePosixPath, int]:

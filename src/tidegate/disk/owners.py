@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tidegate.numtext import whole_number
+from tidegate.text.numbers import whole_number
 
 _UNKNOWN = "unknown"
 SANDBOX_PREFIX = "tidegate-sandbox-"

@@ -289,8 +289,8 @@ def profile(repo: Path, repeat: int, shadows: Path) -> dict[str, Any]:
     os.environ["TMPDIR"] = str(shadows)
     tempfile.tempdir = None  # re-read TMPDIR: tidegate puts its shadow under the temp dir
 
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
+    from tidegate.records.request import RunRequest
 
     totals: list[float] = []
     steps: dict[str, list[float]] = defaultdict(list)

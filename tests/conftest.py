@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tidegate.flow.pipeline import PhaseObserver
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.records.modes import Mode
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"

@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import Repo, requires_containment
 from tidegate.agents.contracts import load_contract, parse_contract
 from tidegate.agents.launch import AgentEndpoint
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.planners.agent import AgentPlanner
+from tidegate.records.request import RunRequest
 
 FAILING = (
     "echo 'Error: Cannot find module @openai/codex-linux-x64' >&2; "

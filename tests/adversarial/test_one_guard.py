@@ -21,7 +21,8 @@ from tests.conftest import Repo, requires_containment
 from tidegate.exec.containment import host_launch, launch, policy_for
 from tidegate.exec.guard import Clearance, GuardRefused, Origin, admit, least_trusted
 from tidegate.exec.runner import run_command, shell_argv
-from tidegate.flow.request import RunRequest, verify_clearance
+from tidegate.flow.request import verify_clearance
+from tidegate.records.request import RunRequest
 
 NO_BWRAP = "/nonexistent/bwrap"
 UNTRUSTED = [o for o in Origin if o is not Origin.USER]

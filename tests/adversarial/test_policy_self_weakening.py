@@ -17,9 +17,9 @@ import pytest
 
 from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
 from tidegate.store import StoreRecorder, open_run_store
 from tidegate.tools.calls import ToolOutcomeUnknown
 from tidegate.tools.policy import ApprovalProfile

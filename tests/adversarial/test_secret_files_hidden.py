@@ -188,9 +188,9 @@ def test_the_model_planner_never_gets_the_content(ws: Repo) -> None:
     it: the repair request must not quote the file's nearest lines back."""
     from tests.conformance._agent import answer, scripted, turn
     from tests.conformance._agent import call as model_call
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners.model import ModelPlanner
+    from tidegate.records.request import RunRequest
 
     def block(path: str, old: str, new: str) -> str:
         return f"{path}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n"

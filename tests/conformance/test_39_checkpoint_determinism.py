@@ -43,7 +43,7 @@ def adapters_fixture(committed_repo: Repo) -> Any:
         approval_profile=ApprovalProfile.BALANCED,
     )
     with ToolExecutor(context) as ex:
-        yield dict(ex.registry.adapters)
+        yield dict(ex.adapters)
 
 
 def _registry(adapters: Mapping[str, ToolAdapter], rng: random.Random | None) -> ToolRegistry:

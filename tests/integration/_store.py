@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Repo
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
 from tidegate.store import RunStore, StoreFaults, StoreRecorder, open_run_store, read_run_store
 from tidegate.workspace.repo import discover
 

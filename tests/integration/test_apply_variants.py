@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import Repo, git
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
 
 LINES = "".join(f"line {i}\n" for i in range(1, 11))
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import Repo, git, tidegate_cli
 from tidegate.errors import NotARepositoryError, UsageError
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
+from tidegate.records.request import RunRequest
 
 OBJECTIVE = "edit-file: a.txt\nreplace: alpha\nwith: beta\n"
 

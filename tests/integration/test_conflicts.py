@@ -17,10 +17,10 @@ import subprocess
 from collections.abc import Callable
 
 from tests.conftest import Repo, requires_containment, tidegate_cli
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.records.modes import Phase
 from tidegate.records.report import FlowReport, PhaseEvent
+from tidegate.records.request import RunRequest
 
 LINES = "".join(f"line {i}\n" for i in range(1, 11))
 AI_EDIT = "edit-file: f.txt\nreplace: line 8\nwith: line 8 (tidegate)\n"

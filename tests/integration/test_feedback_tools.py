@@ -14,8 +14,8 @@ import pytest
 from tidegate.errors import ErrorClass
 from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
-from tidegate.feedback.classify import Diagnosis, diagnose
-from tidegate.feedback.diagnostics import Diagnostic
+from tidegate.feedback.classify import diagnose
+from tidegate.feedback.diagnostics import Diagnosis, Diagnostic
 
 PY = shlex.quote(sys.executable)
 PYTEST = f"{PY} -m pytest -p no:cacheprovider -p no:hypothesispytest"

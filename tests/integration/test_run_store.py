@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo, tidegate_cli
-from tidegate.store.redact import redact
+from tidegate.text.sanitize import redact
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 

@@ -13,9 +13,9 @@ from typing import Any, Literal
 import pytest
 
 from tidegate.config import TidegateConfig
-from tidegate.flow.request import RunRequest
 from tidegate.records.checked import Checked, CheckError, spec
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
 
 
 class Colour(StrEnum):

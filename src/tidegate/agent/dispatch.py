@@ -57,6 +57,7 @@ from tidegate.agent.sub_result import (
     dispatch_result,
     error_result,
 )
+from tidegate.agent.sub_session import SubTask, run_sub_session
 from tidegate.errors import CapabilityMismatch, GitError, PersistenceError, UsageError
 from tidegate.models.ports import ModelPort
 from tidegate.models.pricing import ModelPricing
@@ -307,13 +308,18 @@ class SubAgentDispatch:
             why = f"a sub-agent needs the workspace to be a git work tree with a commit: {exc}"
             return self._refuse(session, call, "no_isolation", why, started)
         self.last = {**(self.last or {}), "workspace": ws.workdir}
-        from tidegate.agent.sub_session import run_sub_session
-
         usage = session.guards.state.usage
         wall_before = usage.wall_seconds
         try:
+            sub_task = SubTask(
+                goal=args.task,
+                max_steps=args.max_steps,
+                model=self.settings.model,
+                pricing=self.settings.pricing,
+                session_tools=SubAgentDispatch(self.settings, depth=self.depth + 1).tools(),
+            )
             outcome, sub = run_sub_session(
-                self, session, call, args, profile, read_only, ws.workdir, scratch
+                sub_task, session, call, profile, read_only, ws.workdir, scratch
             )
         except (UsageError, CapabilityMismatch) as exc:
             return self._refuse(session, call, "sub_agent_unavailable", str(exc), started)

@@ -33,40 +33,51 @@ from tidegate.tools.executor import ToolExecutor
 from tidegate.workspace.port import WorkspacePort
 
 if TYPE_CHECKING:
-    from tidegate.agent.dispatch import DispatchInput, SubAgentDispatch
+    from tidegate.agent.session import SessionTool
     from tidegate.agent.sub_profile import FilteredProfile
+    from tidegate.models.ports import ModelPort
+    from tidegate.models.pricing import ModelPricing
+
+
+@dataclasses.dataclass(frozen=True)
+class SubTask:
+    """What the dispatcher hands a sub-session: the goal, its step cap, the model and
+    pricing it runs on (None: the parent's), and the dispatch tools it may use itself
+    (one level deeper)."""
+
+    goal: str
+    max_steps: int | None
+    model: ModelPort | None
+    pricing: ModelPricing | None
+    session_tools: tuple[SessionTool, ...]
 
 
 def run_sub_session(
-    dispatch: SubAgentDispatch,
+    sub_task: SubTask,
     parent: AgentSession,
     call: HostCall,
-    args: DispatchInput,
     profile: FilteredProfile,
     read_only: bool,
     workdir: Path,
     scratch: Path,
 ) -> tuple[LoopOutcome, AgentSession]:
     """Run the sub-agent's loop to its end; its executor is closed before this returns."""
-    from tidegate.agent.dispatch import SubAgentDispatch
-
     (scratch / "spill").mkdir(exist_ok=True)
     (scratch / "plans").mkdir(exist_ok=True)
     context = _context(parent, workdir, scratch, read_only)
     adapters = {t: a for t, a in default_adapters(context).items() if t in profile.kept}
-    child = SubAgentDispatch(dispatch.settings, depth=dispatch.depth + 1)
     with ToolExecutor(context, adapters=adapters) as executor:
         limits = parent.guards.limits
-        if args.max_steps is not None:
+        if sub_task.max_steps is not None:
             usage = parent.guards.state.usage
-            cap = usage.steps + args.max_steps
+            cap = usage.steps + sub_task.max_steps
             if limits.budget.max_steps is not None:
                 cap = min(cap, limits.budget.max_steps)
             limits = limits.model_copy(
                 update={"budget": limits.budget.model_copy(update={"max_steps": cap})}
             )
-        model = dispatch.settings.model or parent.model
-        pricing = parent.pricing if dispatch.settings.model is None else dispatch.settings.pricing
+        model = sub_task.model or parent.model
+        pricing = parent.pricing if sub_task.model is None else sub_task.pricing
         active = set(executor.registry.active)
         sub = AgentSession.start(
             model=model,
@@ -80,7 +91,7 @@ def run_sub_session(
             task=RunTask(
                 task_id=_task_id(parent, call),
                 workspace_root=str(workdir),
-                goal=args.task,
+                goal=sub_task.goal,
                 mode=Mode.REVIEW if read_only else parent.task.mode,
             ),
             options=SessionOptions(
@@ -97,7 +108,7 @@ def run_sub_session(
             recorder=parent.recorder,
             pricing=pricing,
             guards=LoopGuards(limits, GuardState(usage=parent.guards.state.usage)),
-            session_tools=child.tools(),
+            session_tools=sub_task.session_tools,
         )
         return run_loop(sub), sub
 

@@ -29,8 +29,7 @@ from tidegate.cli.runcmd import (
     progress_observer,
     terminate,
 )
-from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.records.modes import Mode
+from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.sanitize import sanitize
 
 # The engine, the store's writing side, rich, the model SDKs and the command groups are

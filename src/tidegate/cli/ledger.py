@@ -16,7 +16,7 @@ import typer
 
 from tidegate.cli.output import dump_json
 from tidegate.errors import UsageError
-from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S
+from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S
 from tidegate.text.sanitize import sanitize
 
 if TYPE_CHECKING:

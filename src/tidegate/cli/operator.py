@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 
-from tidegate.cli.groups import OPERATOR_REVIEW
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the view as one JSON object.")]
 Topology = Annotated[str, typer.Argument(help="single-process (ray: the gym only).")]
@@ -49,7 +48,10 @@ engineer_app = _app("engineer", "One bounded, verified engineer action; its audi
 meeting_app = _app("meeting", "Capture meeting decisions and goals; read the latest meeting.")
 goals_app = _app("goal-curation", "Curate the goal register; read it.")
 improvement_app = _app("improvement-curation", "Approve or defer review proposals; read them.")
-review_records_app = _app(OPERATOR_REVIEW, "Review records: run a review and persist it; read it.")
+review_records_app = _app(
+    "review-records",  # cli.groups.OPERATOR_REVIEW: where `tidegate review run|read` go
+    "Review records: run a review and persist it; read it.",
+)
 
 
 def operator_apps() -> list[typer.Typer]:

@@ -224,9 +224,9 @@ def run_command(
 ) -> int:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render it;
     the exit code."""
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
+    from tidegate.records.request import RunRequest
     from tidegate.store import StoreRecorder
 
     text, base, source = objective_text(objective, objective_file, required=mode is not Mode.REVIEW)

@@ -27,9 +27,14 @@ from __future__ import annotations
 import errno
 import os
 import signal
+from collections.abc import Callable
 
 ENV = "TIDEGATE_FAULT"
 RUN_ENV = "TIDEGATE_FAULT_RUN"
+
+run_command: Callable[[str], None] | None = None
+"""How a ``=run`` fault runs its command: set by ``tidegate.exec.runner`` when it loads
+(the one runner; this module sits below it and starts nothing itself)."""
 
 
 def maybe_crash(point: str, count: int = 1) -> None:
@@ -46,7 +51,9 @@ def _trigger(point: str, kind: str) -> None:
     elif kind == "term":
         os.kill(os.getpid(), signal.SIGTERM)
     elif kind == "run":
-        _run_fault_command(os.environ.get(RUN_ENV, "true"))
+        if run_command is None:
+            raise RuntimeError(f"{ENV}: =run at {point}, but tidegate.exec.runner is not loaded")
+        run_command(os.environ.get(RUN_ENV, "true"))
     else:
         code = getattr(errno, kind, None)
         if not isinstance(code, int):
@@ -64,22 +71,3 @@ def maybe_fail(point: str) -> None:
         if not kind:
             raise OSError(errno.EIO, f"injected fault at {point}")
         _trigger(point, kind)
-
-
-def _run_fault_command(command: str) -> None:
-    """The crash tests' ``=run`` command, set by whoever runs tidegate (the test): through
-    the one runner, in this process's working directory, as the user's own command."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from tidegate.exec.guard import Clearance
-    from tidegate.exec.runner import run_command, shell_argv
-
-    spill = Path(tempfile.mkdtemp(prefix="tidegate-fault-"))
-    try:
-        run_command(
-            shell_argv(command), Path.cwd(), 600, spill, label="fault", clearance=Clearance.user()
-        )
-    finally:
-        shutil.rmtree(spill, ignore_errors=True)

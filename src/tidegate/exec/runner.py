@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
 
+from tidegate.disk import faults
+from tidegate.disk.linksafe import fresh_file
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
 from tidegate.exec.environment import command_environment, without_secrets
@@ -263,8 +265,6 @@ def _spill(path: Path) -> BinaryIO:
     """A fresh spill file: whatever was left or planted at its name (a symlink, a hard
     link to a file elsewhere, a FIFO) is unlinked, never written through, and a new file
     is created with O_EXCL in a directory opened without following a link."""
-    from tidegate.disk.linksafe import fresh_file
-
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         fd = fresh_file(dir_fd, path.name, shown=path)
@@ -386,3 +386,22 @@ def _kill_group(pgid: int) -> None:
     """Kill what is left of the command's process group (children that outlived it too)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _fault_command(command: str) -> None:
+    """The crash tests' ``=run`` fault (``tidegate.disk.faults``): the command set by whoever
+    runs tidegate (the test), through this runner, in this process's working directory, as
+    the user's own command."""
+    import shutil
+    import tempfile
+
+    spill = Path(tempfile.mkdtemp(prefix="tidegate-fault-"))
+    try:
+        run_command(
+            shell_argv(command), Path.cwd(), 600, spill, label="fault", clearance=Clearance.user()
+        )
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+faults.run_command = _fault_command

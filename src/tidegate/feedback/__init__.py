@@ -7,8 +7,8 @@
 - :mod:`.shrink`: :func:`build_feedback`, noise removal, excerpts, the token estimate.
 """
 
-from tidegate.feedback.classify import Diagnosis, classify, diagnose, file_reader
-from tidegate.feedback.diagnostics import Diagnostic, ParseContext
+from tidegate.feedback.classify import classify, diagnose, file_reader
+from tidegate.feedback.diagnostics import Diagnosis, Diagnostic, ParseContext
 from tidegate.feedback.shrink import build_feedback, clean_output, estimate_tokens, render_excerpt
 
 __all__ = [

@@ -39,12 +39,11 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.errors import ErrorClass
 from tidegate.exec.runner import CommandResult
-from tidegate.feedback.diagnostics import Diagnostic, ParseContext, clean_text
+from tidegate.feedback.diagnostics import Diagnosis, Diagnostic, ParseContext, clean_text
 from tidegate.feedback.parsers import parse_output
 from tidegate.feedback.shrink import (
     DEFAULT_BUDGET_TOKENS,
@@ -56,29 +55,6 @@ from tidegate.feedback.shrink import (
 
 MAX_LOCATIONS = 10
 _MAX_READ = 2 * 1024 * 1024
-
-
-@dataclass
-class Diagnosis:
-    error_class: ErrorClass
-    summary: str
-    failing_tests: list[str] = field(default_factory=list)
-    locations: list[str] = field(default_factory=list)
-    """``path:line: message`` of the first error locations."""
-    feedback: str = ""
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)
-    """The tools whose output was recognised, in order of first diagnostic."""
-    files_involved: list[str] = field(default_factory=list)
-    """Project files the diagnostics name (relative to the shadow root), most relevant
-    first: what the next attempt's context can be narrowed to."""
-    command: str = ""
-    exit_code: int | None = None
-    timed_out: bool = False
-    output: str = ""
-    """The output's tail with the noise removed."""
-    rule: str = ""
-    """Which classification rule decided (see the module docstring)."""
 
 
 def classify(

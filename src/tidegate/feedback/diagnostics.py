@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -159,3 +159,26 @@ def normalise_newlines(text: str) -> str:
 def clean_text(text: str) -> str:
     """Output as parsers see it: no terminal escapes, ``\\n`` line ends."""
     return normalise_newlines(strip_ansi(text))
+
+
+@dataclass
+class Diagnosis:
+    error_class: ErrorClass
+    summary: str
+    failing_tests: list[str] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)
+    """``path:line: message`` of the first error locations."""
+    feedback: str = ""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    """The tools whose output was recognised, in order of first diagnostic."""
+    files_involved: list[str] = field(default_factory=list)
+    """Project files the diagnostics name (relative to the shadow root), most relevant
+    first: what the next attempt's context can be narrowed to."""
+    command: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    output: str = ""
+    """The output's tail with the noise removed."""
+    rule: str = ""
+    """Which classification rule decided (see the module docstring)."""

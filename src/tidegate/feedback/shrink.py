@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from tidegate.feedback.diagnostics import Diagnostic, ParseContext
 
 if TYPE_CHECKING:
-    from tidegate.feedback.classify import Diagnosis
+    from tidegate.feedback.diagnostics import Diagnosis
 
 ReadFile = Callable[[str], bytes | None]
 """Reads a file by its path relative to the shadow root; None when it cannot."""

@@ -11,8 +11,8 @@ import hashlib
 import json
 
 from tidegate.config import CONFIG_PYPROJECT, LoadedConfig
-from tidegate.flow.request import RunRequest
 from tidegate.records.report import EffectivePolicyOut, PolicySource
+from tidegate.records.request import RunRequest
 
 ALWAYS_REFUSED = (
     ".git/** (any .git component)",

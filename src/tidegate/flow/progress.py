@@ -38,11 +38,11 @@ from tidegate.config import TidegateConfig
 from tidegate.errors import ErrorClass, PhaseError, UsageError
 from tidegate.exec.runner import CommandResult
 from tidegate.flow.pipeline import ResumePoint
-from tidegate.flow.request import RunRequest
 from tidegate.flow.state import RunState
 from tidegate.planners.objective import parse_objective
 from tidegate.records.proposal import ContentCheck, FileEdit, Finding, Plan, Proposal
 from tidegate.records.report import AppliedFile, AttemptEvent, ContainmentOut, PhaseEvent
+from tidegate.records.request import RunRequest
 from tidegate.text.floats import decode_floats, encode_floats
 from tidegate.workspace.changes import diff_trees
 from tidegate.workspace.loose import write_blob
@@ -413,7 +413,7 @@ def restore(state: RunState, saved: Mapping[str, Any], blobs: RunBlobs) -> Resto
 
 
 def _restore_attempt(state: RunState, saved: Mapping[str, Any], blobs: RunBlobs) -> None:
-    from tidegate.feedback.classify import Diagnosis
+    from tidegate.feedback.diagnostics import Diagnosis
     from tidegate.flow.state import AttemptState
 
     attempt = AttemptState(int(saved["number"]))

@@ -23,7 +23,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ from tidegate.flow.progress import (
     planner_inputs_sha256,
     restore,
 )
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import (
     Driver,
     closing_notes,
@@ -51,6 +49,8 @@ from tidegate.flow.transaction import (
 )
 from tidegate.planners import planner_for
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
+from tidegate.records.resume import ResumeTicket
 from tidegate.text.floats import decode_floats
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS
@@ -60,19 +60,6 @@ from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import ShadowWorktree, make_scratch, remove_stale_shadows
 from tidegate.workspace.snapshot import T0Snapshot
-
-
-@dataclass(frozen=True)
-class ResumeTicket:
-    """A verified checkpoint to resume from."""
-
-    run_id: str
-    task_id: str
-    status: str
-    """``paused`` or ``interrupted``."""
-    checkpoint_seq: int
-    checkpoint_hash: str
-    state: Mapping[str, Any]
 
 
 class ResumeRefused(UsageError):

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from tidegate.config import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
-from tidegate.flow.request import RunRequest
 from tidegate.records.proposal import Finding, Plan, Planner, Proposal
 from tidegate.records.report import (
     AppliedFile,
@@ -18,6 +17,7 @@ from tidegate.records.report import (
     ContainmentOut,
     EffectivePolicyOut,
 )
+from tidegate.records.request import RunRequest
 from tidegate.validate.shapes import why_missing
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.fidelity import Fidelity
@@ -27,7 +27,7 @@ from tidegate.workspace.shadow import ShadowWorktree
 from tidegate.workspace.snapshot import T0Snapshot
 
 if TYPE_CHECKING:
-    from tidegate.feedback.classify import Diagnosis
+    from tidegate.feedback.diagnostics import Diagnosis
 
 
 class ShadowTreeView:

@@ -60,7 +60,7 @@ from tidegate.flow.progress import (
     planner_inputs_sha256,
     request_bytes,
 )
-from tidegate.flow.request import RunRequest, verify_clearance
+from tidegate.flow.request import verify_clearance
 from tidegate.flow.state import AttemptState, RunState
 from tidegate.git import Git
 from tidegate.planners import Planner, planner_for
@@ -73,6 +73,7 @@ from tidegate.records.report import (
     PhaseEvent,
     VerifyOut,
 )
+from tidegate.records.request import RunRequest
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS

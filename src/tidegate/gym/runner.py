@@ -152,10 +152,10 @@ def _make_run_dir(gym_root: Path, scenario_id: str, name: str, records: str) -> 
 def _engine(
     scenario: Scenario, repo: Path, run_dir: Path, who: Contestant, approval: str | None
 ) -> tuple[Any, Any, Any]:
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
     from tidegate.records.modes import Mode
+    from tidegate.records.request import RunRequest
     from tidegate.store import StoreRecorder, open_run_store
 
     request = RunRequest(

@@ -308,11 +308,11 @@ def run_instance(
 ) -> dict[str, Any]:
     """One instance through the engine. The instance's tests and patches are benchmark
     code: contained, or run uncontained only with the user's ``approval``."""
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners.given import GivenProposalPlanner
     from tidegate.records.modes import Mode
     from tidegate.records.proposal import Proposal
+    from tidegate.records.request import RunRequest
     from tidegate.store import StoreRecorder, open_run_store
 
     scratch = Path(tempfile.mkdtemp(prefix="tidegate-swe-"))

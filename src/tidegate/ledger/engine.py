@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tidegate.errors import ErrorClass, UsageError
 from tidegate.flow.pipeline import PhaseObserver
-from tidegate.flow.request import DEFAULT_VERIFY_TIMEOUT_S, RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.ledger.atomic import TaskLock
 from tidegate.ledger.errors import TransitionRefused
@@ -29,7 +28,9 @@ from tidegate.ledger.taskdir import Task, load_task, now, save_task
 from tidegate.ledger.transitions import Change, block, claim, done, record, requeue
 from tidegate.planners import planner_for
 from tidegate.planners.objective import parse_objective
+from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S
 from tidegate.records.report import FlowReport
+from tidegate.records.request import RunRequest
 from tidegate.store import StoreRecorder, open_run_store
 from tidegate.workspace.repo import discover
 

@@ -77,11 +77,11 @@ class ChangeTool:
         return None
 
     def _run(self, arguments: dict[str, Any]) -> Any:
-        from tidegate.flow.request import RunRequest
         from tidegate.flow.transaction import execute
         from tidegate.planners.given import GivenProposalPlanner
         from tidegate.records.modes import Mode
         from tidegate.records.proposal import Proposal
+        from tidegate.records.request import RunRequest
         from tidegate.store import StoreRecorder, open_run_store
 
         proposal = Proposal(

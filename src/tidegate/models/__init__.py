@@ -41,7 +41,6 @@ from tidegate.models.events import (
     Usage,
     UsageReported,
     check_order,
-    complete,
     final_response,
 )
 from tidegate.models.messages import (
@@ -54,12 +53,12 @@ from tidegate.models.messages import (
     UserMessage,
 )
 from tidegate.models.network import FORBID_ENV
-from tidegate.models.ports import ModelIdentity, ModelPort
+from tidegate.models.ports import ModelIdentity, ModelPort, complete, context_fit
 from tidegate.models.pricing import ModelPricing, Price
 from tidegate.models.retry import RetryPolicy
 from tidegate.models.scripted import ScriptedModel
 from tidegate.models.settings import resolve_model, resolve_pricing
-from tidegate.models.tokens import ContextFit, TokenCount, TokenCounter, context_fit
+from tidegate.models.tokens import ContextFit, TokenCount, TokenCounter
 
 __all__ = [
     "FORBID_ENV",

@@ -63,7 +63,7 @@ class Scrubber:
 
     def __call__(self, text: str) -> str:
         # Imported here: only error paths need it, and tidegate.store is heavy to load.
-        from tidegate.store.redact import redact
+        from tidegate.text.sanitize import redact
 
         for secret in self._secrets:
             text = text.replace(secret, "[REDACTED]")

@@ -19,7 +19,6 @@ adapters (and the scripted double) obey the same order and the same checks.
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,8 +29,7 @@ from tidegate.models.messages import AssistantMessage, ToolCall
 from tidegate.text.jsonparse import parse_json
 
 if TYPE_CHECKING:
-    from tidegate.models.envelope import ModelRequest
-    from tidegate.models.ports import ModelPort
+    pass
 
 
 class StopReason(StrEnum):
@@ -262,13 +260,6 @@ class StreamAssembler:
     def _synthetic_id(self, index: int) -> str:
         digest = hashlib.sha256(f"{self._id_seed}#{index}".encode()).hexdigest()
         return f"call_tg{digest[:24]}"
-
-
-def complete(
-    model: ModelPort, request: ModelRequest, cancel: threading.Event | None = None
-) -> ModelResponse:
-    """Run one request to the end and return the response (the ``Finished`` event's)."""
-    return final_response(model.stream(request, cancel))
 
 
 def final_response(events: Iterable[ModelEvent]) -> ModelResponse:

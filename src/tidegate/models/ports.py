@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from tidegate.models.events import ModelEvent, ModelResponse, final_response
 from tidegate.models.messages import canonical_json
+from tidegate.models.tokens import ContextFit, TokenCount, count_request
 
 if TYPE_CHECKING:
     from tidegate.models.envelope import ModelRequest
-    from tidegate.models.events import ModelEvent
-    from tidegate.models.tokens import TokenCount
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,21 @@ class ModelPort(Protocol):
     def close(self) -> None:
         """Release connections. The port is unusable afterwards."""
         ...
+
+
+def complete(
+    model: ModelPort, request: ModelRequest, cancel: threading.Event | None = None
+) -> ModelResponse:
+    """Run one request to the end and return the response (the ``Finished`` event's)."""
+    return final_response(model.stream(request, cancel))
+
+
+def context_fit(model: ModelPort, request: ModelRequest) -> ContextFit:
+    """Check a request against ``model`` before sending it, so an oversized context can be
+    checkpointed and compacted without spending a provider round trip on the refusal."""
+    identity = model.identity
+    return ContextFit(
+        count_request(model.count_tokens, request),
+        min(request.max_output_tokens, identity.max_output_tokens),
+        identity.context_window,
+    )

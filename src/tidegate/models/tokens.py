@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     import tiktoken
 
     from tidegate.models.envelope import ModelRequest
-    from tidegate.models.ports import ModelPort
 
 ESTIMATE_METHOD = "estimate:utf8-bytes/3"
 _BYTES_PER_TOKEN = 3
@@ -159,14 +158,3 @@ class ContextFit:
     def excess(self) -> int:
         """Tokens to remove (by compaction) before the request fits; 0 when it does."""
         return max(0, self.needed - self.context_window)
-
-
-def context_fit(model: ModelPort, request: ModelRequest) -> ContextFit:
-    """Check a request against ``model`` before sending it, so an oversized context can be
-    checkpointed and compacted without spending a provider round trip on the refusal."""
-    identity = model.identity
-    return ContextFit(
-        count_request(model.count_tokens, request),
-        min(request.max_output_tokens, identity.max_output_tokens),
-        identity.context_window,
-    )

@@ -62,10 +62,10 @@ def run_engine(
 ) -> tuple[Any, str]:
     """Run the engine; returns its FlowReport (recorded in the state root's run store) and
     the implementation that served it."""
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
     from tidegate.records.modes import Mode
+    from tidegate.records.request import RunRequest
     from tidegate.store import StoreRecorder, open_run_store
 
     request = RunRequest(

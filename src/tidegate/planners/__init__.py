@@ -24,7 +24,7 @@ from tidegate.records.proposal import (
 if TYPE_CHECKING:
     from tidegate.agent.dispatch import DispatchSettings
     from tidegate.config import TidegateConfig
-    from tidegate.flow.request import RunRequest
+    from tidegate.records.request import RunRequest
 
 
 def make_planner(

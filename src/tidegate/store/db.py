@@ -40,7 +40,7 @@ from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.faults import StoreFaults
 from tidegate.store.group import GroupCommit, QueuedWrite
 from tidegate.store.holder import ProcessIdentity
-from tidegate.store.redact import Redactor, redact_value
+from tidegate.store.redact import Redactor
 from tidegate.store.rows import (
     ATTEMPT_COLUMNS,
     RESUMABLE,
@@ -64,6 +64,7 @@ from tidegate.store.writes import (
     redacted_report,
     upsert_report,
 )
+from tidegate.text.sanitize import redact_value
 
 if TYPE_CHECKING:  # the report model (pydantic) is loaded only by code that uses it
     from tidegate.records.report import FlowReport

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidegate.errors import UsageError
-from tidegate.flow.resume import ResumeTicket
 from tidegate.records.report import FlowReport
+from tidegate.records.resume import ResumeTicket
 from tidegate.store.checkpoints import Checkpoint, verify_committed
 from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.db import RESUMABLE, TERMINAL, RunStart, RunStore

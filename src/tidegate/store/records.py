@@ -23,9 +23,9 @@ from typing import Any, Literal
 from tidegate.errors import UsageError
 from tidegate.store.canonical import canonical_json
 from tidegate.store.db import RunStore
-from tidegate.store.redact import redact_value
 from tidegate.store.trace import now_ms
 from tidegate.text.floats import decode_floats, encode_floats
+from tidegate.text.sanitize import redact_value
 
 RecordKind = Literal["memory", "evidence"]
 KINDS = ("memory", "evidence")

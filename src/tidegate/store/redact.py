@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from tidegate.store.canonical import canonical_json
 from tidegate.text.sanitize import OMITTED_REASONING, REDACTED, redact, redact_value
 
-__all__ = ["OMITTED_REASONING", "REDACTED", "Redactor", "redact", "redact_value"]
-
 _PLAIN, _SECRET, _REASONING = 0, 1, 2
 
 

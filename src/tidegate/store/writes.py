@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from tidegate.disk.faults import maybe_crash
 from tidegate.store.chain_rows import ChainTip, encode, tip_of
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal, seal_head
-from tidegate.store.redact import Redactor, redact_value
+from tidegate.store.redact import Redactor
 from tidegate.store.trace import TraceEvent, now_ms
+from tidegate.text.sanitize import redact_value
 
 if TYPE_CHECKING:
     from tidegate.records.report import FlowReport

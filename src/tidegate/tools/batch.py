@@ -24,12 +24,31 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tidegate.tools.calls import STOPPING, BatchResult, ToolCall, ToolOutcomeUnknown, ToolResult
+from tidegate.tools.catalog import ToolRegistry
+from tidegate.tools.context import ToolContext
 
-if TYPE_CHECKING:
-    from tidegate.tools.executor import ToolExecutor
+
+class ToolExecutor(Protocol):
+    """What a batch needs of ``tools.executor.ToolExecutor``."""
+
+    context: ToolContext
+    registry: ToolRegistry
+
+    @property
+    def calls_made(self) -> int: ...
+
+    def execute(self, call: ToolCall) -> ToolResult: ...
+
+    def skipped(self, call: ToolCall, reason: str) -> ToolResult: ...
+
+    def seen(self, call_id: str) -> bool: ...
+
+    def mark_seen(self, call_id: str) -> None: ...
+
+    def record(self, call: ToolCall, result: ToolResult) -> None: ...
 
 
 def precheck(executor: ToolExecutor, calls: Sequence[ToolCall]) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from tidegate.tools.effects import PROFILE, effect_metadata, sha256_json, validate_registry
 from tidegate.tools.policy import TaskMode
@@ -22,8 +22,14 @@ from tidegate.tools.schemas import artifact, catalog, command, external, git, pr
 from tidegate.tools.schemas import workspace as ws
 from tidegate.tools.schemas.base import ToolInput, ToolOutput, json_schema
 
-if TYPE_CHECKING:
-    from tidegate.tools.adapters.base import ToolAdapter
+
+class Labelled(Protocol):
+    """What the registry needs of an adapter (``tools.adapters.base.ToolAdapter``): its
+    label, shown beside the tool (None for the host's real adapters)."""
+
+    @property
+    def label(self) -> str | None: ...
+
 
 Capture = Literal["none", "target_path", "inventory"]
 """How the executor observes a call's workspace mutations, independently of the adapter:
@@ -267,7 +273,7 @@ class ToolRegistry:
     Validated against the effect profile when built and after every activation.
     """
 
-    adapters: Mapping[str, ToolAdapter]
+    adapters: Mapping[str, Labelled]
     mode: TaskMode = TaskMode.PATCH
     specs: Sequence[ToolSpec] = CATALOG
     activate_all: bool = False

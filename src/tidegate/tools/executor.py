@@ -47,6 +47,7 @@ from tidegate.exec.sessions import SessionSupervisor
 from tidegate.tools.adapters import default_adapters
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolAdapter, ToolFailure
 from tidegate.tools.arguments import ArgumentsRejected, argument_problem, parse_arguments
+from tidegate.tools.batch import precheck, run_batch
 from tidegate.tools.calls import (
     ApprovalRequest,
     BatchResult,
@@ -136,6 +137,7 @@ class ToolExecutor:
             if adapter.tool_id != tool:
                 raise ValueError(f"adapter for {adapter.tool_id} registered as {tool}")
             chosen[tool] = adapter
+        self.adapters: Mapping[str, ToolAdapter] = chosen
         self.registry = ToolRegistry(chosen, mode=context.mode, activate_all=activate_all)
         self.state_version = 0
         self.guard = StaleEditGuard(context.limits.stale_edit_limit)
@@ -205,13 +207,9 @@ class ToolExecutor:
         return result
 
     def execute_batch(self, calls: Sequence[ToolCall]) -> BatchResult:
-        from tidegate.tools.batch import run_batch
-
         return run_batch(self, calls)
 
     def precheck_batch(self, calls: Sequence[ToolCall]) -> str | None:
-        from tidegate.tools.batch import precheck
-
         return precheck(self, calls)
 
     def skipped(self, call: ToolCall, reason: str) -> ToolResult:
@@ -449,7 +447,7 @@ class ToolExecutor:
         approval: ApprovalEffect,
         started: float,
     ) -> ToolResult:
-        adapter = self.registry.adapters[spec.tool_id]
+        adapter = self.adapters[spec.tool_id]
         target = getattr(args, "path", None) if spec.capture == "target_path" else None
         try:
             before = self._before(spec, target)
@@ -569,7 +567,7 @@ class ToolExecutor:
         itself, past an overlay, so its effects come from inventories."""
         from tidegate.tools.adapters.command import CommandRun
 
-        adapter = self.registry.adapters[spec.tool_id]
+        adapter = self.adapters[spec.tool_id]
         return type(adapter) is CommandRun and adapter.label is None
 
     def _after(self, before: _Observation) -> tuple[list[WriteEffect], list[DerivedMutation]]:

@@ -18,10 +18,10 @@ from tidegate.agent.dispatch import (
     DispatchSettings,
     SubAgentDispatch,
 )
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.planners.model import ModelPlanner
 from tidegate.records.modes import Mode
+from tidegate.records.request import RunRequest
 from tidegate.store import StoreRecorder, open_run_store
 from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor

@@ -18,7 +18,6 @@ from tests.conformance._agent import answer, call, scripted, turn
 from tests.conftest import Repo
 from tests.unit.ledger.helpers import item, new_task
 from tidegate.agent import READ_ONLY_TOOLS, Budget
-from tidegate.flow.request import RunRequest
 from tidegate.flow.transaction import execute
 from tidegate.ledger import ItemStatus, RunOptions, run_next
 from tidegate.ledger.engine import model_objective
@@ -27,6 +26,7 @@ from tidegate.planners import planner_for
 from tidegate.planners.model import ModelPlanner, parse_change_set, parse_findings
 from tidegate.records.modes import Mode
 from tidegate.records.proposal import Finding
+from tidegate.records.request import RunRequest
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5, \"add(2, 3) should be 5\"'"
 

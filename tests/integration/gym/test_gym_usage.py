@@ -103,11 +103,11 @@ def test_the_shipped_scripted_model_reports_no_usage_so_it_is_unmeasured(
     """The demo's run (examples/calc with examples/calc-model.json) through the engine, as
     the gym runs a model contestant: its turns carry no ``usage``, so the counts would be
     tidegate's estimate, and a scripted model has no price."""
-    from tidegate.flow.request import RunRequest
     from tidegate.flow.transaction import execute
     from tidegate.gym.runner import planner_spend
     from tidegate.gym.scorecard import Unmeasured
     from tidegate.planners import planner_for
+    from tidegate.records.request import RunRequest
 
     repo = tmp_path / "calc"
     shutil.copytree(ROOT / "examples" / "calc", repo)

@@ -14,7 +14,8 @@ from pathlib import Path
 from tidegate.errors import ErrorClass
 from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
-from tidegate.feedback.classify import Diagnosis, diagnose, file_reader, signal_name
+from tidegate.feedback.classify import diagnose, file_reader, signal_name
+from tidegate.feedback.diagnostics import Diagnosis
 
 PY = shlex.quote(sys.executable)
 

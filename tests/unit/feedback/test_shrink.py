@@ -11,8 +11,8 @@ import pytest
 from tidegate.errors import ErrorClass
 from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
-from tidegate.feedback.classify import Diagnosis, diagnose, file_reader
-from tidegate.feedback.diagnostics import ParseContext, clean_text
+from tidegate.feedback.classify import diagnose, file_reader
+from tidegate.feedback.diagnostics import Diagnosis, ParseContext, clean_text
 from tidegate.feedback.shrink import (
     build_feedback,
     clean_output,

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from tidegate.store.canonical import NotCanonical, canonical_json, value_digest
-from tidegate.store.redact import OMITTED_REASONING, REDACTED, redact_value
 from tidegate.text.floats import decode_floats, encode_floats
+from tidegate.text.sanitize import OMITTED_REASONING, REDACTED, redact_value
 
 
 def test_keys_are_sorted_at_every_level_without_whitespace() -> None:

@@ -250,7 +250,8 @@ def test_the_remembering_redactor_redacts_as_redact_value() -> None:
     """The store redacts checkpoint states with ``Redactor`` (memoised); it must give what
     ``redact_value`` gives, for secrets in text, under secret-named keys, and reasoning."""
     from tidegate.store.canonical import NotCanonical, canonical_json
-    from tidegate.store.redact import Redactor, redact_value
+    from tidegate.store.redact import Redactor
+    from tidegate.text.sanitize import redact_value
 
     token = "ghp_" + "a1B2" * 9
     state = {

@@ -1,0 +1,54 @@
+"""What a caller asks for: a validated, immutable run request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from tidegate.records.checked import Checked, spec
+from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
+
+
+class RunRequest(Checked):
+    repo: Path
+    mode: Mode = Mode.PATCH
+    objective: str
+    objective_base: Path = spec(default_factory=Path.cwd)
+    """Directory that relative ``patch-file:`` paths in the objective are resolved against."""
+    objective_source: str = "objective"
+    """How errors in the objective name it (a file name, or 'objective')."""
+    verify: str | None = None
+    planner: str = "structured"
+    max_attempts: int = spec(default=3, ge=1, le=20)
+    verify_timeout_s: float = spec(default=DEFAULT_VERIFY_TIMEOUT_S, gt=0)
+    keep_shadow: bool = False
+    warm_shadow: bool = False
+    """Reuse (and keep) the repository's warm shadow instead of a fresh worktree."""
+    network: bool = False
+    """Let VERIFY's command reach the network (contained commands have none otherwise)."""
+    containment: Literal["auto", "required", "none"] | None = None
+    """How VERIFY's command is contained; None: the repository's configuration."""
+    origin: Literal["user", "mcp-client", "repository", "benchmark"] = "user"
+    """Who chose ``verify`` and the proposal when the caller hands them in: the user (the
+    command line), an MCP client (``change_propose``), a repository's files (a ledger task),
+    a benchmark instance (the gym). Anything but the user's runs uncontained only with
+    approval (``tidegate.exec.guard``)."""
+    uncontained_approval: str | None = None
+    """The user's approval to run VERIFY uncontained when bubblewrap is unusable, naming
+    how it was given (``--allow-uncontained``); ``containment="none"`` is one too."""
+    model: str | None = None
+    """``openai:MODEL``, ``anthropic:MODEL`` or ``scripted:PATH``: a model plans and patches
+    (``tidegate.planners.model``) instead of ``planner``."""
+    max_cost_usd: float | None = spec(default=None, ge=0)
+    """Hard cap on the model's spending for the run: no request is sent that could cross it."""
+    agent: str | None = None
+    """An agent contract name (``codex``, ``aider``): that CLI proposes each attempt's change
+    on an isolated copy of T0 (``tidegate.planners.agent``) instead of ``planner``."""
+    agent_model: str | None = None
+    """The model the agent is told to use (default: its contract's)."""
+    sub_agents: tuple[str, ...] = ()
+    """Offer the model ``agent_dispatch`` to these sub-agents: ``tidegate`` (a session of
+    the same loop and model) and agent contract names; each runs isolated on its own copy
+    (``tidegate.agent.dispatch``). Needs ``model``."""
+    max_steps: int | None = spec(default=None, ge=1)
+    """Most model requests the run may make (all phases and attempts together)."""

@@ -1,0 +1,20 @@
+"""The resume ticket: a verified checkpoint a paused or interrupted run continues from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ResumeTicket:
+    """A verified checkpoint to resume from."""
+
+    run_id: str
+    task_id: str
+    status: str
+    """``paused`` or ``interrupted``."""
+    checkpoint_seq: int
+    checkpoint_hash: str
+    state: Mapping[str, Any]

@@ -8,7 +8,9 @@ import textwrap
 
 import pytest
 
-from tidegate.validate.scope import LineDiff, ScopeProblem, scope_problems
+from tidegate.validate.scope import scope_problems
+from tidegate.validate.scope.lines import LineDiff
+from tidegate.validate.scope.problem import ScopeProblem
 from tidegate.validate.syntax import check_file
 
 

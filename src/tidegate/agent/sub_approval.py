@@ -54,7 +54,8 @@ def approve_dispatch(
         arguments=raw,
         reasons=decision.reasons,
     )
-    from tidegate.tools.executor import ask_within, pending_approval
+    from tidegate.tools.approval import ask_within
+    from tidegate.tools.results import pending_approval
 
     if ctx.approver is None:
         return pending_approval(call, TOOL_ID, "dispatch", request, started)

@@ -32,7 +32,8 @@ from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import PoolCleaning, make_scratch
+from tidegate.workspace.shadow import PoolCleaning
+from tidegate.workspace.shadow.leftovers import make_scratch
 from tidegate.workspace.snapshot import T0Trees, excluded_already, snapshot_trees
 
 SWITCH_INTERVAL_S = 0.0002

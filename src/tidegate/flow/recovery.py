@@ -24,7 +24,7 @@ from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.owned_temp import remove_dead_owned, remove_dead_sandboxes
 from tidegate.workspace.repo import discover
-from tidegate.workspace.shadow import remove_leftovers
+from tidegate.workspace.shadow.leftovers import remove_leftovers
 
 
 @dataclass

@@ -58,7 +58,8 @@ from tidegate.workspace.journal import journal_root, pending_journals, recover
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import ShadowWorktree, make_scratch, remove_stale_shadows
+from tidegate.workspace.shadow import ShadowWorktree
+from tidegate.workspace.shadow.leftovers import make_scratch, remove_stale_shadows
 from tidegate.workspace.snapshot import T0Snapshot
 
 

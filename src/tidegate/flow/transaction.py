@@ -80,7 +80,8 @@ from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import LockFileError, RunLock
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree, make_scratch
+from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree
+from tidegate.workspace.shadow.leftovers import make_scratch
 from tidegate.workspace.snapshot import (
     T0Snapshot,
     ensure_excluded,

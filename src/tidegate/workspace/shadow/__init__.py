@@ -7,61 +7,42 @@ interrupt arrives is removed on the way out, even if git left it locked."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
 import stat
 import tempfile
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.errors import GitError
 from tidegate.git import Git
-from tidegate.text.paths import git_quoted
 from tidegate.workspace.changes import PathChange
-from tidegate.workspace.claims import Claim, all_claims, claim, release
+from tidegate.workspace.claims import claim
 from tidegate.workspace.repo import Repository
+from tidegate.workspace.shadow.content import mismatched_paths
+from tidegate.workspace.shadow.touched import (
+    OWN_DIR,
+    TOUCHED_FILE,
+    UNDO_LIMIT,
+    Marks,
+    Stamp,
+    Touched,
+    outermost,
+    plain_changes,
+    record_touched,
+    take_touched,
+)
+from tidegate.workspace.shadow.worktrees import (
+    POOL_FILE,
+    POOL_PREFIX,
+    SHADOW_PREFIX,
+    add_worktree,
+    discard,
+    forget_pooled,
+    pooled_path,
+    shadow_git_dir,
+)
 from tidegate.workspace.tree_walk import root_tree
-
-SHADOW_PREFIX = "tidegate-shadow-"
-POOL_PREFIX = "tidegate-pool-"
-SCRATCH_PREFIX = "tidegate-run-"
-POOL_FILE = "shadow-pool"
-TOUCHED_FILE = "shadow-pool.touched"
-"""Beside ``POOL_FILE``: what the pooled shadow's last run wrote in its work tree, recorded
-when that run ended knowing it exactly (``Touched``); taken -- read and removed -- by the
-next cleaning, so a run that dies leaves none and the next one cleans in full."""
-UNDO_LIMIT = 1000
-"""More touched paths than this: the full cleaning (the undo passes paths as arguments)."""
-OWN_DIR = ".tidegate"
-"""tidegate's own directory: the model planner keeps plan notes there in the shadow."""
-
-Stamp = tuple[bytes, int, int, int]
-"""The shadow's HEAD file and its index's (inode, size, mtime): git's state of the shadow."""
-Marks = list[tuple[str, int]]
-"""The mtimes of the shadow's root directory ("") and of the directories in it."""
-
-
-@dataclass
-class Touched:
-    """Every path tidegate may have written in a shadow's work tree since the work tree
-    was last exactly its HEAD: ``tracked``, paths HEAD has (checked out again by the undo),
-    and ``untracked``, paths HEAD lacks and the new directories above them (removed with
-    whatever is beneath). ``stamp`` is git's state of the shadow then: if anything else
-    wrote its index or moved its HEAD since, the undo refuses and the full cleaning runs.
-    ``marks``, taken when a run leaves the record for the next one, are a tripwire for
-    files made or removed between runs at the top of the shadow: they must not change
-    either. Deeper, the pool is trusted to be tidegate's alone (docs/architecture.md)."""
-
-    stamp: Stamp | None
-    tracked: set[str] = field(default_factory=set)
-    untracked: set[str] = field(default_factory=set)
-    marks: Marks | None = None
-
-    def __len__(self) -> int:
-        return len(self.tracked) + len(self.untracked)
 
 
 class ShadowWorktree:
@@ -106,9 +87,9 @@ class ShadowWorktree:
             return shadow
         path = Path(tempfile.mkdtemp(prefix=POOL_PREFIX))
         try:
-            _add_worktree(repo, path, t0_commit)
+            add_worktree(repo, path, t0_commit)
         except BaseException:
-            _discard(repo, path)
+            discard(repo, path)
             raise
         (repo.runtime_dir / POOL_FILE).write_text(str(path) + "\n")
         shadow = cls(repo, path, t0_commit, pooled=True)
@@ -133,9 +114,9 @@ class ShadowWorktree:
         path = Path(tempfile.mkdtemp(prefix=f"{SHADOW_PREFIX}{run_id}-"))
         try:
             claim(repo, run_id, shadow=str(path))
-            _add_worktree(repo, path, t0_commit)
+            add_worktree(repo, path, t0_commit)
         except BaseException:
-            _discard(repo, path)
+            discard(repo, path)
             raise
         shadow = cls(repo, path, t0_commit)
         shadow.prepared = shadow.identity()
@@ -167,42 +148,9 @@ class ShadowWorktree:
         return None
 
     def mismatched_paths(self, changes: list[PathChange]) -> list[str]:
-        """Changed paths whose content or mode in the shadow is not the candidate's.
-
-        Hashes only those paths (as ``git hash-object`` would, filters included) and never
-        writes the shadow's index, so the cost does not grow with the repository."""
-        regular = [c for c in changes if c.after is not None and c.after.is_regular]
-        hashes = self._hash_files([c.path for c in regular])
-        wrong: list[str] = []
-        for change in changes:
-            full = self.path / change.path
-            after = change.after
-            if after is None:
-                if os.path.lexists(full):
-                    wrong.append(change.path)
-            elif after.mode == "120000":
-                target = os.fsencode(os.readlink(full)) if os.path.islink(full) else None
-                if target is None or self._blob_id(target) != after.blob:
-                    wrong.append(change.path)
-            elif after.is_regular:
-                executable = os.path.isfile(full) and os.access(full, os.X_OK)
-                if hashes.get(change.path) != after.blob or executable != after.executable:
-                    wrong.append(change.path)
-        return wrong
-
-    def _blob_id(self, data: bytes) -> str:
-        return self.git.run("hash-object", "--stdin", "--no-filters", input=data).text.strip()
-
-    def _hash_files(self, paths: list[str]) -> dict[str, str]:
-        """The blob ids of those of ``paths`` that are files, filters included, in one
-        ``hash-object --stdin-paths`` (which reads a line starting with ``"`` as C-quoted:
-        each path is quoted, so no name is misread)."""
-        present = [p for p in paths if os.path.isfile(self.path / p)]
-        if not present:
-            return {}
-        listing = b"".join(git_quoted(p) + b"\n" for p in present)
-        ids = self.git.run("hash-object", "--stdin-paths", input=listing).text.split()
-        return dict(zip(present, ids, strict=True))
+        """Changed paths whose content or mode in the shadow is not the candidate's (see
+        ``content.mismatched_paths``: only those paths hashed, the index never written)."""
+        return mismatched_paths(self.git, self.path, changes)
 
     # -- what tidegate writes, and its undo ------------------------------------------------
 
@@ -299,7 +247,7 @@ class ShadowWorktree:
         if touched.marks is not None and touched.marks != self.marks():
             return False
         if self._needs_clean(touched):
-            specs = _outermost(touched.tracked | touched.untracked | {OWN_DIR})
+            specs = outermost(touched.tracked | touched.untracked | {OWN_DIR})
             cleaned = self.git.run(
                 "--literal-pathspecs", "clean", "-ffdxq", "--", *specs, check=False
             )
@@ -322,29 +270,12 @@ class ShadowWorktree:
 
     def _record_touched(self) -> None:
         """Leave ``touched`` for the next run's cleaning, when it is known and still true."""
-        record = self.repo.runtime_dir / TOUCHED_FILE
         touched = self.touched
         marks = self.marks()
         if touched is None or touched.stamp is None or touched.stamp != self.stamp() or not marks:
-            record.unlink(missing_ok=True)
+            (self.repo.runtime_dir / TOUCHED_FILE).unlink(missing_ok=True)
             return
-        head, ino, size, mtime = touched.stamp
-        data = {
-            "version": 1,
-            "shadow": str(self.path),
-            "head": head.decode("ascii", "replace"),
-            "index": [ino, size, mtime],
-            "marks": marks,
-            "tracked": sorted(touched.tracked),
-            "untracked": sorted(touched.untracked),
-        }
-        tmp = record.with_name(f"{TOUCHED_FILE}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(data), encoding="utf-8", errors="surrogateescape")
-            os.replace(tmp, record)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            record.unlink(missing_ok=True)
+        record_touched(self.repo, self.path, touched, touched.stamp, marks)
 
     def clean_to_head(self) -> None:
         """Back to the shadow's own HEAD, whatever a run left (edits, staged or unmerged
@@ -368,7 +299,7 @@ class ShadowWorktree:
             check=False,
         )
         if listing.returncode == 0:
-            paths = _plain_changes(listing.stdout)
+            paths = plain_changes(listing.stdout)
             if paths == [] or (paths is not None and self._restore(paths)):
                 self.mark_clean()
                 return
@@ -453,16 +384,16 @@ class PoolCleaning:
 
     def _clean(self) -> None:
         try:
-            warm = _pooled_path(self.repo)
+            warm = pooled_path(self.repo)
             if warm is None:
                 return
             try:
                 shadow = ShadowWorktree(self.repo, warm, "", pooled=True)
             except GitError:  # not (any more) one of this repository's work trees
-                _forget_pooled(self.repo, warm)
+                forget_pooled(self.repo, warm)
                 return
             self.shadow = shadow
-            touched = take_touched(self.repo, shadow)
+            touched = take_touched(self.repo, shadow.path)
             if touched is not None and shadow.undo(touched):
                 shadow.undone = len(touched)
             else:
@@ -494,200 +425,3 @@ class PoolCleaning:
         except (GitError, OSError):
             shadow.remove()
             return None
-
-
-def take_touched(repo: Repository, shadow: ShadowWorktree) -> Touched | None:
-    """The last run's record of what it wrote in the pooled ``shadow`` (removed here: it is
-    true once), or None when there is none that fits this shadow as it is now."""
-    record = repo.runtime_dir / TOUCHED_FILE
-    try:
-        text = record.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return None
-    record.unlink(missing_ok=True)
-    try:
-        data = json.loads(text)
-        ino, size, mtime = (int(v) for v in data["index"])
-        head = str(data["head"]).encode("ascii")
-        tracked = {str(p) for p in data["tracked"]}
-        untracked = {str(p) for p in data["untracked"]}
-        marks = [(str(name), int(when)) for name, when in data["marks"]]
-        fits = data["version"] == 1 and data["shadow"] == str(shadow.path)
-    except (ValueError, KeyError, TypeError, UnicodeError):
-        return None
-    if not fits or not marks:
-        return None  # its paths are git's to confine: pathspecs, literal, of the work tree
-    return Touched((head, ino, size, mtime), tracked, untracked, marks)
-
-
-def _outermost(paths: set[str]) -> list[str]:
-    """``paths`` without those beneath another of them: given a directory and a file in
-    it, ``git clean`` descends to the file and keeps the directory."""
-    kept: list[str] = []
-    for path in sorted(paths, key=lambda p: p.split("/")):
-        if not kept or not path.startswith(kept[-1] + "/"):
-            kept.append(path)
-    return kept
-
-
-def _plain_changes(listing: bytes) -> list[bytes] | None:
-    """The paths of ``git status --porcelain=v2 -z`` when every entry is an ordinary change
-    of a file or symlink ("1 XY N..." entries), else None."""
-    paths: list[bytes] = []
-    for entry in listing.split(b"\0"):
-        if not entry:
-            continue
-        fields = entry.split(b" ", 8)
-        if len(fields) != 9 or fields[0] != b"1" or fields[2] != b"N...":
-            return None
-        paths.append(fields[8])
-    return paths
-
-
-@dataclass
-class Leftovers:
-    shadows: list[str] = field(default_factory=list)
-    scratch: list[str] = field(default_factory=list)
-
-
-def remove_stale_shadows(repo: Repository) -> list[str]:
-    """``remove_leftovers``, returning the shadows it removed."""
-    return remove_leftovers(repo).shadows
-
-
-def remove_leftovers(repo: Repository) -> Leftovers:
-    """Remove the shadows and scratch directories of runs that are no longer alive.
-
-    A shadow whose run's claim names a live process (in this work tree or in another
-    linked one) is left alone. Only paths with tidegate's own prefixes are ever removed,
-    whatever a claim file says."""
-    claims = all_claims(repo)
-    listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
-    out = Leftovers()
-    for entry in listing:
-        if not entry.startswith(b"worktree "):
-            continue
-        path = entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
-        if not os.path.basename(path).startswith(SHADOW_PREFIX):
-            continue
-        if Path(path).resolve() == repo.root:
-            continue
-        run_id = os.path.basename(path)[len(SHADOW_PREFIX) :].rsplit("-", 1)[0]
-        owner = claims.get(run_id)
-        if owner is not None and owner.alive:
-            continue
-        _discard(repo, Path(path))
-        out.shadows.append(path)
-        # The run's scratch directory was made beside its shadow (runs from before claims).
-        for scratch in Path(path).parent.glob(f"{SCRATCH_PREFIX}{run_id}-*"):
-            shutil.rmtree(scratch, ignore_errors=True)
-    for owner in claims.values():
-        if not owner.alive:
-            _sweep(repo, owner, out)
-    repo.git.run("worktree", "prune", check=False)
-    return out
-
-
-def _sweep(repo: Repository, owner: Claim, out: Leftovers) -> None:
-    """Remove what a dead run claimed, then its claim."""
-    scratch = owner.paths.get("scratch", "")
-    if os.path.basename(scratch).startswith(SCRATCH_PREFIX) and os.path.lexists(scratch):
-        shutil.rmtree(scratch, ignore_errors=True)
-        out.scratch.append(scratch)
-    shadow = owner.paths.get("shadow", "")
-    if os.path.basename(shadow).startswith(SHADOW_PREFIX) and os.path.lexists(shadow):
-        _discard(repo, Path(shadow))  # made, but never registered as a worktree
-        out.shadows.append(shadow)
-    release(repo, owner.run_id)
-
-
-def make_scratch(repo: Repository, run_id: str) -> Path:
-    """The run's scratch directory in the OS temp dir, claimed for this process."""
-    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-"))
-    try:
-        claim(repo, run_id, scratch=str(scratch))
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    return scratch
-
-
-def _add_worktree(repo: Repository, path: Path, commit: str) -> None:
-    # checkout.workers=0: one checkout worker per core (git >= 2.32; older gits ignore the
-    # key). The full checkout is most of a cold run; on 2 cores it is ~35% shorter.
-    repo.git.run(
-        "-c", "checkout.workers=0", "worktree", "add", "--detach", "--quiet", str(path), commit
-    )
-
-
-def _discard(repo: Repository, path: Path) -> None:
-    """Remove a shadow whatever state it is in (half-made and still locked by a killed
-    ``git worktree add`` included), with Ctrl-C and SIGTERM held meanwhile."""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        # Twice --force: also a worktree git left locked ("initializing").
-        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-        repo.git.run("worktree", "prune", check=False)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-
-
-def _pooled_path(repo: Repository) -> Path | None:
-    """The recorded warm shadow, if it is still one of this repository's worktrees."""
-    record = repo.runtime_dir / POOL_FILE
-    if not record.exists():
-        return None
-    path = Path(record.read_text().strip())
-    if path.name.startswith(POOL_PREFIX) and _links_back(repo, path):
-        return path
-    # Not a healthy pooled shadow: whatever git still registers of it goes.
-    listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
-    registered = {
-        entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
-        for entry in listing
-        if entry.startswith(b"worktree ")
-    }
-    record.unlink(missing_ok=True)
-    if str(path) in registered or path.exists():
-        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-    repo.git.run("worktree", "prune", check=False)
-    return None
-
-
-def _links_back(repo: Repository, path: Path) -> bool:
-    """``path`` is one of ``repo``'s linked work trees the way ``git worktree list`` reads
-    them, without running git: its ``.git`` file names an admin dir of ``repo``'s
-    (``shadow_git_dir``) whose ``gitdir`` file names ``path`` back. A ``.git`` rewritten
-    to another work tree's admin dir fails the second half."""
-    try:
-        admin = shadow_git_dir(repo, path)
-        back = (admin / "gitdir").read_text(encoding="utf-8").strip()
-    except (GitError, OSError, UnicodeDecodeError):
-        return False
-    return back == f"{path}/.git"
-
-
-def shadow_git_dir(repo: Repository, path: Path) -> Path:
-    """The git dir of the linked work tree at ``path``, read from its ``.git`` file without
-    running git, and accepted only if it is one of ``repo``'s own work tree dirs: every
-    later git call in the shadow is pinned to it, so whatever a command writes in the
-    shadow (a ``.git`` of its own, a rewritten link) never chooses the repository."""
-    try:
-        text = (path / ".git").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GitError(["worktree"], 1, f"{path}: no readable .git file: {exc}") from exc
-    if not text.startswith("gitdir: "):
-        raise GitError(["worktree"], 1, f"{path}/.git is not a link to a git dir")
-    target = Path(text[len("gitdir: ") :])
-    target = (target if target.is_absolute() else path / target).resolve()
-    if target.parent != (repo.common_dir / "worktrees").resolve():
-        raise GitError(["worktree"], 1, f"{path}/.git points outside {repo.common_dir}")
-    return target
-
-
-def _forget_pooled(repo: Repository, path: Path) -> None:
-    (repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
-    repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
-    repo.git.run("worktree", "prune", check=False)

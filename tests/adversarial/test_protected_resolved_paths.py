@@ -294,7 +294,7 @@ def test_the_port_itself_refuses_the_config_whatever_approved_the_call(
 ) -> None:
     """The commit-time check on the resolved path: it holds for any caller of the port
     (and for a symlink swapped in after an approval was decided on the old spelling)."""
-    from tidegate.workspace.confine import PathRefused
+    from tidegate.workspace.confine.refusal import PathRefused
     from tidegate.workspace.port import WorkspacePort
 
     committed_repo.write(".tidegate/config.toml", "[validate]\n")

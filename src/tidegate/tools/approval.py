@@ -76,7 +76,7 @@ def approve(
 def write_target(ctx: ToolContext, tool: str, raw: Mapping[str, Any]) -> str | None:
     """Where a path-writing call would land, symlinked directories followed (None: not
     such a call, or a path the port refuses anyway when the call is dispatched)."""
-    from tidegate.workspace.confine import PathRefused
+    from tidegate.workspace.confine.refusal import PathRefused
 
     path = raw.get("path")
     if tool not in PATH_WRITERS or not isinstance(path, str):

@@ -53,7 +53,7 @@ class Observer:
 
     def before(self, spec: ToolSpec, target: str | None) -> Observation:
         if spec.capture == "target_path" and target is not None:
-            from tidegate.workspace.confine import PathRefused, check_relative
+            from tidegate.workspace.confine.refusal import PathRefused, check_relative
 
             try:
                 rel = _canonical(self.context.root, check_relative(target))

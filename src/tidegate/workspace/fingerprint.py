@@ -44,7 +44,8 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from tidegate.git import IDENTITY
-from tidegate.workspace.confine import FILE_READ_FLAGS, RootHandle, entry_state
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.entries import FILE_READ_FLAGS, entry_state
 from tidegate.workspace.ignores import (
     ALWAYS_EXCLUDED,
     Discover,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from tidegate.disk.linksafe import fresh_file
-from tidegate.workspace.confine import DIR_FLAGS, FILE_READ_FLAGS
+from tidegate.workspace.confine.entries import DIR_FLAGS, FILE_READ_FLAGS
 
 Kind = Literal["missing", "file", "symlink", "dir", "other"]
 

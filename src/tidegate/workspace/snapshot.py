@@ -20,7 +20,7 @@ from typing import BinaryIO
 from tidegate.disk.faults import maybe_crash
 from tidegate.errors import GitError
 from tidegate.git import IDENTITY, Git
-from tidegate.workspace.confine import DIR_FLAGS
+from tidegate.workspace.confine.entries import DIR_FLAGS
 from tidegate.workspace.loose import write_commit
 from tidegate.workspace.repo import Repository
 

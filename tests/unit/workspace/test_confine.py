@@ -8,14 +8,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from tidegate.errors import UsageError
-from tidegate.workspace.confine import (
-    RENAME_EXCHANGE,
-    RENAME_NOREPLACE,
-    PathRefused,
-    RootHandle,
-    check_relative,
-    renameat2,
-)
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.refusal import PathRefused, check_relative
+from tidegate.workspace.confine.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
 from tidegate.workspace.states import DIRECTORY, MISSING, EntryState
 
 

@@ -49,7 +49,7 @@ def containment_policy(ctx: ToolContext) -> ContainmentPolicy | None:
 
 def checked_cwd(ctx: ToolContext, cwd: str) -> Path:
     """A relative working directory, refused lexically and then resolved in the root."""
-    from tidegate.workspace.confine import PathRefused, check_relative
+    from tidegate.workspace.confine.refusal import PathRefused, check_relative
 
     try:
         rel = check_relative(cwd)

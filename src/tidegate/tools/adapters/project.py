@@ -102,7 +102,7 @@ class ProjectValidate:
 
     def run(self, args: proj.ValidateInput, call: Dispatch) -> AdapterResult:
         from tidegate.feedback.classify import diagnose
-        from tidegate.workspace.confine import PathRefused, check_relative
+        from tidegate.workspace.confine.refusal import PathRefused, check_relative
         from tidegate.workspace.fingerprint import workspace_fingerprint
 
         ctx = call.context

@@ -24,7 +24,7 @@ MAX_INSPECTED_PATHS = 200
 @contextmanager
 def port_errors() -> Iterator[None]:
     """Translate the workspace port's refusals (nothing was changed) into ToolFailure."""
-    from tidegate.workspace.confine import PathRefused
+    from tidegate.workspace.confine.refusal import PathRefused
     from tidegate.workspace.port import PathNotFound, StalePrecondition, WorkspaceError
 
     try:

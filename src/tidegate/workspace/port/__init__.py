@@ -39,7 +39,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from tidegate.workspace.confine import PathRefused, Resolved, RootHandle, check_relative
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.refusal import PathRefused, check_relative
+from tidegate.workspace.confine.resolution import Resolved
 from tidegate.workspace.ignores import GitView, git_view
 from tidegate.workspace.port.commit import Committer, RootLock
 from tidegate.workspace.port.errors import (

@@ -22,16 +22,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from tidegate.workspace.confine import (
-    FILE_READ_FLAGS,
-    RENAME_EXCHANGE,
-    RENAME_NOREPLACE,
-    PathRefused,
-    Resolved,
-    RootHandle,
-    entry_state,
-    renameat2,
-)
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.entries import FILE_READ_FLAGS, entry_state
+from tidegate.workspace.confine.refusal import PathRefused
+from tidegate.workspace.confine.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, renameat2
+from tidegate.workspace.confine.resolution import Resolved
 from tidegate.workspace.fs import creation_mode
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
 from tidegate.workspace.port.errors import (

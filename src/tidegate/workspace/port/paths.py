@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from tidegate.workspace.confine import PathRefused, Resolved, RootHandle
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.refusal import PathRefused
+from tidegate.workspace.confine.resolution import Resolved
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
 from tidegate.workspace.port.errors import NotAFile, PathNotFound
 

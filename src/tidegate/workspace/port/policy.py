@@ -18,7 +18,10 @@ import os
 from pathlib import PurePosixPath
 
 from tidegate.config import CONFIG_PYPROJECT, policy_table_change
-from tidegate.workspace.confine import FILE_READ_FLAGS, PathRefused, Resolved, RootHandle
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.entries import FILE_READ_FLAGS
+from tidegate.workspace.confine.refusal import PathRefused
+from tidegate.workspace.confine.resolution import Resolved
 
 CONFIG_DIR = ".tidegate"
 

@@ -10,7 +10,10 @@ import io
 import os
 import stat
 
-from tidegate.workspace.confine import FILE_READ_FLAGS, PathRefused, Resolved, RootHandle
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.entries import FILE_READ_FLAGS
+from tidegate.workspace.confine.refusal import PathRefused
+from tidegate.workspace.confine.resolution import Resolved
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED
 from tidegate.workspace.port.errors import (
     BadQuery,

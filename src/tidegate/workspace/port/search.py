@@ -16,13 +16,10 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from tidegate.workspace.confine import (
-    FILE_READ_FLAGS,
-    PathRefused,
-    RootHandle,
-    WalkItem,
-    check_relative,
-)
+from tidegate.workspace.confine import RootHandle
+from tidegate.workspace.confine.entries import FILE_READ_FLAGS
+from tidegate.workspace.confine.refusal import PathRefused, check_relative
+from tidegate.workspace.confine.walk import WalkItem
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED, GitView, IgnoreRules, load_ignores
 from tidegate.workspace.port.cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
 from tidegate.workspace.port.errors import BadQuery, NotADirectory, PathNotFound, SecretWithheld

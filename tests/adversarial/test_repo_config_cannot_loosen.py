@@ -22,13 +22,9 @@ import pytest
 
 from tests.conftest import Repo, requires_containment, tidegate_cli
 from tests.integration.models.servers import LoopbackServer, Reply, oa_completion
-from tidegate.config import (
-    DEFAULT_PROTECTED,
-    WHY_IGNORED,
-    WHY_MODEL,
-    TidegateConfig,
-    load_policy,
-)
+from tidegate.config import load_policy
+from tidegate.config.records import DEFAULT_PROTECTED, TidegateConfig
+from tidegate.config.tighten import WHY_IGNORED, WHY_MODEL
 from tidegate.tools.config_watch import config_change, config_snapshot
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import pytest
 
-from tidegate.config import TidegateConfig
+from tidegate.config.records import TidegateConfig
 from tidegate.records.checked import Checked, CheckError, spec
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from tidegate.config import TIGHTEN, TidegateConfig, tighten
+from tidegate.config.records import TidegateConfig
+from tidegate.config.tighten import TIGHTEN, tighten
 from tidegate.errors import UsageError
 from tidegate.records.checked import Checked
 

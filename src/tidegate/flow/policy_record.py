@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from tidegate.config import CONFIG_PYPROJECT, LoadedConfig
+from tidegate.config.records import CONFIG_PYPROJECT, LoadedConfig
 from tidegate.records.report import EffectivePolicyOut, PolicySource
 from tidegate.records.request import RunRequest
 

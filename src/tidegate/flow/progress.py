@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tidegate.config import TidegateConfig
+from tidegate.config.records import TidegateConfig
 from tidegate.errors import ErrorClass, PhaseError, UsageError
 from tidegate.exec.runner import CommandResult
 from tidegate.flow.pipeline import ResumePoint

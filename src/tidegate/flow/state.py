@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tidegate.config import TidegateConfig
+from tidegate.config.records import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
 from tidegate.records.proposal import Finding, Plan, Planner, Proposal

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tidegate.config import TidegateConfig, load_policy
+from tidegate.config import load_policy
+from tidegate.config.records import TidegateConfig
 from tidegate.disk.faults import maybe_crash
 from tidegate.errors import (
     ErrorClass,

@@ -23,7 +23,7 @@ from tidegate.records.proposal import (
 
 if TYPE_CHECKING:
     from tidegate.agent.dispatch import DispatchSettings
-    from tidegate.config import TidegateConfig
+    from tidegate.config.records import TidegateConfig
     from tidegate.records.request import RunRequest
 
 

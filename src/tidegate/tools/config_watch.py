@@ -14,13 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidegate.config import (
-    CONFIG_LOCAL,
-    CONFIG_PYPROJECT,
-    LocalFile,
-    policy_table_change,
-    read_local,
-)
+from tidegate.config.local_file import LocalFile, read_local
+from tidegate.config.pyproject import policy_table_change
+from tidegate.config.records import CONFIG_LOCAL, CONFIG_PYPROJECT
 from tidegate.errors import UsageError
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from tidegate.config import DEFAULT_PROTECTED
+from tidegate.config.records import DEFAULT_PROTECTED
 from tidegate.exec.guard import Origin
 from tidegate.tools.calls import ApprovalRequest, ToolCall, ToolResult
 from tidegate.tools.policy import ApprovalProfile, NetworkAccess, TaskMode, WriteAccess

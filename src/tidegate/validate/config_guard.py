@@ -16,7 +16,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Literal
 
-from tidegate.config import CONFIG_PYPROJECT, policy_table_change
+from tidegate.config.pyproject import policy_table_change
+from tidegate.config.records import CONFIG_PYPROJECT
 from tidegate.git import Git
 from tidegate.workspace.tree_walk import tree_entries
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from tidegate.config import ValidationConfig
+from tidegate.config.records import ValidationConfig
 from tidegate.git import Git, no_index
 from tidegate.workspace.changes import PathChange, parse_raw
 from tidegate.workspace.fs import UnsafePathError, check_relative

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
-from tidegate.config import CONFIG_PYPROJECT, policy_table_change
+from tidegate.config.pyproject import policy_table_change
+from tidegate.config.records import CONFIG_PYPROJECT
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.entries import FILE_READ_FLAGS
 from tidegate.workspace.confine.refusal import PathRefused

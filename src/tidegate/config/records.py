@@ -1,0 +1,136 @@
+"""What the configuration is: its sections as checked records, their defaults, and what
+``load_policy`` returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Literal
+
+from tidegate.errors import UsageError
+from tidegate.records.checked import Checked, CheckError, spec
+
+CONFIG_PYPROJECT = "pyproject.toml"
+"""The committed configuration file; its ``[tool.tidegate]`` table may tighten the policy."""
+CONFIG_LOCAL = ".tidegate/config.toml"
+"""The local configuration file (``.tidegate/`` is excluded from git)."""
+PYPROJECT_TABLE = f"{CONFIG_PYPROJECT} [tool.tidegate]"
+
+DEFAULT_PROTECTED = (
+    ".git/**",
+    ".tidegate/**",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    ".env",
+    ".env.*",
+    "**/.env",
+    "**/.env.*",
+)
+
+
+class ValidationConfig(Checked):
+    """Limits and path policy applied to every proposed change before it is applied."""
+
+    max_files: int = spec(default=200, ge=1)
+    max_lines_added: int = spec(default=10_000, ge=0)
+    max_lines_removed: int = spec(default=10_000, ge=0)
+    max_bytes: int = spec(default=5 * 1024 * 1024, ge=0)
+    """Total size of the new content of every changed file."""
+    allow_binary: bool = False
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    """Globs (``*`` within a segment, ``**`` across segments) no change may touch."""
+    comment_guard: bool = True
+    """Refuse rewrites of existing comments unless the objective asks for comment changes."""
+
+
+class ShadowConfig(Checked):
+    pool: bool = False
+    """Keep one warm shadow per work tree under the OS temp dir and reset it to each run's
+    T0 instead of checking out a fresh worktree (fast on large repositories; the shadow,
+    with copies of untracked files, stays on disk between runs)."""
+    verify_layer: Literal["auto", "off"] = "auto"
+    """auto: VERIFY's command writes into a throwaway overlay over the shadow where the
+    host supports one, so the shadow keeps only what APPLY wrote and is undone by those
+    paths; off: the command writes the shadow itself (for a command that renames a
+    directory the shadow has: in the overlay that rename fails with EXDEV)."""
+
+
+DEFAULT_SHARED = (".venv", "node_modules")
+
+
+def _no_secrets(names: tuple[str, ...]) -> None:
+    from tidegate.exec.environment import never_passed
+
+    for name in names:
+        if never_passed(name):
+            raise ValueError(f"{name!r} looks like a secret; commands never get it")
+
+
+def _relative_paths(entries: tuple[str, ...]) -> None:
+    for entry in entries:
+        parts = PurePosixPath(entry).parts
+        if not parts or entry.startswith("/") or ".." in parts or parts[0] == ".git":
+            raise ValueError(f"{entry!r} is not a relative path inside the work tree")
+
+
+class ContainmentConfig(Checked):
+    """How VERIFY's command is contained (see docs/commands.md)."""
+
+    mode: Literal["auto", "required", "none"] = "auto"
+    """auto: bubblewrap when its probe passes, else uncontained (and said so); required:
+    refuse to run the command without it; none: never contain."""
+    share: tuple[str, ...] = spec(default=DEFAULT_SHARED, check=_relative_paths)
+    """Ignored directories of the main work tree made visible read-only in the shadow
+    (relative paths), when they exist there and the shadow lacks them."""
+
+    env: tuple[str, ...] = spec(default=(), check=_no_secrets)
+    """Environment variables passed to commands besides the built-in allowlist
+    (``tidegate.exec.environment``). Secret-shaped names are refused."""
+
+
+class ToolsConfig(Checked):
+    """The model's tools (see docs/tools.md)."""
+
+    readable_secrets: tuple[str, ...] = ()
+    """Secret-shaped files (``tidegate.workspace.secret_files``) the model's workspace
+    tools may read anyway: globs over root-relative paths, or bare names."""
+
+
+class TidegateConfig(Checked):
+    validate_: ValidationConfig = spec(default_factory=ValidationConfig, key="validate")
+    shadow: ShadowConfig = spec(default_factory=ShadowConfig)
+    containment: ContainmentConfig = spec(default_factory=ContainmentConfig)
+    tools: ToolsConfig = spec(default_factory=ToolsConfig)
+    model: dict[str, Any] = spec(default_factory=dict)
+    """``--model`` settings (base URL, key variable, limits, retry, price); validated by
+    ``tidegate.models.settings`` when a model is used. Only the user's file sets them."""
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """One file the configuration was read from, and the SHA-256 of the bytes read."""
+
+    path: str
+    """Relative to the work tree: ``pyproject.toml`` or ``.tidegate/config.toml``."""
+    sha256: str
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: TidegateConfig
+    sources: tuple[ConfigSource, ...]
+    ignored: tuple[str, ...] = ()
+    """One line for each setting of the repository's that was not applied because it would
+    have loosened the policy, and for a local file that was not read (a symlink...)."""
+
+
+def validated(table: Mapping[str, Any], source: str) -> TidegateConfig:
+    try:
+        return TidegateConfig.model_validate(table)
+    except CheckError as exc:
+        raise UsageError(f"tidegate configuration ({source}): {exc}") from exc

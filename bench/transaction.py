@@ -230,8 +230,8 @@ def startup_seconds(python: Path, repeat: int) -> dict[str, float]:
 @contextmanager
 def instrumented() -> Iterator[dict[str, Any]]:
     """Wrap tidegate's git runner and bootstrap/cleanup steps with timers."""
-    from tidegate import git as git_module
     from tidegate.flow import transaction
+    from tidegate.git import command as git_module
     from tidegate.workspace import shadow as shadow_module
 
     stats: dict[str, Any] = {"git": defaultdict(lambda: [0, 0.0]), "steps": defaultdict(float)}
@@ -647,7 +647,7 @@ def status_summary(
 TRACE_CHILD = r"""
 import json, sys, threading, time
 start = time.perf_counter()
-from tidegate import git as git_module
+from tidegate.git import command as git_module
 calls = []
 original = git_module.Git.run
 def run(self, *args, **kwargs):

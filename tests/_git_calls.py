@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidegate import git as git_module
+from tidegate.git import command as git_module
 
 
 def record_git_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:

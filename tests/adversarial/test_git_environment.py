@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import Repo, git
 from tests.integration.tools.support import call, executor
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.fingerprint import fingerprint_details
 from tidegate.workspace.repo import discover
 from tidegate.workspace.shadow import ShadowWorktree

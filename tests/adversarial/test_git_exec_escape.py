@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.exec.git_sandbox import git_sandbox_prefix
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.tools.policy import ApprovalProfile, TaskMode
 
 # {run} is a shell command that creates the marker; {file} a file outside the repository.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.changes import diff_trees
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.merge_back import plan_merge

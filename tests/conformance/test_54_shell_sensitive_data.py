@@ -17,7 +17,7 @@ from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
 from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
-from tidegate.git import Git
+from tidegate.git.command import Git
 
 NAMES = [
     "$(touch pwned)",

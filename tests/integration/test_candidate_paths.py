@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import Repo
 from tidegate.errors import PhaseError
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.records.proposal import FileEdit, Proposal
 from tidegate.workspace import candidate
 from tidegate.workspace.candidate import build_candidate

@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 
 from tests.conftest import Repo
-from tidegate.git import Git, no_index
+from tidegate.git.command import Git
+from tidegate.git.settings import no_index
 from tidegate.validate.policy import ChangeStats, diff_and_stats
 from tidegate.workspace.changes import diff_trees
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from tests.conftest import Repo
-from tidegate.git import Git, no_index
+from tidegate.git.command import Git
+from tidegate.git.settings import no_index
 from tidegate.workspace.changes import diff_trees
 
 

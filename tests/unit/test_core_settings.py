@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Repo
-from tidegate.git import git_bool
+from tidegate.git.settings import git_bool
 from tidegate.workspace.repo import discover
 
 

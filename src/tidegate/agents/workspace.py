@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 
 _CAPTURE_CONFIG = (
     "-c", "core.fsmonitor=false",

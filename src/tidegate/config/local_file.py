@@ -75,7 +75,7 @@ def tracked(root: Path) -> bool:
     keeps out untracked files only)."""
     if not _maybe_in_index(root):
         return False
-    from tidegate.git import Git
+    from tidegate.git.command import Git
 
     try:
         found = Git(root).run("ls-files", "-z", "--cached", "--", CONFIG_LOCAL, check=False)

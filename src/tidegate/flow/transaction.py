@@ -63,7 +63,7 @@ from tidegate.flow.progress import (
 )
 from tidegate.flow.request import verify_clearance
 from tidegate.flow.state import AttemptState, RunState
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.planners import Planner, planner_for
 from tidegate.records.modes import Mode, fs_mode
 from tidegate.records.report import (

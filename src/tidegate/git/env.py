@@ -1,7 +1,7 @@
 """How tidegate calls git: the scrubbed environment, the fixed safety overrides, and
 ``probe``, a read-only call that needs nothing but ``os``.
 
-``tidegate.git`` (the module that runs git for everything else) builds every call from
+``tidegate.git.command`` (the code that runs git for everything else) builds every call from
 the same two pieces. ``probe`` exists for the read-only fast path of ``tidegate runs``
 and ``tidegate read`` (``tidegate.cli.quickread``), where importing ``subprocess`` would
 cost more than git itself takes to answer.

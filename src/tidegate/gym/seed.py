@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.gym.scenarios import Seed
 
 _ENV = {

@@ -47,7 +47,7 @@ from tidegate.errors import CapabilityMismatch, UsageError
 from tidegate.exec.containment import ContainmentPolicy, policy_for
 from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.gym.places import check_plain_name, gym_dir
 from tidegate.text.jsonparse import parse_json
 

@@ -343,7 +343,7 @@ class _TrackedFiles:
     rewrote: a dirty file's bytes are kept; a clean one is restored from the index."""
 
     def __init__(self, root: Path) -> None:
-        from tidegate.git import Git
+        from tidegate.git.command import Git
 
         self.root = root
         self.git = Git(root)

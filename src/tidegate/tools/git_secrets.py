@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.tools.git_allowlist import Accepted
 from tidegate.workspace.secret_files import SECRET_FILE_NAMES, SecretFiles
 

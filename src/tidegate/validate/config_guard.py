@@ -18,7 +18,7 @@ from typing import Literal
 
 from tidegate.config.pyproject import policy_table_change
 from tidegate.config.records import CONFIG_PYPROJECT
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.tree_walk import tree_entries
 
 MAX_HOPS = 40

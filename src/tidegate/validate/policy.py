@@ -15,7 +15,8 @@ from functools import cache
 from pathlib import Path
 
 from tidegate.config.records import ValidationConfig
-from tidegate.git import Git, no_index
+from tidegate.git.command import Git
+from tidegate.git.settings import no_index
 from tidegate.workspace.changes import PathChange, parse_raw
 from tidegate.workspace.fs import UnsafePathError, check_relative
 

@@ -20,7 +20,7 @@ import posixpath
 import stat
 from pathlib import Path
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.fs import UnsafePathError, check_relative
 

@@ -13,7 +13,8 @@ import shutil
 from pathlib import Path
 
 from tidegate.errors import ErrorClass, GitError, PhaseError
-from tidegate.git import IDENTITY, Git, git_bool, no_index
+from tidegate.git.command import Git
+from tidegate.git.settings import IDENTITY, git_bool, no_index
 from tidegate.records.proposal import Proposal
 from tidegate.workspace.fs import UnsafePathError, check_relative
 from tidegate.workspace.tree_edit import edit_tree

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tidegate.git import Git, no_index
+from tidegate.git.command import Git
+from tidegate.git.settings import no_index
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from tidegate.git import IDENTITY
+from tidegate.git.settings import IDENTITY
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.entries import FILE_READ_FLAGS, entry_state
 from tidegate.workspace.ignores import (

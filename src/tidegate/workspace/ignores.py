@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 
 from tidegate.errors import GitError
-from tidegate.git import Git
+from tidegate.git.command import Git
 
 ALWAYS_EXCLUDED = ".git"
 

@@ -31,7 +31,7 @@ import time
 import zlib
 from pathlib import Path
 
-from tidegate.git import IDENTITY
+from tidegate.git.settings import IDENTITY
 from tidegate.workspace.repo import Repository
 
 _HEX = re.compile(r"[0-9a-f]{40}")

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
 from tidegate.workspace.fs import Entry, UnsafePathError, WorkspaceFS, creation_mode
 

@@ -7,7 +7,7 @@ from functools import cached_property
 from pathlib import Path
 
 from tidegate.errors import GitError, NotARepositoryError
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.git.env import DISCOVERY, discovery_lines
 
 

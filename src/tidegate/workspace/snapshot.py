@@ -19,7 +19,8 @@ from typing import BinaryIO
 
 from tidegate.disk.faults import maybe_crash
 from tidegate.errors import GitError
-from tidegate.git import IDENTITY, Git
+from tidegate.git.command import Git
+from tidegate.git.settings import IDENTITY
 from tidegate.workspace.confine.entries import DIR_FLAGS
 from tidegate.workspace.loose import write_commit
 from tidegate.workspace.repo import Repository

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 
 from tidegate.errors import GitError
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.tree_walk import parse_tree, root_tree
 
 Entry = tuple[str, str]

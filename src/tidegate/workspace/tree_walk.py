@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Sequence
 
 from tidegate.errors import GitError
-from tidegate.git import Git
+from tidegate.git.command import Git
 
 Entry = tuple[str, str, str]
 """(mode as ls-tree prints it, type, object id)."""

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.conftest import Repo
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.validate.languages import LANGUAGES, detect_language, grammar, parser_for
 from tidegate.validate.syntax import MAX_ERRORS_PER_FILE, check_change, check_file
 from tidegate.validate.syntax.parse import syntax_errors

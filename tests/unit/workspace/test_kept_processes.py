@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Repo
 from tidegate.errors import GitError
-from tidegate.git import Git
+from tidegate.git.command import Git
 
 CONTENTS = [
     b"",

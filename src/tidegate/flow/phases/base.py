@@ -6,7 +6,7 @@ import re
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
-from tidegate.git import no_index
+from tidegate.git.settings import no_index
 from tidegate.workspace.tree_walk import root_tree, tree_entries
 
 _PATH_TOKEN = re.compile(r"[\w./-]+\.[A-Za-z0-9]+|[\w.-]+/[\w./-]+")

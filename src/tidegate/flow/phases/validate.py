@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.flow.state import RunState
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.validate.comments import objective_allows_comment_changes, rewritten_comments
 from tidegate.validate.config_guard import config_problems
 from tidegate.validate.normalise import fold_edit_blocks, relax_diff

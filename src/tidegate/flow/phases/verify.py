@@ -24,7 +24,7 @@ from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.exec.view import command_executables
 from tidegate.flow.request import verify_clearance
 from tidegate.flow.state import RunState
-from tidegate.git import scrubbed_env
+from tidegate.git.env import scrubbed_env
 from tidegate.records.modes import Mode
 from tidegate.records.report import ContainmentOut, SharedDir
 from tidegate.workspace.fidelity import python_fidelity

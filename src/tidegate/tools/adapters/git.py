@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidegate.exec.git_sandbox import git_sandbox_prefix
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import DiffReviewEffect, Effects, InspectEffect

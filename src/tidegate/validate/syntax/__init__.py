@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Tree
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.validate.languages import (
     JAVASCRIPT,
     PYTHON,

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from tidegate.errors import GitError
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import claim
 from tidegate.workspace.repo import Repository

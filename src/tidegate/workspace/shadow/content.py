@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tidegate.git import Git
+from tidegate.git.command import Git
 from tidegate.text.paths import git_quoted
 from tidegate.workspace.changes import PathChange
 

@@ -11,7 +11,8 @@ import pytest
 
 from tidegate.exec.containment import host_launch
 from tidegate.exec.guard import Clearance
-from tidegate.exec.terminal import Terminal, TerminalLimits, TerminalTimeout, visible
+from tidegate.exec.terminal import Terminal, TerminalLimits, TerminalTimeout
+from tidegate.exec.terminal.text import visible
 
 ENV = {"PATH": os.environ["PATH"], "TERM": "xterm-256color", "LANG": "C.UTF-8", "PS1": "$ "}
 

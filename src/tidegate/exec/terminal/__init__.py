@@ -40,7 +40,6 @@ whole lines at a time, up to ``spill_bytes``. The raw byte stream is never writt
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import errno
 import os
@@ -51,45 +50,19 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import pexpect
-import pyte
 
 from tidegate.exec.containment import Launch
-from tidegate.text.sanitize import sanitize
+from tidegate.exec.terminal.transcript import Transcript
 
-_ESCAPES = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
-    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC, DCS, SOS, PM, APC
-    r"|\x1b[ -/]*[0-~]"  # two-character and charset sequences
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # C1 CSI
-)
-_MOVES = re.compile(r"\x1b\[[0-9;]*[HfdEF]")  # cursor positioning: a new place, a new line
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _OSC_COLOUR_QUERY = re.compile(rb"\x1b\](1[01]);\?(?:\x07|\x1b\\)")
 _COLOURS = {b"10": "rgb:ffff/ffff/ffff", b"11": "rgb:0000/0000/0000"}
 _SECONDARY_DA = re.compile(rb"\x1b\[>0?c")
 KEYS = {"ctrl-c": "\x03", "ctrl-d": "\x04", "ctrl-s": "\x13", "enter": "\r", "escape": "\x1b"}
 """The named keys :meth:`Terminal.send_key` sends (and a terminal objective's ``key:``)."""
-_PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_PRIVATE_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_SPILL_LINE = 64 * 1024  # a line longer than this is written in pieces, cut at a space
 _OUTBOX_CAP = 64 * 1024  # answers to queries a program never reads are dropped beyond this
 _DRAIN_READS = 16  # reads before a send, to move the mark past what is already written
-
-
-def visible(text: str) -> str:
-    """``text`` as a person would read it in a scrolling terminal: cursor positioning and
-    carriage returns become line breaks, other escape sequences and controls are removed."""
-    text = _ESCAPES.sub("", _MOVES.sub("\n", text)).replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROLS.sub("", text)
-
-
-def sanitized_lines(text: str) -> list[str]:
-    """The non-empty lines of ``text``, sanitised as one text (a private key block spans
-    lines: line by line, its body would not be recognised), right-trimmed."""
-    return [line.rstrip() for line in sanitize(text).splitlines() if line.strip()]
 
 
 @dataclass(frozen=True)
@@ -123,60 +96,6 @@ class TerminalTimeout(Exception):
             super().__init__(f"{needle!r} did not appear before {why}")
 
 
-class _Screen(pyte.Screen):
-    """A screen that answers the program's status queries through the terminal."""
-
-    def __init__(self, cols: int, rows: int, terminal: Terminal) -> None:
-        super().__init__(cols, rows)
-        self._terminal = terminal
-
-    def write_process_input(self, data: str) -> None:
-        self._terminal._answer(data.encode())
-
-
-class _Spill:
-    """The transcript file: the visible log, complete up to ``cap`` bytes, passed through
-    ``sanitize`` whole lines at a time so that no secret is split across two writes (a
-    private key block, which spans lines, is withheld from its BEGIN line to its END line).
-    Created new, never through a link, readable by its owner only."""
-
-    def __init__(self, path: Path, cap: int) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        self._file: BinaryIO = os.fdopen(os.open(path, flags, 0o600), "wb")
-        self._room = cap
-        self._pending = ""
-        self._in_key = False
-
-    def feed(self, text: str) -> None:
-        self._pending += text
-        cut = self._pending.rfind("\n") + 1
-        if cut == 0 and len(self._pending) > _SPILL_LINE:
-            # An overlong line: cut at a space, which no secret-shaped value contains.
-            cut = self._pending.rfind(" ", 0, _SPILL_LINE) + 1 or len(self._pending)
-        if cut:
-            self._write(self._pending[:cut])
-            self._pending = self._pending[cut:]
-
-    def close(self) -> None:
-        self._write(self._pending)
-        self._pending = ""
-        self._file.close()
-
-    def _write(self, text: str) -> None:
-        if self._in_key:
-            end = _PRIVATE_KEY_END.search(text)
-            if end is None:
-                return
-            text, self._in_key = text[end.end() :], False
-        begins = list(_PRIVATE_KEY_BEGIN.finditer(text))
-        if begins and not _PRIVATE_KEY_END.search(text, begins[-1].end()):
-            self._in_key = True  # sanitize redacts to the end of this text; the rest waits
-        data = sanitize(text).encode()[: self._room]
-        if data:
-            self._file.write(data)
-            self._room -= len(data)
-
-
 class Terminal:
     def __init__(
         self,
@@ -201,7 +120,14 @@ class Terminal:
         env = {**launched.env, **env}  # what the caller set on purpose (HOME) wins
         self.argv = list(argv)
         self.limits = limits or TerminalLimits()
-        self._spill = _Spill(spill, self.limits.spill_bytes) if spill is not None else None
+        self._view = Transcript(
+            self.limits.cols,
+            self.limits.rows,
+            self.limits.tail_chars,
+            self._answer,
+            spill,
+            self.limits.spill_bytes,
+        )
         self.spill_path = spill
         self.started = time.monotonic()
         self._deadline = self.started + self.limits.deadline_s
@@ -216,8 +142,7 @@ class Terminal:
                 echo=echo,
             )
         except (OSError, pexpect.ExceptionPexpect) as exc:
-            if self._spill is not None:
-                self._spill.close()
+            self._view.close_spill()
             raise OSError(f"{self.argv[0]}: {exc}") from exc
         self.child.delaybeforesend = None  # pexpect's default sleeps 50 ms before every send
         # Reads and writes go straight to the PTY, never blocking (pexpect's read waits for
@@ -225,18 +150,6 @@ class Terminal:
         # program does not read).
         self._fd = self.child.child_fd
         os.set_blocking(self._fd, False)
-        self._screen = _Screen(self.limits.cols, self.limits.rows, self)
-        self._stream = pyte.ByteStream(self._screen)
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._log = ""
-        self._dropped = 0  # characters cut from the front of the log
-        self._mark = 0  # absolute log offset where the next wait starts looking
-        self._stale: list[pyte.screens.Char] = []  # the screen's cells when the mark was set
-        self._stale_ids: set[int] = {id(self._screen.default_char)}
-        self.before = ""
-        """What was shown before the last wait's match: the log from the mark to the
-        match, or, for a match on the screen, the screen's text before it."""
-        self._pending = ""
         self._outbox = bytearray()
         self.bytes_read = 0
         self.exit_status: int | None = None
@@ -251,29 +164,7 @@ class Terminal:
             self._answer(f"\x1b]{match.group(1).decode()};{colour}\x1b\\".encode())
         if _SECONDARY_DA.search(data):
             self._answer(b"\x1b[>0;10;1c")
-        try:
-            self._stream.feed(data)
-        except (TypeError, ValueError, IndexError, KeyError):
-            # pyte's handlers have fixed arities: a sequence with extra parameters
-            # (``ESC[1;2n``, ``ESC[1;2A``) raises inside its parser. The program's output
-            # must never crash the driver: the rest of this read is dropped from the
-            # screen (the log keeps it) and a fresh parser goes on with the next read.
-            self._stream = pyte.ByteStream(self._screen)
-        text = self._pending + self._decoder.decode(data)
-        # An escape sequence may continue in the next read: keep an unfinished tail back.
-        cut = text.rfind("\x1b")
-        if cut != -1 and len(text) - cut < 256 and not _ESCAPES.match(text, cut):
-            self._pending, text = text[cut:], text[:cut]
-        else:
-            self._pending = ""
-        shown = visible(text)
-        self._log += shown
-        if self._spill is not None:
-            self._spill.feed(shown)
-        excess = len(self._log) - self.limits.tail_chars
-        if excess > 0:
-            self._log = self._log[excess:]
-            self._dropped += excess
+        self._view.feed(data)
 
     def _pump(self, timeout: float) -> None:
         """Read what the program wrote, waiting up to ``timeout`` for the first byte."""
@@ -304,38 +195,14 @@ class Terminal:
             if self.bytes_read == before:
                 return
 
-    def _set_mark(self, offset: int) -> None:
-        """Move the mark to the absolute log ``offset`` and to the screen as it is: every
-        cell on it now is stale (pyte writes a new cell object for every character drawn,
-        and moves cells with their lines when the screen scrolls)."""
-        self._mark = offset
-        cells = [c for line in self._screen.buffer.values() for c in line.values()]
-        self._stale = cells  # kept alive, so that no later cell can reuse an id
-        self._stale_ids = {id(c) for c in cells} | {id(self._screen.default_char)}
-
-    def _drawn_on_screen(self, needle: str, shown: bool) -> str | None:
-        """The screen's text before the first occurrence of ``needle`` that the program
-        drew (in whole or in part) after the mark, or, with ``shown``, before any; None
-        when there is none. (A row with wide or combining characters counts as drawn when
-        any of its cells was.)"""
-        screen, above = self._screen, list[str]()
-        for y, text in enumerate(screen.display):
-            start = text.find(needle)
-            while start != -1:
-                line = screen.buffer[y]
-                exact = len(text) == screen.columns  # one character per cell
-                cells = range(start, start + len(needle)) if exact else range(screen.columns)
-                if shown or any(id(line[x]) not in self._stale_ids for x in cells):
-                    return "\n".join([*above, text[:start]])
-                start = text.find(needle, start + 1)
-            above.append(text.rstrip())
-        return None
-
-    def _since_mark(self) -> str:
-        return self._log[max(self._mark - self._dropped, 0) :]
+    @property
+    def before(self) -> str:
+        """What was shown before the last wait's match: the log from the mark to the
+        match, or, for a match on the screen, the screen's text before it."""
+        return self._view.before
 
     def screen_text(self) -> str:
-        return "\n".join(line.rstrip() for line in self._screen.display).rstrip("\n")
+        return self._view.screen_text()
 
     # -- input -----------------------------------------------------------------------------
 
@@ -365,7 +232,7 @@ class Terminal:
         the program has taken it; TerminalTimeout (``sending``) when it did not before the
         step timeout or the deadline. Nothing is sent once the terminal has ended."""
         self._drain()
-        self._set_mark(self._dropped + len(self._log))
+        self._view.mark_end()
         if self._eof:
             return
         self._outbox += text.encode()
@@ -402,27 +269,13 @@ class Terminal:
         the match: the next wait starts after it."""
         start = time.monotonic()
         step_end = start + (self.limits.step_timeout_s if timeout_s is None else timeout_s)
-        while not self._match(needle, shown):
+        while not self._view.match(needle, shown):
             now = time.monotonic()
             if self._eof or now >= step_end or now >= self._deadline:
                 which = "deadline" if now >= self._deadline and not self._eof else "step"
                 raise TerminalTimeout(needle, which, self._eof, closed=self._closed_early())
             self._pump(min(step_end, self._deadline) - now)
         return time.monotonic() - start
-
-    def _match(self, needle: str, shown: bool) -> bool:
-        since = self._since_mark()
-        found = since.find(needle)
-        if found != -1:
-            self.before = since[:found]
-            self._set_mark(max(self._mark, self._dropped) + found + len(needle))
-            return True
-        before = self._drawn_on_screen(needle, shown)
-        if before is not None:
-            self.before = before
-            self._set_mark(self._dropped + len(self._log))
-            return True
-        return False
 
     def settle(self, quiet_s: float = 0.2, timeout_s: float = 2.0) -> None:
         """Read until the program has been quiet for ``quiet_s`` (or ``timeout_s``)."""
@@ -435,27 +288,21 @@ class Terminal:
 
     def seen(self, needle: str) -> bool:
         """Whether ``needle`` appeared anywhere in the kept log or on the screen."""
-        return needle in self._log or needle in self.screen_text()
+        return self._view.seen(needle)
 
     # -- what leaves -----------------------------------------------------------------------
 
     def last_lines(self, count: int = 50) -> list[str]:
         """The last ``count`` non-empty lines of the log, sanitised."""
-        return sanitized_lines(self._log)[-count:]
+        return self._view.last_lines(count)
 
     def screen_lines(self) -> list[str]:
-        """The emulated screen's non-empty lines, sanitised: what a full-screen program
-        shows now (its stream, full of cursor moves, reads as noise). A row filled to the
-        last column runs on into the next, as the terminal wrapped it, so a long secret
-        split by the wrap is still recognised whole."""
-        rows = [line.rstrip() for line in self._screen.display]
-        text = "".join(row if len(row) == self.limits.cols else row + "\n" for row in rows)
-        return sanitized_lines(text)
+        """The emulated screen's non-empty lines, sanitised (see ``Transcript``)."""
+        return self._view.screen_lines()
 
     def preview(self, chars: int = 2000) -> str:
-        """The log's last ``chars`` characters, sanitised (the whole log is sanitised, then
-        cut, so a secret at the cut is not left half-shown)."""
-        return sanitize(self._log)[-chars:]
+        """The log's last ``chars`` characters, sanitised."""
+        return self._view.preview(chars)
 
     def exited(self) -> bool:
         return self._eof
@@ -495,9 +342,7 @@ class Terminal:
             _kill_session(self.child.pid)  # background jobs outlive a shell that exited
         with contextlib.suppress(Exception):
             self.child.close(force=True)
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
+        self._view.close_spill()
         status = self.child.exitstatus
         self.exit_status = status if isinstance(status, int) else None
         return self.exit_status

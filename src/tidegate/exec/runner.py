@@ -24,38 +24,27 @@ command was stopped.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import selectors
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal, Protocol
+from typing import BinaryIO, Protocol
 
 from tidegate.disk import faults
-from tidegate.disk.linksafe import fresh_file
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
 from tidegate.exec.environment import command_environment, without_secrets
 from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
+from tidegate.exec.streams import Stream, open_spill
+from tidegate.exec.supervise import StopReason, spawn, supervise
 
 SHELL = ("/bin/sh", "-c")
 TAIL_BYTES = 64 * 1024
 SPILL_BYTES = 128 * 1024 * 1024
 """Per stream: output beyond this is counted and kept in the tail, but not written."""
-STRAY_GRACE_S = 1.0
-"""How long to keep draining after the process group is dead (pipes held elsewhere)."""
-_CANCEL_POLL_S = 0.02
-_CHUNK = 1 << 20
-_F_SETPIPE_SZ = 1031
-
-StopReason = Literal["timeout", "deadline", "cancelled"]
 
 
 class CwdRefused(UsageError):
@@ -219,23 +208,14 @@ def run_command(
         spill_dir.mkdir(parents=True, exist_ok=True)
         out_path = spill_dir / f"{label}.stdout"
         err_path = spill_dir / f"{label}.stderr"
-        with _spill(out_path) as out_fh, _spill(err_path) as err_fh:
-            out = _Stream(out_fh, stdout_limit, spill_limit)
-            err = _Stream(err_fh, stderr_limit, spill_limit)
-            stop: StopReason | None = None
-            stray = False
-            exit_code: int | None = None
-            if cancel is not None and cancel.is_set():
-                stop = "cancelled"
-            elif time.monotonic() >= end:
-                stop = reason
-            else:
-                # ``credentials``: the one key a caller hands to this command on purpose
-                # (an agent CLI's model key), past the secret filter and never recorded.
-                child_env = {**base, **sandbox.env, **(credentials or {})}
-                proc = _spawn([*hooked, *sandbox.prefix, *argv], cwd, child_env)
-                stop, stray = _supervise(proc, (out, err), end, reason, cancel)
-                exit_code = None if stop else proc.returncode
+        with open_spill(out_path) as out_fh, open_spill(err_path) as err_fh:
+            out = Stream(out_fh, stdout_limit, spill_limit)
+            err = Stream(err_fh, stderr_limit, spill_limit)
+            # ``credentials``: the one key a caller hands to this command on purpose
+            # (an agent CLI's model key), past the secret filter and never recorded.
+            child_env = {**base, **sandbox.env, **(credentials or {})}
+            launched = [*hooked, *sandbox.prefix, *argv]
+            stop, stray, exit_code = _run(launched, cwd, child_env, (out, err), end, reason, cancel)
     duration = time.monotonic() - start
     out_tail, out_cut = out.text()
     err_tail, err_cut = err.text()
@@ -261,131 +241,24 @@ def run_command(
     )
 
 
-def _spill(path: Path) -> BinaryIO:
-    """A fresh spill file: whatever was left or planted at its name (a symlink, a hard
-    link to a file elsewhere, a FIFO) is unlinked, never written through, and a new file
-    is created with O_EXCL in a directory opened without following a link."""
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        fd = fresh_file(dir_fd, path.name, shown=path)
-    finally:
-        os.close(dir_fd)
-    return os.fdopen(fd, "wb")
-
-
-def _spawn(argv: list[str], cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        bufsize=0,
-    )
-
-
-def _supervise(
-    proc: subprocess.Popen[bytes],
-    streams: tuple[_Stream, _Stream],
+def _run(
+    argv: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    streams: tuple[Stream, Stream],
     end: float,
     reason: StopReason,
     cancel: threading.Event | None,
-) -> tuple[StopReason | None, bool]:
-    """Drain both pipes until the process is gone and the pipes are closed; stop it at
-    ``end`` or on ``cancel``. Returns (why it was stopped, whether a stray kept a pipe)."""
-    assert proc.stdout is not None and proc.stderr is not None
-    sel = selectors.DefaultSelector()
-    pipes = {proc.stdout.fileno(): streams[0], proc.stderr.fileno(): streams[1]}
-    for fd in pipes:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, _F_SETPIPE_SZ, _CHUNK)  # fewer, larger reads
-        sel.register(fd, selectors.EVENT_READ)
-    pidfd = _pidfd(proc.pid)
-    if pidfd is not None:
-        sel.register(pidfd, selectors.EVENT_READ)
-    stop: StopReason | None = None
-    gone_at: float | None = None
-    stray = False
-    try:
-        while True:
-            now = time.monotonic()
-            if gone_at is None and _exited(proc.pid):
-                gone_at = now
-                _kill_group(proc.pid)  # what the command left running in its group
-                if pidfd is not None:
-                    sel.unregister(pidfd)
-            if gone_at is not None:
-                if not any(fd in pipes for fd in sel.get_map()):
-                    break
-                if now - gone_at > STRAY_GRACE_S:
-                    stray = True
-                    break
-            elif stop is None and cancel is not None and cancel.is_set():
-                stop = "cancelled"
-                _kill_group(proc.pid)
-            elif stop is None and now >= end:
-                stop = reason
-                _kill_group(proc.pid)
-            wait = _wait_time(now, end, gone_at, stop, cancel, pidfd)
-            for key, _ in sel.select(wait):
-                fd = int(key.fd)
-                if fd not in pipes:
-                    continue  # the pidfd: the process exited, handled at the loop's top
-                data = os.read(fd, _CHUNK)
-                if data:
-                    pipes[fd].feed(data)
-                else:
-                    sel.unregister(fd)
-    finally:
-        sel.close()
-        if pidfd is not None:
-            os.close(pidfd)
-        _kill_group(proc.pid)
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-    return stop, stray
-
-
-def _wait_time(
-    now: float,
-    end: float,
-    gone_at: float | None,
-    stop: StopReason | None,
-    cancel: threading.Event | None,
-    pidfd: int | None,
-) -> float:
-    if gone_at is not None:
-        return max(0.0, gone_at + STRAY_GRACE_S - now)
-    if stop is not None or pidfd is None:
-        return _CANCEL_POLL_S  # killed, or no pidfd: poll for the exit
-    wait = max(0.0, end - now)
-    return min(wait, _CANCEL_POLL_S) if cancel is not None else wait
-
-
-def _exited(pid: int) -> bool:
-    """Whether ``pid`` has exited, without reaping it: while the zombie holds the pid, the
-    process group id cannot be reused, so killing the group stays safe."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _pidfd(pid: int) -> int | None:
-    """A descriptor that becomes readable when ``pid`` exits (Linux >= 5.3)."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-def _kill_group(pgid: int) -> None:
-    """Kill what is left of the command's process group (children that outlived it too)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+) -> tuple[StopReason | None, bool, int | None]:
+    """Spawn ``argv`` unless cancelled or out of time already, and supervise it: why it
+    was stopped (None: it exited), whether a stray kept a pipe, its exit code."""
+    if cancel is not None and cancel.is_set():
+        return "cancelled", False, None
+    if time.monotonic() >= end:
+        return reason, False, None
+    proc = spawn(argv, cwd, env)
+    stop, stray = supervise(proc, streams, end, reason, cancel)
+    return stop, stray, None if stop else proc.returncode
 
 
 def _fault_command(command: str) -> None:

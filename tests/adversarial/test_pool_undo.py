@@ -15,7 +15,7 @@ import pytest
 
 from tests._pool import pool_path, remove_pool
 from tests.conftest import Repo
-from tidegate.exec.overlay import probe
+from tidegate.exec.overlay.probe import probe
 
 needs_layer = pytest.mark.skipif(
     not probe().available,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.integration.tools.support import call, executor
-from tidegate.exec.overlay import probe
+from tidegate.exec.overlay.probe import probe
 from tidegate.tools.calls import ToolResult
 from tidegate.tools.capture import CAPTURE_ENV
 from tidegate.tools.context import ApprovalAnswer

@@ -259,7 +259,7 @@ def test_the_namespace_helper_killed_mid_command(
     """The helper holding the overlays' namespace dies while a command runs: the command's
     writes are still in the upper layer and attested exactly; the next command gets a new
     helper. Never silence, never a traceback."""
-    from tidegate.exec import overlay
+    from tidegate.exec.overlay import host as overlay
 
     use_method(monkeypatch, "overlay")
     with host(project.root) as ex:

@@ -96,7 +96,7 @@ class HeadStart:
         for these answers): the overlay it writes into and, unless containment is off,
         bubblewrap."""
         try:
-            from tidegate.exec.overlay import probe as overlay_probe
+            from tidegate.exec.overlay.probe import probe as overlay_probe
 
             overlay_probe()
             if self.probe == "bubblewrap":

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from tidegate.exec.overlay import Overlay, OverlaySupport, mounts_below, probe
+from tidegate.exec.overlay import Overlay, OverlaySupport, mounts_below
+from tidegate.exec.overlay.probe import probe
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.fingerprint import (
     DEFAULT_DERIVED,

@@ -19,7 +19,7 @@ from tidegate.exec.containment import (
 from tidegate.exec.environment import command_environment
 from tidegate.exec.guard import Clearance, GuardRefused, admit
 from tidegate.exec.overlay import Overlay, mounts_below
-from tidegate.exec.overlay import probe as overlay_probe
+from tidegate.exec.overlay.probe import probe as overlay_probe
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
 from tidegate.exec.view import command_executables
 from tidegate.flow.request import verify_clearance

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tidegate.tools.git_allowlist import SUBCOMMANDS, Accepted, Refused, canonical
+from tidegate.tools.git_allowlist import Accepted, Refused, canonical
+from tidegate.tools.git_subcommands import SUBCOMMANDS
 
 NO_PROGRAMS = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
 

@@ -43,7 +43,7 @@ from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.refusal import PathRefused, check_relative
 from tidegate.workspace.confine.resolution import Resolved
 from tidegate.workspace.ignores import GitView, git_view
-from tidegate.workspace.port.commit import Committer, RootLock
+from tidegate.workspace.port.commit import Committer
 from tidegate.workspace.port.errors import (
     BadQuery,
     EditNotApplicable,
@@ -56,6 +56,7 @@ from tidegate.workspace.port.errors import (
     TooLarge,
     WorkspaceError,
 )
+from tidegate.workspace.port.lock import RootLock
 from tidegate.workspace.port.paths import mutable
 from tidegate.workspace.port.read import read_file
 from tidegate.workspace.port.results import (

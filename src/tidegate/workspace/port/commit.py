@@ -11,16 +11,12 @@ fsynced temp file in the same directory first; a file is never rewritten in plac
 from __future__ import annotations
 
 import errno
-import fcntl
-import itertools
 import os
 import stat
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import ClassVar
 
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.entries import FILE_READ_FLAGS, entry_state
@@ -38,6 +34,8 @@ from tidegate.workspace.port.errors import (
     StalePrecondition,
     TooLarge,
 )
+from tidegate.workspace.port.files import fsync_dir, read_all, rehash, temp_name, write_temp
+from tidegate.workspace.port.lock import RootLock
 from tidegate.workspace.port.paths import MAX_ATTEMPTS, mutable
 from tidegate.workspace.port.policy import check_config_change, read_current
 from tidegate.workspace.port.results import (
@@ -46,43 +44,7 @@ from tidegate.workspace.port.results import (
     Precondition,
     WorkspaceLimits,
 )
-from tidegate.workspace.states import MISSING, EntryState, hash_fd, is_sha256, sha256_bytes
-
-_TMP_COUNTER = itertools.count()
-
-
-class RootLock:
-    """One per workspace root and process: a reentrant thread lock, and an ``flock`` on a
-    descriptor of the root held while any thread is inside (so other tidegate processes
-    serialise too). Shared by every port on the root, so nesting never self-deadlocks."""
-
-    _all: ClassVar[dict[str, RootLock]] = {}
-    _guard: ClassVar[threading.Lock] = threading.Lock()
-
-    def __init__(self, real_root: str) -> None:
-        self._lock = threading.RLock()
-        self._fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        self._depth = 0
-
-    @classmethod
-    def of(cls, real_root: str) -> RootLock:
-        with cls._guard:
-            if real_root not in cls._all:
-                cls._all[real_root] = cls(real_root)
-            return cls._all[real_root]
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        with self._lock:
-            self._depth += 1
-            try:
-                if self._depth == 1:
-                    fcntl.flock(self._fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+from tidegate.workspace.states import MISSING, EntryState, is_sha256, sha256_bytes
 
 
 @dataclass(frozen=True)
@@ -184,13 +146,13 @@ class Committer:
             if new == current:
                 return Mutation(rel, after, after, size=len(new))
             owner = (old_st.st_uid, old_st.st_gid)
-            tmp = _write_temp(where.dir_fd, name, new, stat.S_IMODE(old_st.st_mode), owner)
+            tmp = write_temp(where.dir_fd, name, new, stat.S_IMODE(old_st.st_mode), owner)
             if renameat2(where.dir_fd, tmp, name, RENAME_EXCHANGE):
                 # What now sits at tmp must be the inode we verified, still with the
                 # verified content; otherwise someone changed it in between: undo.
                 swapped = os.stat(tmp, dir_fd=where.dir_fd, follow_symlinks=False)
                 same = (swapped.st_dev, swapped.st_ino) == (old_st.st_dev, old_st.st_ino)
-                if not same or _rehash(old_fd) != expect:
+                if not same or rehash(old_fd) != expect:
                     renameat2(where.dir_fd, tmp, name, RENAME_EXCHANGE)
                     os.unlink(tmp, dir_fd=where.dir_fd)
                     raise StalePrecondition(path, expect, entry_state(where.dir_fd, name))
@@ -199,12 +161,12 @@ class Committer:
                 # No RENAME_EXCHANGE on this file system: check once more, then replace.
                 now = os.stat(name, dir_fd=where.dir_fd, follow_symlinks=False)
                 if (now.st_dev, now.st_ino) != (old_st.st_dev, old_st.st_ino) or (
-                    _rehash(old_fd) != expect
+                    rehash(old_fd) != expect
                 ):
                     os.unlink(tmp, dir_fd=where.dir_fd)
                     raise StalePrecondition(path, expect, entry_state(where.dir_fd, name))
                 os.replace(tmp, name, src_dir_fd=where.dir_fd, dst_dir_fd=where.dir_fd)
-            _fsync_dir(where.dir_fd)
+            fsync_dir(where.dir_fd)
             return Mutation(rel, EntryState("file", expect), after, size=len(new))
         finally:
             os.close(old_fd)
@@ -240,7 +202,7 @@ class Committer:
                 raise StalePrecondition(path, MUST_NOT_EXIST, current)
             self._check_size(path, len(data))
             try:
-                tmp = _write_temp(where.dir_fd, name, data, creation_mode(False), None)
+                tmp = write_temp(where.dir_fd, name, data, creation_mode(False), None)
             except FileNotFoundError:
                 # The directory we resolved was removed meanwhile: nothing was written.
                 raise PathRefused(path, "unstable") from None
@@ -261,7 +223,7 @@ class Committer:
                 raise StalePrecondition(
                     path, MUST_NOT_EXIST, entry_state(where.dir_fd, name)
                 ) from None
-            _fsync_dir(where.dir_fd)
+            fsync_dir(where.dir_fd)
             return Mutation(
                 str(where.rel),
                 MISSING,
@@ -302,7 +264,7 @@ class Committer:
             if st.st_size > self.limits.max_edit_bytes:
                 os.close(fd)
                 raise TooLarge(path, st.st_size, self.limits.max_edit_bytes)
-            data = _read_all(fd)
+            data = read_all(fd)
             if sha256_bytes(data) != expect:
                 os.close(fd)
                 raise StalePrecondition(path, expect, EntryState.file(data))
@@ -328,7 +290,7 @@ class Committer:
         old = read_current(where) if current.kind == "file" else None
         check_config_change(self.handle, where, path, old, None)
         st = os.stat(name, dir_fd=where.dir_fd, follow_symlinks=False)
-        tmp = _temp_name(name)
+        tmp = temp_name(name)
         os.rename(name, tmp, src_dir_fd=where.dir_fd, dst_dir_fd=where.dir_fd)
         moved = os.stat(tmp, dir_fd=where.dir_fd, follow_symlinks=False)
         if (moved.st_dev, moved.st_ino) != (st.st_dev, st.st_ino) or (
@@ -345,7 +307,7 @@ class Committer:
                 os.unlink(tmp, dir_fd=where.dir_fd)
             raise StalePrecondition(path, expect, entry_state(where.dir_fd, name))
         os.unlink(tmp, dir_fd=where.dir_fd)
-        _fsync_dir(where.dir_fd)
+        fsync_dir(where.dir_fd)
         return Mutation(str(where.rel), current, MISSING)
 
     def _remove_created(self, created: tuple[str, ...]) -> None:
@@ -366,49 +328,3 @@ class Committer:
 def _check_precondition(expect: str) -> None:
     if expect != MUST_NOT_EXIST and not is_sha256(expect):
         raise BadQuery(f"expect must be 'must_not_exist' or a sha256 you saw, not {expect!r}")
-
-
-def _temp_name(name: str) -> str:
-    return f".{name[:80]}.tidegate-{os.getpid()}-{next(_TMP_COUNTER)}.tmp"
-
-
-def _write_temp(
-    dir_fd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | None
-) -> str:
-    """A new file beside ``name`` holding ``data``, fsynced; returns its name."""
-    tmp = _temp_name(name)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if owner is not None and os.geteuid() == 0:
-            with suppress(OSError):
-                os.fchown(fd, *owner)
-        os.fchmod(fd, mode)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    os.close(fd)
-    return tmp
-
-
-def _fsync_dir(dir_fd: int) -> None:
-    with suppress(OSError):
-        os.fsync(dir_fd)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _rehash(fd: int) -> str:
-    os.lseek(fd, 0, os.SEEK_SET)
-    return hash_fd(fd)

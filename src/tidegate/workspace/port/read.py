@@ -94,13 +94,9 @@ def read_window(
     digest = hashlib.sha256()
     validator = codecs.getincrementaldecoder("utf-8")()
     valid = True
-    kept: list[bytes] = []
-    kept_bytes = kept_lines = 0
-    line_begins = 0  # index in ``kept`` where the current line's pieces start
+    window = _Window(start, max_lines, max_bytes)
     line_no = size = 0
     at_line_start = True
-    full = False
-    cut_line: int | None = None
     while piece := fh.readline(_LINE_PIECE):
         size += len(piece)
         digest.update(piece)
@@ -111,23 +107,7 @@ def read_window(
                 valid = False
         if at_line_start:
             line_no += 1
-        if not full and line_no >= start:
-            if at_line_start and kept_lines == max_lines:
-                full = True
-            elif kept_bytes + len(piece) <= max_bytes:
-                if at_line_start:
-                    line_begins = len(kept)
-                    kept_lines += 1
-                kept.append(piece)
-                kept_bytes += len(piece)
-            elif kept_lines == 0 or (kept_lines == 1 and not at_line_start):
-                kept.append(piece[: max_bytes - kept_bytes])  # the first line alone is too long
-                kept_lines, cut_line, full = 1, line_no, True
-            else:
-                if not at_line_start:  # drop the part of this line already kept
-                    del kept[line_begins:]
-                    kept_lines -= 1
-                full = True
+        window.offer(piece, line_no, at_line_start)
         at_line_start = piece.endswith(b"\n")
     if valid:
         try:
@@ -138,8 +118,8 @@ def read_window(
     if not valid:
         raise NotUtf8(rel, "file", sha)
     # final=False drops only a character split by the cut; the file itself is valid.
-    text = codecs.getincrementaldecoder("utf-8")().decode(b"".join(kept), final=False)
-    end = start + kept_lines - 1
+    text = codecs.getincrementaldecoder("utf-8")().decode(b"".join(window.kept), final=False)
+    end = start + window.kept_lines - 1
     more = end < line_no
     return ReadResult(
         path=rel,
@@ -149,7 +129,46 @@ def read_window(
         start_line=start,
         end_line=end,
         total_lines=line_no,
-        truncated=more or cut_line is not None,
+        truncated=more or window.cut_line is not None,
         next_start_line=end + 1 if more else None,
-        truncated_line=cut_line,
+        truncated_line=window.cut_line,
     )
+
+
+class _Window:
+    """The lines a read keeps: from line ``start``, at most ``max_lines`` lines and
+    ``max_bytes`` bytes; a first line too long for them alone is kept cut (``cut_line``)."""
+
+    def __init__(self, start: int, max_lines: int, max_bytes: int) -> None:
+        self.start = start
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.kept: list[bytes] = []
+        self.kept_bytes = self.kept_lines = 0
+        self.line_begins = 0  # index in ``kept`` where the current line's pieces start
+        self.full = False
+        self.cut_line: int | None = None
+
+    def offer(self, piece: bytes, line_no: int, at_line_start: bool) -> None:
+        """Keep ``piece`` (of line ``line_no``; the line's first piece when
+        ``at_line_start``) if the window wants it and it fits."""
+        if self.full or line_no < self.start:
+            return
+        if at_line_start and self.kept_lines == self.max_lines:
+            self.full = True
+        elif self.kept_bytes + len(piece) <= self.max_bytes:
+            if at_line_start:
+                self.line_begins = len(self.kept)
+                self.kept_lines += 1
+            self.kept.append(piece)
+            self.kept_bytes += len(piece)
+        elif self.kept_lines == 0 or (self.kept_lines == 1 and not at_line_start):
+            self.kept.append(
+                piece[: self.max_bytes - self.kept_bytes]
+            )  # the first line alone is too long
+            self.kept_lines, self.cut_line, self.full = 1, line_no, True
+        else:
+            if not at_line_start:  # drop the part of this line already kept
+                del self.kept[self.line_begins :]
+                self.kept_lines -= 1
+            self.full = True

@@ -9,7 +9,6 @@ cursor that continues after the last path it covered.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
@@ -17,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from tidegate.workspace.confine import RootHandle
-from tidegate.workspace.confine.entries import FILE_READ_FLAGS
-from tidegate.workspace.confine.refusal import PathRefused, check_relative
+from tidegate.workspace.confine.refusal import PathRefused
 from tidegate.workspace.confine.walk import WalkItem
 from tidegate.workspace.ignores import ALWAYS_EXCLUDED, GitView, IgnoreRules, load_ignores
 from tidegate.workspace.port.cursor import cursor_parts, decode_cursor, encode_cursor, path_parts
 from tidegate.workspace.port.errors import BadQuery, NotADirectory, PathNotFound, SecretWithheld
+from tidegate.workspace.port.excluded import Excluded
 from tidegate.workspace.port.glob import compile_glob, file_filter
+from tidegate.workspace.port.grep import GrepScan, compile_search
 from tidegate.workspace.port.paths import relative, resolve_existing
 from tidegate.workspace.port.results import (
-    GrepMatch,
     GrepResult,
     ListEntry,
     Listing,
@@ -64,7 +63,7 @@ class Search:
         page = _page_size(limit, self.limits.max_entries)
         query = ("list", str(rel), depth, include_ignored, sorted(exclude_names))
         after = cursor_parts(cursor, query)
-        excluded = _Excluded(self.limits.max_excluded_shown)
+        excluded = Excluded(self.limits.max_excluded_shown)
         skip = self._skipper(rel, include_ignored, excluded, frozenset(exclude_names))
         entries: list[ListEntry] = []
         with closing(self._walk(rel, path, depth, skip, after)) as walk:
@@ -87,7 +86,7 @@ class Search:
         page = _page_size(limit, self.limits.max_entries)
         query = ("glob", pattern, include_ignored)
         after = cursor_parts(cursor, query)
-        excluded = _Excluded(self.limits.max_excluded_shown)
+        excluded = Excluded(self.limits.max_excluded_shown)
         skip = self._skipper(base, include_ignored, excluded)
         entries: list[ListEntry] = []
         visited = 0
@@ -136,15 +135,31 @@ class Search:
         limit: int | None,
         include_ignored: bool,
     ) -> GrepResult:
-        search = _compile_search(pattern, regex, case_sensitive)
+        search = compile_search(pattern, regex, case_sensitive)
         wanted = file_filter(glob, self.limits.max_depth)
         rel = relative(self.handle, path)
         page = _page_size(limit, self.limits.max_matches)
         query = ("grep", pattern, str(rel), glob, regex, case_sensitive, include_ignored)
         resume = decode_cursor(cursor, query)
-        excluded = _Excluded(self.limits.max_excluded_shown)
-        scan = _GrepScan(self.handle, self.limits, search, page, excluded, regex)
+        excluded = Excluded(self.limits.max_excluded_shown)
+        scan = GrepScan(self.handle, self.limits, search, page, excluded, regex)
 
+        target, is_dir = self._grep_target(rel, path)
+        if not is_dir:
+            done = scan.scan_file(str(target), start_after=resume[1] if resume else 0)
+            return scan.result(None if done else encode_cursor(query, *scan.position))
+
+        if resume is not None and resume[1] > 0:
+            resumed = "/".join(resume[0])
+            if not scan.scan_file(resumed, start_after=resume[1]):
+                return scan.result(encode_cursor(query, *scan.position))
+        after = resume[0] if resume is not None else None
+        skip = self._skipper(rel, include_ignored, excluded)
+        return self._grep_tree(scan, query, rel, path, skip, after, wanted)
+
+    def _grep_target(self, rel: PurePosixPath, path: str) -> tuple[PurePosixPath, bool]:
+        """Where a grep looks, resolved, and whether it is a directory; ``.git`` and a
+        withheld (secret-shaped) file are refused."""
         target = resolve_existing(self.handle, rel, path, follow_final=True)
         if ALWAYS_EXCLUDED in target.rel.parts:
             target.close()
@@ -159,16 +174,21 @@ class Search:
             target.close()
         if not is_dir and self.secrets.withheld(target.rel):
             raise SecretWithheld(path)
-        if not is_dir:
-            done = scan.scan_file(str(target.rel), start_after=resume[1] if resume else 0)
-            return scan.result(None if done else encode_cursor(query, *scan.position))
+        return target.rel, is_dir
 
-        if resume is not None and resume[1] > 0:
-            resumed = "/".join(resume[0])
-            if not scan.scan_file(resumed, start_after=resume[1]):
-                return scan.result(encode_cursor(query, *scan.position))
-        after = resume[0] if resume is not None else None
-        skip = self._skipper(rel, include_ignored, excluded)
+    def _grep_tree(
+        self,
+        scan: GrepScan,
+        query: tuple[object, ...],
+        rel: PurePosixPath,
+        path: str,
+        skip: Callable[[str, bool], bool],
+        after: tuple[str, ...] | None,
+        wanted: Callable[[str], bool],
+    ) -> GrepResult:
+        """Scan the files below a directory in walk order until the page or one call's
+        entry or byte budget is full."""
+        excluded = scan.excluded
         visited = 0
         previous: tuple[str, ...] = after or ()
         with closing(self._walk(rel, path, self.limits.max_depth, skip, after)) as walk:
@@ -218,7 +238,7 @@ class Search:
         self,
         rel: PurePosixPath,
         include_ignored: bool,
-        excluded: _Excluded,
+        excluded: Excluded,
         names: frozenset[str] = frozenset(),
     ) -> Callable[[str, bool], bool]:
         ignores = IgnoreRules(git=False)
@@ -280,23 +300,6 @@ def _chained(
         rest.close()
 
 
-class _Excluded:
-    """Disclosed exclusions, capped for output, all counted."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.items: list[str] = []
-        self.total = 0
-
-    def add(self, text: str) -> None:
-        self.total += 1
-        if len(self.items) < self.cap:
-            self.items.append(text)
-
-    def shown(self) -> list[str]:
-        return list(self.items)
-
-
 def _list_entry(item: WalkItem) -> ListEntry:
     mode = item.st.st_mode
     kind: Kind
@@ -309,110 +312,3 @@ def _list_entry(item: WalkItem) -> ListEntry:
     else:
         kind = "special"
     return ListEntry(item.rel, kind, item.st.st_size if kind == "file" else None)
-
-
-# -- grep ----------------------------------------------------------------------------------
-
-
-def _compile_search(pattern: str, regex: bool, case_sensitive: bool) -> re.Pattern[str]:
-    flags = 0 if case_sensitive else re.IGNORECASE
-    try:
-        return re.compile(pattern if regex else re.escape(pattern), flags)
-    except re.error as exc:
-        raise BadQuery(f"bad regular expression {pattern!r}: {exc}") from None
-
-
-@dataclass
-class _GrepScan:
-    handle: RootHandle
-    limits: WorkspaceLimits
-    search: re.Pattern[str]
-    page: int
-    excluded: _Excluded
-    regex: bool
-    matches: list[GrepMatch] = field(default_factory=list)
-    files_scanned: int = 0
-    bytes_read: int = 0
-    position: tuple[tuple[str, ...], int] = ((), 0)
-    truncated: bool = False
-
-    def result(self, cursor: str | None) -> GrepResult:
-        return GrepResult(
-            self.matches,
-            self.files_scanned,
-            cursor is not None,
-            cursor,
-            self.excluded.shown(),
-            self.excluded.total,
-        )
-
-    def scan_item(self, item: WalkItem) -> bool:
-        """Scan one walked file; False when the page filled up inside it."""
-        limits = self.limits
-        if item.st.st_size > limits.max_file_bytes_scanned:
-            self.excluded.add(f"{item.rel} (larger than {limits.max_file_bytes_scanned} bytes)")
-            return True
-        try:
-            fd = os.open(item.name, FILE_READ_FLAGS, dir_fd=item.dir_fd)
-        except OSError:
-            return True  # replaced or unreadable since the walk saw it
-        return self._scan_fd(fd, item.rel, 0)
-
-    def scan_file(self, rel: str, start_after: int) -> bool:
-        """Scan a file named by path (a grep of one file, or a resumed file)."""
-        try:
-            where = self.handle.resolve(check_relative(rel), follow_final=True)
-        except (FileNotFoundError, NotADirectoryError):
-            return True
-        try:
-            if where.name is None:
-                return True
-            try:
-                fd = os.open(where.name, FILE_READ_FLAGS, dir_fd=where.dir_fd)
-            except OSError:
-                return True
-        finally:
-            where.close()
-        st = os.fstat(fd)
-        largest = self.limits.max_file_bytes_scanned
-        if not stat.S_ISREG(st.st_mode) or st.st_size > largest:
-            os.close(fd)
-            if stat.S_ISREG(st.st_mode):
-                self.excluded.add(f"{rel} (larger than {largest} bytes)")
-            return True
-        return self._scan_fd(fd, rel, start_after)
-
-    def _scan_fd(self, fd: int, rel: str, start_after: int) -> bool:
-        limits = self.limits
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return True
-            data = fh.read(limits.max_file_bytes_scanned + 1)
-        self.bytes_read += len(data)
-        if b"\0" in data[:8192]:
-            self.excluded.add(f"{rel} (binary)")
-            return True
-        self.files_scanned += 1
-        text = data.decode("utf-8", "replace")
-        long_lines = 0
-        for number, line in enumerate(text.split("\n"), start=1):
-            if number <= start_after:
-                continue
-            searched = line
-            if self.regex and len(line) > limits.max_searched_line_chars:
-                searched = line[: limits.max_searched_line_chars]
-                long_lines += 1
-            if self.search.search(searched) is None:
-                continue
-            if len(self.matches) == self.page:
-                self.position = (path_parts(rel), number - 1)
-                return False
-            shown = line.rstrip("\r")[: limits.max_match_chars]
-            self.matches.append(GrepMatch(rel, number, shown))
-        if long_lines:
-            self.excluded.add(
-                f"{rel} ({long_lines} long lines searched only in their first "
-                f"{limits.max_searched_line_chars} characters)"
-            )
-        self.position = (path_parts(rel), 0)
-        return True

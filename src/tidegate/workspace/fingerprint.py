@@ -201,33 +201,11 @@ def take_inventory(
     view = chosen_view(root, view)
     ignores = IgnoreRules(git=False) if exact else load_ignores(root, view)
     scan = _Scan(ignores, frozenset(derived_dirs), exact)
-    entries: dict[str, EntryState] = {}
-    modes: dict[str, int] = {}
     derived: dict[str, str] = {}
-    not_descended: list[str] = []
     started = time.time_ns()
     with RootHandle(root) as handle:
-        cache_root = str(handle.real_root)
-
-        def observe(start: PurePosixPath, skip: Callable[[str, bool], bool]) -> None:
-            walk = handle.walk(start, max_depth=INVENTORY_MAX_DEPTH, skip=skip)
-            with closing(walk):
-                for item in walk:
-                    mode = item.st.st_mode
-                    if exact and (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                        modes[item.rel] = stat.S_IMODE(mode)
-                    if stat.S_ISDIR(mode):
-                        entries[item.rel] = DIRECTORY
-                        if not item.descended:
-                            not_descended.append(item.rel)
-                    elif stat.S_ISREG(mode):
-                        entries[item.rel] = _file_state(
-                            cache_root, item.rel, item.dir_fd, item.name, item.st, started
-                        )
-                    else:
-                        entries[item.rel] = entry_state(item.dir_fd, item.name)
-
-        observe(PurePosixPath("."), scan.skip)
+        seen = _Observed(handle, exact, started)
+        seen.observe(PurePosixPath("."), scan.skip)
         # A derived-looking directory that holds tracked files is source, not derived.
         tracked = holding_tracked(view, scan.candidates) if view is not None else set()
 
@@ -238,26 +216,58 @@ def take_inventory(
 
         for rel in scan.candidates:
             if rel in tracked:
-                entries[rel] = DIRECTORY
+                seen.entries[rel] = DIRECTORY
                 if exact:
-                    modes[rel] = stat.S_IMODE(handle_mode(handle, rel))
-                observe(PurePosixPath(rel), plain)
+                    seen.modes[rel] = stat.S_IMODE(handle_mode(handle, rel))
+                seen.observe(PurePosixPath(rel), plain)
             else:
                 derived[rel] = derived_fingerprint(handle, rel, derived_max_entries)
         if previous is not None:
             for rel in previous.entries:
-                if rel not in entries and not _under_any(rel, derived):
+                if rel not in seen.entries and not _under_any(rel, derived):
                     state = handle.state(rel)
                     if state != MISSING:
-                        entries[rel] = state
+                        seen.entries[rel] = state
     return Inventory(
-        entries=dict(sorted(entries.items())),
+        entries=dict(sorted(seen.entries.items())),
         derived=dict(sorted(derived.items())),
         ignored=tuple(ignores.described()),
-        not_descended=tuple(not_descended),
+        not_descended=tuple(seen.not_descended),
         root=str(root),
-        modes=dict(sorted(modes.items())),
+        modes=dict(sorted(seen.modes.items())),
     )
+
+
+class _Observed:
+    """What an inventory's walks saw: typed states, permission bits (``exact``) and the
+    directories too deep to descend."""
+
+    def __init__(self, handle: RootHandle, exact: bool, started: int) -> None:
+        self.handle = handle
+        self.cache_root = str(handle.real_root)
+        self.exact = exact
+        self.started = started
+        self.entries: dict[str, EntryState] = {}
+        self.modes: dict[str, int] = {}
+        self.not_descended: list[str] = []
+
+    def observe(self, start: PurePosixPath, skip: Callable[[str, bool], bool]) -> None:
+        walk = self.handle.walk(start, max_depth=INVENTORY_MAX_DEPTH, skip=skip)
+        with closing(walk):
+            for item in walk:
+                mode = item.st.st_mode
+                if self.exact and (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                    self.modes[item.rel] = stat.S_IMODE(mode)
+                if stat.S_ISDIR(mode):
+                    self.entries[item.rel] = DIRECTORY
+                    if not item.descended:
+                        self.not_descended.append(item.rel)
+                elif stat.S_ISREG(mode):
+                    self.entries[item.rel] = _file_state(
+                        self.cache_root, item.rel, item.dir_fd, item.name, item.st, self.started
+                    )
+                else:
+                    self.entries[item.rel] = entry_state(item.dir_fd, item.name)
 
 
 def handle_mode(handle: RootHandle, rel: str) -> int:

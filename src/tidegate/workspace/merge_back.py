@@ -126,36 +126,42 @@ def _plan_one(
     if _same(git, fs, ours, change.after, theirs, path):
         plan.unchanged.append(path)
         return
+    outcome = _both_changed(git, path, ours, base, theirs, scratch)
+    if outcome is None:
+        plan.unchanged.append(path)
+    elif isinstance(outcome, str):
+        conflict(outcome)
+    else:
+        plan.ops.append(outcome)
+
+
+def _both_changed(
+    git: Git, path: str, ours: Entry, base: Entry, theirs: Entry, scratch: Path
+) -> PlannedOp | str | None:
+    """The user and the change both changed ``path`` since T0: the op that merges them,
+    why they conflict, or None when the merge leaves the user's version as it is."""
     if ours.kind == "missing":
-        conflict("you deleted this file since the run started; the change edits it")
-        return
+        return "you deleted this file since the run started; the change edits it"
     if base.kind == "missing":
-        conflict(_CREATED)  # or an ignored file T0 left out: _name_ignored_files
-        return
+        return _CREATED  # or an ignored file T0 left out: _name_ignored_files
     if theirs.kind == "missing":
-        conflict("you changed this file since the run started; the change deletes it")
-        return
+        return "you changed this file since the run started; the change deletes it"
     if not (ours.kind == base.kind == theirs.kind == "file"):
-        conflict("changed on both sides and not a regular file on every side")
-        return
+        return "changed on both sides and not a regular file on every side"
     assert ours.content is not None and base.content is not None and theirs.content is not None
     if base.content == theirs.content:
         # The change only flipped the executable bit; the user edited the content.
         new_exec = theirs.executable
-        plan.ops.append(PlannedOp(path, ours, _file(ours.content, ours, new_exec)))
-        return
+        return PlannedOp(path, ours, _file(ours.content, ours, new_exec))
     if any(b"\0" in c[:8000] for c in (ours.content, base.content, theirs.content)):
-        conflict("binary file changed both by you and by the change")
-        return
+        return "binary file changed both by you and by the change"
     merged, clean = _merge_file(git, ours.content, base.content, theirs.content, scratch)
     if not clean:
-        conflict("your edits since the run started overlap the change")
-        return
+        return "your edits since the run started overlap the change"
     new_exec = theirs.executable if ours.executable == base.executable else ours.executable
     if merged == ours.content and new_exec == ours.executable:
-        plan.unchanged.append(path)
-        return
-    plan.ops.append(PlannedOp(path, ours, _file(merged, ours, new_exec), merged=True))
+        return None
+    return PlannedOp(path, ours, _file(merged, ours, new_exec), merged=True)
 
 
 def tidegate_artefact(path: str) -> str | None:

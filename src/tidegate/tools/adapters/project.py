@@ -22,15 +22,19 @@ that takes paths accepts a ``./`` prefix.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.adapters.command import command_status, run_contained
 from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import Effects, InspectEffect, ValidateEffect
 from tidegate.tools.schemas import project as proj
+
+if TYPE_CHECKING:
+    from tidegate.feedback.diagnostics import Diagnostic
 
 MAX_DIAGNOSTICS = 50
 OUTPUT_TAIL_CHARS = 4000
@@ -102,24 +106,10 @@ class ProjectValidate:
 
     def run(self, args: proj.ValidateInput, call: Dispatch) -> AdapterResult:
         from tidegate.feedback.classify import diagnose
-        from tidegate.workspace.confine.refusal import PathRefused, check_relative
         from tidegate.workspace.fingerprint import workspace_fingerprint
 
         ctx = call.context
-        chosen = validation_command(ctx, None)
-        if chosen is None:
-            raise ToolFailure(
-                "no_validation_command",
-                "no validation command is configured or detected for this project",
-                retryable=False,
-            )
-        command = chosen[0]
-        try:
-            scoped = [_path_word(check_relative(p)) for p in args.paths]
-        except PathRefused as exc:
-            raise ToolFailure("path_refused", str(exc)) from exc
-        if scoped:
-            command = command + " " + " ".join(shlex.quote(p) for p in scoped)
+        command = _scoped_command(ctx, args.paths)
         fingerprint = workspace_fingerprint(ctx.root, ctx.git_view)
         result = run_contained(ctx, command, ctx.root, args.timeout_s, call)
         status = command_status(result)
@@ -135,18 +125,7 @@ class ProjectValidate:
             summary = diagnosis.summary
             failing = diagnosis.failing_tests[:MAX_DIAGNOSTICS]
             tail = diagnosis.output[-OUTPUT_TAIL_CHARS:]
-            diagnostics = [
-                proj.DiagnosticOut(
-                    tool=d.tool,
-                    message=d.message[:1000],
-                    path=d.path,
-                    line=d.line,
-                    code=d.code,
-                    severity=d.severity,
-                    test_id=d.test_id,
-                )
-                for d in diagnosis.diagnostics[:MAX_DIAGNOSTICS]
-            ]
+            diagnostics = _diagnostics_out(diagnosis.diagnostics)
         contained = result.containment.backend == "bubblewrap" and result.containment.verified
         output = proj.ValidateOutput(
             validation_id=args.validation_id,
@@ -172,3 +151,40 @@ class ProjectValidate:
             contained=contained,
         )
         return AdapterResult(self.tool_id, output, Effects(validate=evidence), state_changed=True)
+
+
+def _scoped_command(ctx: ToolContext, paths: Sequence[str]) -> str:
+    """The project's validation command, limited to ``paths`` when there are any."""
+    from tidegate.workspace.confine.refusal import PathRefused, check_relative
+
+    chosen = validation_command(ctx, None)
+    if chosen is None:
+        raise ToolFailure(
+            "no_validation_command",
+            "no validation command is configured or detected for this project",
+            retryable=False,
+        )
+    command = chosen[0]
+    try:
+        scoped = [_path_word(check_relative(p)) for p in paths]
+    except PathRefused as exc:
+        raise ToolFailure("path_refused", str(exc)) from exc
+    if scoped:
+        command = command + " " + " ".join(shlex.quote(p) for p in scoped)
+    return command
+
+
+def _diagnostics_out(diagnostics: Sequence[Diagnostic]) -> list[proj.DiagnosticOut]:
+    """The first ``MAX_DIAGNOSTICS`` diagnostics as the tool reports them."""
+    return [
+        proj.DiagnosticOut(
+            tool=d.tool,
+            message=d.message[:1000],
+            path=d.path,
+            line=d.line,
+            code=d.code,
+            severity=d.severity,
+            test_id=d.test_id,
+        )
+        for d in diagnostics[:MAX_DIAGNOSTICS]
+    ]

@@ -38,7 +38,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tidegate.errors import PersistenceError
 from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.sessions import SessionSupervisor
 from tidegate.tools.adapters import default_adapters
@@ -47,6 +46,7 @@ from tidegate.tools.answer import UnknownOutcome, check_answer
 from tidegate.tools.approval import approve
 from tidegate.tools.batch import precheck, run_batch
 from tidegate.tools.call_input import parse_call
+from tidegate.tools.call_records import record_call, record_start
 from tidegate.tools.calls import (
     BatchResult,
     ToolCall,
@@ -60,7 +60,6 @@ from tidegate.tools.context import CallRecorder, ToolContext
 from tidegate.tools.effects import (
     ApprovalEffect,
     Effects,
-    sha256_json,
 )
 from tidegate.tools.guards import StaleEditGuard, state_key
 from tidegate.tools.observe import Observation, Observer
@@ -170,7 +169,7 @@ class ToolExecutor:
         PersistenceError when the recorder fails."""
         started = time.monotonic()
         result = self._execute(call, started)
-        self._record(call, result)
+        record_call(self.recorder, call, result)
         return result
 
     def execute_batch(self, calls: Sequence[ToolCall]) -> BatchResult:
@@ -198,7 +197,7 @@ class ToolExecutor:
 
     def record(self, call: ToolCall, result: ToolResult) -> None:
         """Hand a result to the recorder (PersistenceError when it fails)."""
-        self._record(call, result)
+        record_call(self.recorder, call, result)
 
     @property
     def calls_made(self) -> int:
@@ -293,21 +292,18 @@ class ToolExecutor:
         except ToolFailure as failure:
             return failure_result(call, spec, failure, started)
         config_before = config_snapshot(self.context.root) if spec.capture == "inventory" else None
-        guard_key = None
-        if before.target is not None:
-            state = before.target_state
-            guard_key = (before.target, state_key(state.kind, state.sha256))
-            if self.guard.blocked(*guard_key):
-                return ended(
-                    call,
-                    spec,
-                    "paused",
-                    f"{before.target} has had {self.guard.limit} failed edits in this state; "
-                    "the run pauses instead of trying again",
-                    started,
-                    code="stale_edit_limit",
-                )
-        self._record_start(call, spec, args)
+        guard_key = _guard_key(before)
+        if guard_key is not None and self.guard.blocked(*guard_key):
+            return ended(
+                call,
+                spec,
+                "paused",
+                f"{before.target} has had {self.guard.limit} failed edits in this state; "
+                "the run pauses instead of trying again",
+                started,
+                code="stale_edit_limit",
+            )
+        record_start(self.recorder, call, spec.tool_id, args.model_dump(mode="json"))
         dispatch = Dispatch(
             call.call_id,
             self.context,
@@ -422,31 +418,8 @@ class ToolExecutor:
             duration_ms=elapsed_ms(started),
         )
         self.ended = f"an earlier call ({call.call_id}) ended with an unknown outcome"
-        self._record(call, result)
+        record_call(self.recorder, call, result)
         return ToolOutcomeUnknown(result, unknown.reason)
-
-    def _record_start(self, call: ToolCall, spec: ToolSpec, args: BaseModel) -> None:
-        start = getattr(self.recorder, "record_start", None)
-        if start is None:
-            return
-        try:
-            start(call, spec.tool_id, sha256_json(args.model_dump(mode="json")))
-        except Exception as exc:
-            raise PersistenceError(
-                f"tool call {call.call_id} could not be recorded before dispatch: {exc}"
-            ) from exc
-
-    def _record(self, call: ToolCall, result: ToolResult) -> None:
-        if self.recorder is None:
-            return
-        if result.error is not None and result.error.code == "duplicate_call_id":
-            return  # the first call with this ID is the one on record
-        try:
-            self.recorder.record_call(call, result)
-        except Exception as exc:
-            raise PersistenceError(
-                f"tool call {call.call_id} ({result.status}) could not be recorded: {exc}"
-            ) from exc
 
 
 def _clearance(origin: Origin, approval: ApprovalEffect) -> Clearance:
@@ -456,3 +429,11 @@ def _clearance(origin: Origin, approval: ApprovalEffect) -> Clearance:
     if approval.status != "granted":
         return Clearance(origin)
     return Clearance(origin, f"{approval.decided_by} (approval {approval.request_id})")
+
+
+def _guard_key(before: Observation) -> tuple[str, str] | None:
+    """The stale-edit guard's key for a call on a target path: the path and its state."""
+    if before.target is None:
+        return None
+    state = before.target_state
+    return before.target, state_key(state.kind, state.sha256)

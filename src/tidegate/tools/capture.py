@@ -3,7 +3,7 @@
 Two methods, one result (typed, hashed, moded changes plus derived-directory mutations):
 
 ``overlay`` (the fast path)
-    The command runs with an overlay on the workspace path (``exec/overlay.py``): it sees
+    The command runs with an overlay on the workspace path (``exec/overlay/``): it sees
     and writes the workspace as usual, but every write lands in a fresh upper directory.
     Afterwards the upper directory is read as the change set and merged into the real
     workspace (``workspace/overlay_merge.py``). Nothing is walked but what changed.

@@ -1,6 +1,6 @@
 """An overlay's upper layer as a change set: what a command changed, and merging it back.
 
-``plan_merge`` reads the upper layer of a command's overlay (``exec/overlay.py``) top
+``plan_merge`` reads the upper layer of a command's overlay (``exec/overlay/``) top
 down. Its entries are exactly the paths the command touched: a whiteout (a 0:0 character
 device) is a deletion, an opaque directory one that replaced whatever was there, any
 other directory a copied-up parent or a new or re-moded one, and every other entry a

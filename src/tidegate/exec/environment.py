@@ -30,7 +30,7 @@ PASSED = frozenset(
 """Names every command gets (when tidegate has them)."""
 PASSED_PREFIXES = ("LC_", "PYTHON", "GIT_")
 """Families of names every command gets: locale, the interpreter's switches, and git's
-settings (the redirecting ones are removed by ``tidegate.git.scrubbed_env`` already)."""
+settings (the redirecting ones are removed by ``tidegate.git.env.scrubbed_env`` already)."""
 
 # Secret-shaped names are never passed, even when allowlisted or configured: the names
 # that say so (``*_TOKEN``, ``*_PASSWORD``, ``*SECRET*``, ``*_API_KEY``) and whole

@@ -110,7 +110,7 @@ class ToolContext:
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     policy_notes: tuple[str, ...] = ()
     """What of the repository's tidegate configuration was not applied, because it would
-    have loosened the user's policy (``tidegate.config.LoadedConfig.ignored``)."""
+    have loosened the user's policy (``tidegate.config.records.LoadedConfig.ignored``)."""
     limits: ToolLimits = field(default_factory=ToolLimits)
     git_view: GitView | None = field(init=False, default=None)
     """The git work tree the workspace was in when the context was made (None: none),

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the view as one JSON object.")]
 Topology = Annotated[str, typer.Argument(help="single-process (ray: the gym only).")]
 BaseTypeArg = Annotated[str, typer.Argument(help="local-harness, openai or anthropic.")]

@@ -101,9 +101,9 @@ def read_output(run_id: str, options: dict[str, str | bool]) -> str:
         return dump_json(shown) + "\n"
     text = view_text(view)
     if view["report"] is not None:
-        from tidegate.cli.quickreport import console, report_lines
+        from tidegate.cli.report_text import report_text, terminal_styles
 
-        text += report_lines(view["report"], *console())
+        text += report_text(view["report"], terminal_styles())
     return text
 
 

@@ -67,15 +67,12 @@ def show_run(run_id: str, repo: Path, state_root: str | None, as_json: bool, det
 
 def _print_view(view: dict[str, Any]) -> None:
     report = _report(view["report"])  # parsed first: a bad report fails before any output
-    sys.stdout.write(view_text(view))
+    text = view_text(view)
     if report is not None:
-        from tidegate.cli.render import (
-            console,  # a person reads the report: rich renders it
-            print_report,
-        )
+        from tidegate.cli.report_text import report_text, terminal_styles
 
-        sys.stdout.flush()
-        print_report(console(), report)
+        text += report_text(report.model_dump(mode="json"), terminal_styles())
+    sys.stdout.write(text)
 
 
 def _report(data: dict[str, Any] | None) -> FlowReport | None:

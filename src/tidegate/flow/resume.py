@@ -28,25 +28,21 @@ from typing import Any
 
 from tidegate.config import load_policy
 from tidegate.errors import UsageError
+from tidegate.flow.driver import Driver, request_summary
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.policy_record import effective_policy
-from tidegate.flow.progress import (
+from tidegate.flow.progress import STATE_FORMAT
+from tidegate.flow.progress_inputs import (
     MODEL_HASHES,
-    STATE_FORMAT,
     RunBlobs,
     RunInputs,
     config_sha256,
-    planner_inputs_sha256,
-    restore,
-)
-from tidegate.flow.transaction import (
-    Driver,
-    closing_notes,
-    new_state,
     planner_hashes,
-    request_summary,
+    planner_inputs_sha256,
     workspace_identity,
 )
+from tidegate.flow.progress_restore import restore
+from tidegate.flow.transaction import closing_notes, new_state
 from tidegate.planners import planner_for
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest

@@ -56,7 +56,8 @@ from tidegate.agent.guards import (
     mutation_family,
 )
 from tidegate.agent.guards import ToolCall as GuardCall
-from tidegate.agent.session import FINALIZE_NOTE, AgentSession, phase_tools
+from tidegate.agent.session import FINALIZE_NOTE, AgentSession
+from tidegate.agent.session_options import phase_tools
 from tidegate.agent.transcript import ToolRecord, TurnRecord, text_digest
 from tidegate.errors import ErrorClass, PersistenceError
 from tidegate.models.envelope import ModelRequest

@@ -231,7 +231,7 @@ def startup_seconds(python: Path, repeat: int) -> dict[str, float]:
 def instrumented() -> Iterator[dict[str, Any]]:
     """Wrap tidegate's git runner and bootstrap/cleanup steps with timers."""
     from tidegate import git as git_module
-    from tidegate.flow import transaction
+    from tidegate.flow import outcome, transaction
     from tidegate.workspace import shadow as shadow_module
 
     stats: dict[str, Any] = {"git": defaultdict(lambda: [0, 0.0]), "steps": defaultdict(float)}
@@ -271,8 +271,8 @@ def instrumented() -> Iterator[dict[str, Any]]:
     wrap(transaction, "load_policy", lambda *a, **k: "load policy")
     wrap(transaction, "ensure_excluded", lambda *a, **k: "ensure .git/info/exclude")
     wrap(transaction, "take_snapshot", lambda *a, **k: "BOOTSTRAP: T0 snapshot")
-    wrap(transaction, "final_diff", lambda *a, **k: "report: final diff")
-    wrap(transaction, "changed_files", lambda *a, **k: "report: changed-file hashes")
+    wrap(outcome, "final_diff", lambda *a, **k: "report: final diff")
+    wrap(outcome, "changed_files", lambda *a, **k: "report: changed-file hashes")
     wrap(shadow_module.ShadowWorktree, "create", lambda *a, **k: "BOOTSTRAP: shadow worktree add")
     wrap(shadow_module.ShadowWorktree, "remove", lambda *a, **k: "cleanup: shadow worktree remove")
     try:

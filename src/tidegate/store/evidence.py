@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 
+from tidegate.store.delta import BadDelta, patch
+
 try:  # the interpreter's own SHA-256 (no OpenSSL to load); hashlib where there is none
     from _sha2 import sha256 as sha256  # type: ignore[import-not-found, unused-ignore]
 except ImportError:
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 CHECKPOINT_FORMAT = "tidegate.checkpoint/1"
 HEAD_FORMAT = "tidegate.checkpoint-head/1"
 REPLAY_FORMAT = "tidegate.replay/1"
+FULL = "full"
+DELTA = "delta"
+"""How a checkpoint row stores its document: whole, or as a delta on the one before
+(``store.chain_rows``)."""
 
 
 def canonical(value: object) -> bytes:
@@ -155,3 +161,36 @@ def replay_digest(projection: list[dict[str, Any]]) -> str:
     """``sha256:<hex>`` over the canonical replay projection (each event's kind, attempt,
     phase and payload, in sequence order: ``store.replay``)."""
     return sha256_digest(canonical({"format": REPLAY_FORMAT, "events": projection}))
+
+
+def document_of(run_id: str, row: Sequence[Any], state: Any) -> str:
+    """The canonical document of a checkpoints row (``seq, event_seq, reason, prev_hash``
+    first) holding ``state``."""
+    seq, event_seq, reason, prev_hash = row[:4]
+    header = {"format": CHECKPOINT_FORMAT, "run_id": run_id, "seq": seq}
+    header.update(event_seq=event_seq, reason=reason, prev_hash=prev_hash, state=state)
+    return json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def rebuilt(run_id: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """Checkpoints from rows ``(run_id, seq, event_seq, reason, prev_hash, hash, mac,
+    stored text, encoding)``, each document rebuilt from whole documents and deltas: a row
+    that cannot be rebuilt keeps its stored text, which then fails its hash check."""
+    out = []
+    state: Any = None
+    known = False  # whether ``state`` is the previous checkpoint's
+    for row in rows:
+        stored, encoding = row[7], row[8]
+        document = stored
+        try:
+            if encoding == FULL:
+                state, known = json.loads(stored)["state"], True
+            elif encoding == DELTA and known:
+                state = patch(state, json.loads(stored))
+                document = document_of(run_id, row[1:5], state)
+            else:
+                known = False
+        except (ValueError, TypeError, KeyError, BadDelta, RecursionError):
+            known = False
+        out.append((*row[:7], document))
+    return out

@@ -1,9 +1,9 @@
-"""The pieces of the fast read path that stand in for a library, each against the library.
+"""The pieces of the read path that stand in for a library, each against the library.
 
-``tidegate.cli.quickreport`` and ``tidegate.cli.quickread`` avoid importing pydantic,
-hashlib, hmac and pathlib; each stand-in is checked here against the real thing on
-ordinary and hostile inputs, and the report's field table against the report model, so a
-change to either side fails here rather than printing something different.
+``store.report_check``, ``store.evidence``, ``store.reading`` and ``store.locate`` avoid
+importing pydantic, hashlib, hmac and pathlib; each stand-in is checked here against the
+real thing on ordinary and hostile inputs, and the report's field table against the report
+model, so a change to either side fails here rather than printing something different.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from tidegate.cli import quickread, quickview
-from tidegate.cli.quickread import Unsupported
-from tidegate.cli.quickreport import MODELS, checked
 from tidegate.records.checked import Checked
 from tidegate.records.report import FlowReport
+from tidegate.store import evidence, locate, reading
 from tidegate.store.canonical import canonical_json
 from tidegate.store.checkpoints import CheckpointKey
+from tidegate.store.reading import Irregular
+from tidegate.store.report_check import MODELS
+from tidegate.store.report_check import checked_report as checked
 from tidegate.store.schema import SCHEMA_VERSION
 
 
@@ -60,7 +61,7 @@ def test_the_field_table_is_the_report_model() -> None:
 
 
 def test_the_schema_version_is_the_stores() -> None:
-    assert quickread.SCHEMA_VERSION == SCHEMA_VERSION
+    assert reading.SCHEMA_VERSION == SCHEMA_VERSION
 
 
 REPORT = FlowReport(
@@ -98,7 +99,7 @@ def test_a_dumped_report_is_accepted_as_it_is() -> None:
     ],
 )
 def test_what_the_model_would_change_or_refuse_is_not_accepted(change: dict[str, Any]) -> None:
-    with pytest.raises(Unsupported):
+    with pytest.raises(Irregular):
         checked({**REPORT.model_dump(mode="json"), **change})
 
 
@@ -109,24 +110,24 @@ def test_reordered_missing_or_extra_fields_are_not_accepted() -> None:
         {k: v for k, v in dumped.items() if k != "notes"},
         {**dumped, "extra": 1},
     ):
-        with pytest.raises(Unsupported):
+        with pytest.raises(Irregular):
             checked(broken)
 
 
 def test_hmac_and_canonical_json_are_the_stores() -> None:
     key = CheckpointKey(bytes(range(32)))
     for data in (b"", b"{}", b"x" * 200, bytes(range(256))):
-        assert quickview._hmac_sha256(bytes(range(32)), data) == key.sign(data)
+        assert evidence.hmac_sha256(bytes(range(32)), data) == key.sign(data)
     value = {"b": [1, "\u00e9", None, True], "a": {"z": "\udcff", "y": -3}}
-    assert quickview._canonical(value) == canonical_json(value)
+    assert evidence.canonical(value) == canonical_json(value)
     for text in ('{"f": 1.5}', '{"f": [NaN]}', '{"f": -Infinity}', "1e3"):
         with pytest.raises(TypeError):
-            quickview._integral_json(text)
+            evidence.integral_json(text)
 
 
 @pytest.mark.parametrize("path", ["/tmp/a b/c%d", "/tmp/ünï/x", "/tmp/q?x#y&z=1", "/t/~_.-"])
 def test_file_uris_are_pathlibs(path: str) -> None:
-    assert quickread._file_uri(path) == Path(path).as_uri()
+    assert reading._file_uri(path) == Path(path).as_uri()
 
 
 @pytest.mark.parametrize(
@@ -149,4 +150,4 @@ def test_the_default_state_root_is_platformdirs(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert quickread._user_state_dir() == platformdirs.user_state_dir("tidegate")
+    assert locate._user_state_dir() == platformdirs.user_state_dir("tidegate")

@@ -1,18 +1,18 @@
-"""A stored run report for ``tidegate read``, checked without importing the report model.
+"""A stored run report, checked without importing the report model (``store.views``).
 
-``checked`` accepts a report (parsed from the store) only when it is exactly what the
-report model (``tidegate.records.report``) writes: every field present in declaration order,
-every value of its declared type, every string valid UTF-8. Such a report reads back
-unchanged through the model, so the fast path may use it as it is; anything else raises
-``Unsupported`` and the full command (which validates it with the model) answers.
-tests/unit/test_quickreport.py checks ``MODELS`` against the model.
+``checked_report`` accepts a report (parsed from the store) only when it is exactly what
+the report model (``tidegate.records.report``) writes: every field present in declaration
+order, every value of its declared type, every string valid UTF-8. Such a report reads
+back unchanged through the model, so ``read`` uses it as it is; anything else raises
+``Irregular`` and the model reads it (converting it, or naming what is wrong).
+tests/unit/test_read_path.py keeps ``MODELS`` equal to the model.
 """
 
 from __future__ import annotations
 
-from tidegate.cli.quickread import Unsupported
+from tidegate.store.reading import Irregular
 
-TYPE_CHECKING = False  # the fast path does not import typing
+TYPE_CHECKING = False  # ``read`` does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
@@ -133,8 +133,8 @@ MODELS: dict[str, tuple[tuple[str, Any], ...]] = {
 """The report model's fields, in declaration order, as this module checks them."""
 
 
-def checked(report: object) -> dict[str, Any]:
-    """``report`` when it is exactly a dumped ``FlowReport``; else ``Unsupported``."""
+def checked_report(report: object) -> dict[str, Any]:
+    """``report`` when it is exactly a dumped ``FlowReport``; else ``Irregular``."""
     _check(report, "FlowReport")
     assert isinstance(report, dict)
     return report
@@ -148,25 +148,25 @@ def _check(value: object, kind: Any) -> None:
                 _check(value, arg)
         elif tag == "L":
             if not isinstance(value, str) or value not in arg:
-                raise Unsupported(f"not one of {arg}")
+                raise Irregular(f"not one of {arg}")
         else:
             if not isinstance(value, list):
-                raise Unsupported("not a list")
+                raise Irregular("not a list")
             for item in value:
                 _check(item, arg)
     elif kind in _SCALARS:
         if type(value) is not _SCALARS[kind]:
-            raise Unsupported(f"not a {kind}")
+            raise Irregular(f"not a {kind}")
         if kind == "str":
             _utf8(value)  # type: ignore[arg-type]
         elif kind == "float" and not (-1e308 < value < 1e308):  # type: ignore[operator]
-            raise Unsupported("not a finite float")
+            raise Irregular("not a finite float")
     elif kind == "json":
         _plain_json(value)
     else:
         fields = MODELS[kind]
         if not isinstance(value, dict) or list(value) != [name for name, _ in fields]:
-            raise Unsupported(f"not a {kind}")
+            raise Irregular(f"not a {kind}")
         for name, field in fields:
             _check(value[name], field)
 
@@ -178,7 +178,7 @@ def _utf8(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise Unsupported("not UTF-8") from None
+        raise Irregular("not UTF-8") from None
 
 
 def _plain_json(value: object) -> None:
@@ -186,7 +186,7 @@ def _plain_json(value: object) -> None:
         _utf8(value)
     elif isinstance(value, float):
         if not -1e308 < value < 1e308:
-            raise Unsupported("not a finite float")
+            raise Irregular("not a finite float")
     elif isinstance(value, dict):
         for key, item in value.items():
             _utf8(key)
@@ -195,4 +195,4 @@ def _plain_json(value: object) -> None:
         for item in value:
             _plain_json(item)
     elif value is not None and not isinstance(value, int):
-        raise Unsupported("not JSON")
+        raise Irregular("not JSON")

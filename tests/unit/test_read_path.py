@@ -8,11 +8,11 @@ model, so a change to either side fails here rather than printing something diff
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tidegate.records.checked import Checked
@@ -45,8 +45,7 @@ def _kind(annotation: Any) -> Any:
 
 
 def _models(model: type[Checked], out: dict[str, Any]) -> dict[str, Any]:
-    hints = typing.get_type_hints(model)
-    annotations = [(f.name, hints[f.name]) for f in dataclasses.fields(model)]  # type: ignore[arg-type]
+    annotations = [(f.name, f.type) for f in msgspec.structs.fields(model)]
     out[model.__name__] = tuple((n, _kind(a)) for n, a in annotations)
     for _, annotation in annotations:
         for arg in [annotation, *typing.get_args(annotation)]:

@@ -702,7 +702,7 @@ def traced_run(repo: Path, scratch: Path, tidegate: Path, env: dict[str, str]) -
         raise SystemExit(f"traced run failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
     report = json.loads(proc.stdout)
     git(repo, "checkout", "--", TARGET)
-    trace = json.loads(out.read_text())
+    trace: dict[str, Any] = json.loads(out.read_text())
     trace["wall_s"] = round(wall, 4)
     trace["report_duration_s"] = report["duration_s"]
     trace["phases_ms"] = {e["phase"]: e["duration_ms"] for e in report["phases"]}

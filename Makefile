@@ -16,8 +16,8 @@ demo: $(BIN)/.installed
 	bash examples/demo.sh
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(BIN)/.installed

@@ -60,6 +60,7 @@ from tidegate.agent import (
     run_loop,
 )
 from tidegate.exec.containment import launch, policy_for, probe
+from tidegate.exec.guard import Clearance
 from tidegate.models.scripted import Script, ScriptedModel
 from tidegate.prompt import RunTask
 from tidegate.tools.context import ToolContext
@@ -130,7 +131,7 @@ def bare_bwrap(repo: Path, files: list[str]) -> list[float] | str:
     times = []
     for path in files:  # per command, as tidegate does: its private TMPDIR/HOME included
         start = time.perf_counter()
-        with launch(policy, repo) as sandbox:
+        with launch(policy, repo, clearance=Clearance.user()) as sandbox:
             bare(repo, [path], sandbox.prefix, sandbox.env)
         times.append((time.perf_counter() - start) * 1000)
     return times

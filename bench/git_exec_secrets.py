@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from tidegate.tools.calls import ToolCall
 from tidegate.tools.context import ToolContext
@@ -62,7 +63,7 @@ def main() -> None:
         ["cat-file", "-p", blob],
     ]
     context = ToolContext(workspace=WorkspacePort(root), containment="none")
-    rows = []
+    rows: list[dict[str, Any]] = []
     ids = itertools.count()
     with ToolExecutor(context, activate_all=True) as ex:
         for n, args in enumerate(cases):

@@ -28,7 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tidegate.exec.containment import ContainmentPolicy, probe
+from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command
+
+USER = Clearance.user()  # the bench chose "true": the user's own command
 
 
 def main() -> int:
@@ -43,11 +46,11 @@ def main() -> int:
         policy = ContainmentPolicy(required=True, network=False, writable=(work,))
         contenders: dict[str, Callable[[], object]] = {
             "bare": lambda: subprocess.run(["true"], check=False),
-            "runner": lambda: run_command(["true"], work, 10, spill),
+            "runner": lambda: run_command(["true"], work, 10, spill, clearance=USER),
         }
         if probe().verified:
             contenders["contained"] = lambda: run_command(
-                ["true"], work, 10, spill, containment=policy
+                ["true"], work, 10, spill, containment=policy, clearance=USER
             )
         else:
             print(f"[bench] no contained runs: {probe().reason}", file=sys.stderr)

@@ -59,8 +59,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tidegate.flow.request import RunRequest  # noqa: E402
 from tidegate.flow.transaction import execute  # noqa: E402
+from tidegate.records.request import RunRequest  # noqa: E402
 from tidegate.store.checkpoints import CheckpointKey  # noqa: E402
 from tidegate.store.db import RunStart, RunStore  # noqa: E402
 from tidegate.store.faults import StoreFaults  # noqa: E402

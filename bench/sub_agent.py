@@ -83,7 +83,7 @@ def dispatch_once(repo: Path, phase: str, path: str) -> float:
             }
         )
     sub_turns.append({"text": "done"})
-    parent_turns = [
+    parent_turns: list[dict[str, Any]] = [
         {"tool_calls": [{"id": "d1", "name": "agent_dispatch", "arguments": {"task": "look"}}]},
         {"text": "ok"},
     ]

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pexpect
 
@@ -36,7 +37,9 @@ ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "PS1": "$ ", "LANG": "
 
 
 def bare_session() -> pexpect.spawn[bytes]:
-    child = pexpect.spawn(SHELL[0], SHELL[1:], env={**ENV, "HOME": "/tmp"}, echo=False)
+    child: pexpect.spawn[bytes] = pexpect.spawn(
+        SHELL[0], SHELL[1:], env={**ENV, "HOME": "/tmp"}, echo=False, encoding=None
+    )
     child.delaybeforesend = None
     child.expect_exact(b"$ ")
     return child
@@ -72,7 +75,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tidegate-bench-pty-"))
-    start = {"bare": [], "tidegate": []}
+    start: dict[str, list[float]] = {"bare": [], "tidegate": []}
     for n in range(args.sessions):
         t0 = time.perf_counter()
         child = bare_session()
@@ -82,7 +85,7 @@ def main() -> int:
         term = tidegate_session(scratch / f"s{n}.log")
         start["tidegate"].append(time.perf_counter() - t0)
         term.close()
-    turn = {"bare": [], "tidegate": []}
+    turn: dict[str, list[float]] = {"bare": [], "tidegate": []}
     child = bare_session()
     term = tidegate_session(scratch / "turns.log")
     for n in range(args.turns):
@@ -96,7 +99,7 @@ def main() -> int:
         turn["tidegate"].append(time.perf_counter() - t0)
     child.close(force=True)
     term.close()
-    result = {
+    result: dict[str, dict[str, Any]] = {
         "startup": {k: stats(v) for k, v in start.items()},
         "turn": {k: stats(v) for k, v in turn.items()},
     }

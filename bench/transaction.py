@@ -230,7 +230,7 @@ def startup_seconds(python: Path, repeat: int) -> dict[str, float]:
 @contextmanager
 def instrumented() -> Iterator[dict[str, Any]]:
     """Wrap tidegate's git runner and bootstrap/cleanup steps with timers."""
-    from tidegate.flow import transaction
+    from tidegate.flow import outcome, transaction
     from tidegate.git import command as git_module
     from tidegate.workspace import shadow as shadow_module
 
@@ -271,8 +271,8 @@ def instrumented() -> Iterator[dict[str, Any]]:
     wrap(transaction, "load_policy", lambda *a, **k: "load policy")
     wrap(transaction, "ensure_excluded", lambda *a, **k: "ensure .git/info/exclude")
     wrap(transaction, "take_snapshot", lambda *a, **k: "BOOTSTRAP: T0 snapshot")
-    wrap(transaction, "final_diff", lambda *a, **k: "report: final diff")
-    wrap(transaction, "changed_files", lambda *a, **k: "report: changed-file hashes")
+    wrap(outcome, "final_diff", lambda *a, **k: "report: final diff")
+    wrap(outcome, "changed_files", lambda *a, **k: "report: changed-file hashes")
     wrap(shadow_module.ShadowWorktree, "create", lambda *a, **k: "BOOTSTRAP: shadow worktree add")
     wrap(shadow_module.ShadowWorktree, "remove", lambda *a, **k: "cleanup: shadow worktree remove")
     try:
@@ -702,7 +702,7 @@ def traced_run(repo: Path, scratch: Path, tidegate: Path, env: dict[str, str]) -
         raise SystemExit(f"traced run failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
     report = json.loads(proc.stdout)
     git(repo, "checkout", "--", TARGET)
-    trace = json.loads(out.read_text())
+    trace: dict[str, Any] = json.loads(out.read_text())
     trace["wall_s"] = round(wall, 4)
     trace["report_duration_s"] = report["duration_s"]
     trace["phases_ms"] = {e["phase"]: e["duration_ms"] for e in report["phases"]}

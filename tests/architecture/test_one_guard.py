@@ -19,7 +19,7 @@ from pathlib import Path
 import tidegate
 
 SRC = Path(tidegate.__file__).parent
-ALLOWED = ("exec/", "git/command.py", "git/kept.py", "git/env.py")
+ALLOWED = ("exec/", "git/")
 """The one runner (and the rest of ``tidegate.exec``), and the one git wrapper."""
 MODULES = {"subprocess", "pexpect", "pty", "ptyprocess", "sh", "plumbum"}
 OS_CALLS = {

@@ -21,7 +21,7 @@ from tests.integration._store import (
     start,
     wait_for_checkpoint_after,
 )
-from tidegate.flow.progress import MODEL_HASHES
+from tidegate.flow.progress_inputs import MODEL_HASHES
 from tidegate.workspace.fingerprint import workspace_fingerprint
 
 CHECK = f"sleep 2; {sys.executable} -c 'from calc import add; assert add(2, 3) == 5'"

@@ -20,7 +20,7 @@ import pytest
 from tests.conformance._agent import Recorded, answer, call, executor, scripted, session, turn
 from tests.conftest import Repo
 from tidegate.agent import Budget, GuardLimits, run_loop
-from tidegate.agent.session import model_facts
+from tidegate.agent.session_prompt import model_facts
 from tidegate.models import ModelIdentity
 from tidegate.models.envelope import ModelRequest
 from tidegate.models.events import ModelEvent

@@ -152,22 +152,27 @@ def test_help_and_runs_load_no_cli_framework_no_sdk_and_no_models(recorded: Repo
         ), args
 
 
-def test_read_loads_neither_rich_nor_the_report_model_nor_the_store(recorded: Repo) -> None:
+def test_read_loads_neither_rich_nor_the_report_model_nor_the_engines_store(
+    recorded: Repo,
+) -> None:
     plain = (*ALWAYS_HEAVY, "rich", "pydantic", "tidegate.flow", "subprocess", "typing")
+    plain += ("dataclasses", "pathlib", "hashlib", "tidegate.records.report")
     for args in (["read", "latest", "--json"], ["read", "latest"], ["runs"]):
         loaded = _loaded(*args, cwd=recorded.root)
-        assert "tidegate.cli.quickread" in loaded, args
+        assert "tidegate.cli.records" in loaded, args
         assert _heavy(loaded, plain) == [], args
-        # Of the store, only the delta decoder (no typing, no dataclasses) for ``read``.
-        store = sorted(m for m in loaded if m.startswith("tidegate.store"))
-        assert store in ([], ["tidegate.store", "tidegate.store.delta"]), args
+        # Of the store, only the read path (no typing, no dataclasses).
+        store = {m for m in loaded if m.startswith("tidegate.store")}
+        lean = {"tidegate.store", "tidegate.store.delta", "tidegate.store.evidence"}
+        lean |= {"tidegate.store.reading", "tidegate.store.locate", "tidegate.store.views"}
+        assert store <= lean | {"tidegate.store.report_check"}, (args, store - lean)
 
 
 def test_a_terminal_gets_the_styled_report_without_rich(recorded: Repo) -> None:
-    """FORCE_COLOR makes rich write for a terminal (styles): the fast path writes the same."""
+    """FORCE_COLOR says standard output is a terminal (styles): both paths write them."""
     shown = _loaded("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
     assert _heavy(shown, (*ALWAYS_HEAVY, "rich", "pydantic")) == []
     fast = tidegate_cli("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
     slow = _typer("read", "latest", cwd=recorded.root, env={"FORCE_COLOR": "1"})
     assert (fast.returncode, fast.stdout, fast.stderr) == (0, slow.stdout, slow.stderr)
-    assert "\x1b[1;31mfailed\x1b[0m" in fast.stdout  # styled as rich styles it
+    assert "\x1b[1;31mfailed\x1b[0m" in fast.stdout  # bold red, as rich styled it

@@ -309,7 +309,7 @@ def test_fingerprint_with_unmerged_entries(project: Repo) -> None:
 def test_a_t0_snapshot_yields_the_same_fingerprint(project: Repo, tmp_path: Path) -> None:
     """A run derives its fingerprint from the trees T0 already built; it must equal the
     one computed from scratch (resume compares the two)."""
-    from tidegate.flow.transaction import workspace_identity
+    from tidegate.flow.progress_inputs import workspace_identity
     from tidegate.workspace.repo import discover
     from tidegate.workspace.snapshot import ensure_excluded, take_snapshot
 

@@ -3,17 +3,17 @@ by construction, from a mapping, from JSON or by a copy, and bad input names its
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import FrozenInstanceError, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import msgspec
 import pytest
+from msgspec import Meta, field
 
 from tidegate.config.records import TidegateConfig
-from tidegate.records.checked import Checked, CheckError, spec
+from tidegate.records.checked import Checked, CheckError, check
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
 
@@ -30,21 +30,21 @@ def _even(value: int) -> None:
 
 class Inner(Checked):
     name: str
-    size: int = spec(default=0, ge=0)
+    size: Annotated[int, Meta(ge=0)] = 0
 
 
 class Outer(Checked):
     where: Path
     colour: Colour = Colour.RED
     kind: Literal["a", "b"] = "a"
-    ratio: float = spec(default=1.0, gt=0, le=10)
+    ratio: Annotated[float, Meta(gt=0, le=10)] = 1.0
     flag: bool = False
     tags: tuple[str, ...] = ()
     items: list[Inner] = field(default_factory=list)
     best: Inner | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    pairs: int = spec(default=2, check=_even)
-    renamed: str = spec(default="", key="other-name")
+    pairs: Annotated[int, check(_even)] = 2
+    renamed: str = field(default="", name="other-name")
 
 
 def test_values_are_converted_where_nothing_is_lost() -> None:
@@ -100,14 +100,15 @@ def test_bad_input_names_its_field(data: dict[str, Any], message: str) -> None:
     assert str(caught.value).startswith(message), str(caught.value)
 
 
-def test_a_literal_is_matched_by_type_too() -> None:
-    class Flagged(Checked):
-        value: Literal[1, True]
+class Numbered(Checked):
+    value: Literal[1, 2]
 
-    assert Flagged(value=True).value is True
-    assert Flagged(value=1).value == 1 and Flagged(value=1).value is not True
-    with pytest.raises(CheckError):
-        Flagged(value=1.0)  # type: ignore[arg-type]
+
+def test_a_literal_is_matched_by_type_too() -> None:
+    assert Numbered(value=1).value == 1
+    for wrong in (True, 1.0, "1"):
+        with pytest.raises(CheckError, match="value: must be"):
+            Numbered(value=wrong)  # type: ignore[arg-type]
 
 
 def test_construction_and_copies_are_checked_like_mappings() -> None:
@@ -117,7 +118,7 @@ def test_construction_and_copies_are_checked_like_mappings() -> None:
     with pytest.raises(CheckError, match="size: must be an integer"):
         record.model_copy(update={"size": "3"})
     assert record.model_copy(update={"size": 4}) == Inner(name="a", size=4)
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         record.size = 5  # type: ignore[misc]
 
 
@@ -183,20 +184,20 @@ def test_the_run_records_use_it() -> None:
         FlowReport.model_validate({**dumped, "phases": [{}]})
 
 
-def test_records_behave_as_frozen_dataclasses() -> None:
+def test_records_behave_as_frozen_structs() -> None:
     one, same, other = Inner(name="a"), Inner(name="a"), Inner(name="b")
     assert one == same and one != other and hash(one) == hash(same)
     assert one != ("a", 0) and Inner(name="a") != Outer(where=Path("/"))
     assert repr(one) == "Inner(name='a', size=0)"
-    assert [f.name for f in dataclasses.fields(Outer)][:3] == ["where", "colour", "kind"]
-    assert dataclasses.replace(one, size=2) == Inner(name="a", size=2)
+    assert [f.name for f in msgspec.structs.fields(Outer)][:3] == ["where", "colour", "kind"]
+    assert msgspec.structs.replace(one, size=2) == Inner(name="a", size=2)
     with pytest.raises(CheckError, match="size: must be at least 0"):
-        dataclasses.replace(one, size=-2)
-    with pytest.raises(FrozenInstanceError):
-        del one.name
-    with pytest.raises(TypeError, match="missing the argument 'name'"):
+        msgspec.structs.replace(one, size=-2)
+    with pytest.raises(AttributeError):
+        del one.name  # type: ignore[misc]
+    with pytest.raises(TypeError, match="Missing required argument 'name'"):
         Inner()  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match=r"unexpected arguments \['colour'\]"):
+    with pytest.raises(TypeError, match="Unexpected keyword argument 'colour'"):
         Inner(name="a", colour="red")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         Inner("a")  # type: ignore[call-arg]

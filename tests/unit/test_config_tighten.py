@@ -3,8 +3,7 @@ user's configuration, key by key (pure: no files)."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 
 from tidegate.config.records import TidegateConfig
@@ -17,13 +16,12 @@ SOURCE = "pyproject.toml [tool.tidegate]"
 
 def _keys(record: type[Checked], prefix: str = "") -> list[str]:
     out = []
-    for f in dataclasses.fields(record):
-        key = f.metadata.get("key", f.name)
+    for f in msgspec.structs.fields(record):
         default = f.default_factory() if callable(f.default_factory) else f.default
         if isinstance(default, Checked):
-            out += _keys(type(default), f"{prefix}{key}.")
+            out += _keys(type(default), f"{prefix}{f.encode_name}.")
         else:
-            out.append(f"{prefix}{key}")
+            out.append(f"{prefix}{f.encode_name}")
     return out
 
 

@@ -1,6 +1,7 @@
 """The agent: one tool-calling loop over a model port and the tool executor.
 
-- :mod:`.session`: the session's state and runtime, phase tool sets, checkpoints, resume
+- :mod:`.session`: the session's state, checkpoints, resume (:mod:`.session_options`:
+  phase tool sets, options, runtime; :mod:`.session_prompt`; :mod:`.session_report`)
 - :mod:`.loop`: ``run_loop`` -- budgets, context, the request, the round, finalization
 - :mod:`.guards`: repeat / cycle / failure / budget decisions (pure, checkpointable)
 - :mod:`.evidence`: the ledger of host-attested writes, validations and diffs
@@ -14,23 +15,21 @@ from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
 from tidegate.agent.loop import LoopOutcome, run_loop
-from tidegate.agent.session import (
+from tidegate.agent.session import AgentSession, SessionTool, SessionToolRun
+from tidegate.agent.session_options import (
     AGENT_PHASE,
     READ_ONLY_PHASES,
     READ_ONLY_TOOLS,
     SUB_AGENT_PHASE,
-    AgentSession,
     LoopRecorder,
     LoopSettings,
     ResumeRefused,
     SessionOptions,
     SessionRuntime,
-    SessionTool,
-    SessionToolRun,
-    agent_report,
-    default_prompt_configuration,
     phase_tools,
 )
+from tidegate.agent.session_prompt import default_prompt_configuration
+from tidegate.agent.session_report import agent_report
 from tidegate.agent.transcript import ToolRecord, Transcript, TurnRecord
 
 __all__ = [

@@ -28,19 +28,26 @@ tools at all.
 
 from __future__ import annotations
 
-import platform
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from tidegate.agent.compaction import TokenMeter, context_summary
 from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, Decision, GuardLimits, LoopGuards
+from tidegate.agent.session_options import (
+    LoopRecorder,
+    ResumeRefused,
+    SessionOptions,
+    SessionRuntime,
+    phase_tools,
+)
+from tidegate.agent.session_prompt import model_facts
 from tidegate.agent.transcript import Transcript
-from tidegate.errors import ErrorClass, UsageError
+from tidegate.errors import UsageError
 from tidegate.models.envelope import ModelRequest
 from tidegate.models.events import Usage as ModelUsage
 from tidegate.models.messages import Attachment, Message, UserMessage
@@ -48,7 +55,6 @@ from tidegate.models.messages import ToolSpec as ModelToolSpec
 from tidegate.models.ports import ModelPort
 from tidegate.models.pricing import ModelPricing
 from tidegate.prompt import (
-    HostEnvironment,
     PromptConfiguration,
     PromptHashes,
     PromptSnapshot,
@@ -61,7 +67,6 @@ from tidegate.prompt import (
     require_resume_compatible,
 )
 from tidegate.prompt.hashing import sha256_json
-from tidegate.records.report import FlowReport
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.catalog import ToolDefinition
@@ -70,73 +75,10 @@ from tidegate.tools.executor import ToolExecutor
 
 FORMAT = "tidegate.agent/1"
 
-READ_ONLY_TOOLS = frozenset(
-    {
-        "workspace.read",
-        "workspace.list",
-        "workspace.glob",
-        "workspace.grep",
-        "git.exec",
-        "project.detect",
-        "task.checkpoint",
-    }
-)
-"""What a read-only phase may call. task.checkpoint writes plan notes only (a file the
-host owns, never a workspace path the model names)."""
-
-READ_ONLY_PHASES = frozenset({"EXPLORE", "PLAN", "PATCH", "REVIEW", "ANALYZE_ISSUES"})
-AGENT_PHASE = "AGENT"
-SUB_AGENT_PHASE = "SUB_AGENT"
-
 FINALIZE_NOTE = (
     "The host now has the evidence it needs ({reason}). No tools are available for this "
     "turn: give your final answer."
 )
-
-
-def phase_tools(phase: str) -> frozenset[str] | None:
-    """The canonical tools ``phase`` may expose; None: whatever the executor offers."""
-    if phase in READ_ONLY_PHASES:
-        return READ_ONLY_TOOLS
-    if phase in (AGENT_PHASE, SUB_AGENT_PHASE):
-        return None
-    raise ValueError(f"no tool set for phase {phase!r}")
-
-
-class LoopRecorder(Protocol):
-    """Where a session's trace, checkpoints and tool calls go
-    (``tidegate.store.StoreRecorder`` is one)."""
-
-    def event(
-        self,
-        kind: str,
-        *,
-        attempt: int | None = None,
-        phase: str | None = None,
-        payload: Mapping[str, object] | None = None,
-        meta: Mapping[str, object] | None = None,
-    ) -> None: ...
-
-    def checkpoint(self, reason: str, state: Mapping[str, object]) -> None: ...
-
-    def tool_call_requested(
-        self,
-        tool_call_id: str,
-        canonical_tool: str,
-        input_sha256: str,
-        *,
-        attempt: int | None = None,
-    ) -> None: ...
-
-    def tool_call_finished(
-        self,
-        tool_call_id: str,
-        status: str,
-        effects: Mapping[str, object] | None,
-        *,
-        result_sha256: str | None = None,
-        attempt: int | None = None,
-    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -157,139 +99,8 @@ class SessionTool(Protocol):
     def run(self, session: AgentSession, call: HostCall) -> SessionToolRun: ...
 
 
-class ResumeRefused(UsageError):
-    """The checkpoint cannot be continued here (other format, workspace or contract)."""
-
-
-@dataclass(frozen=True)
-class LoopSettings:
-    """How the loop talks to the model and keeps the context in bounds."""
-
-    max_output_tokens: int | None = None
-    """Per response; default: the model's limit, at most 16 384."""
-    tool_result_chars: int = 12_000
-    """Most characters of one tool result the model is shown."""
-    accumulated_output_chars: int = 120_000
-    """Tool output shown since the last compaction before the loop checkpoints and
-    compacts ahead of the next request."""
-    context_headroom: float = 0.85
-    """Compact when a request would use more than this share of the input budget."""
-    keep_recent_rounds: int = 2
-    max_overflow_compactions: int = 2
-    """Provider overflows in a row that compaction may answer before the session fails."""
-    max_format_repairs: int = 2
-    max_finalization_rejections: int = 1
-    max_malformed_outputs: int = 2
-    max_transient_retries: int = 1
-    temperature: float | None = None
-
-
-@dataclass(frozen=True)
-class SessionOptions:
-    phase: str = AGENT_PHASE
-    run_id: str = ""
-    """Empty: a fresh id."""
-    attempt: int | None = None
-    record_scope: str = ""
-    """Prefix of the ids tool calls are stored under, when several loops share one run."""
-    expect_changes: bool | None = None
-    """Whether completion needs a recorded write; default: not for read-only phases."""
-    brief: str | None = None
-    """Instructions for this phase, sent as a second user message after the task."""
-    attachments: tuple[Attachment, ...] = ()
-    guard_limits: GuardLimits = field(default_factory=GuardLimits)
-    settings: LoopSettings = field(default_factory=LoopSettings)
-    checkpoints: bool = True
-    """False when an enclosing engine run owns the checkpoints (planner loops)."""
-    dry_run: bool = False
-    """Read-only whatever the phase: forced on a sub-agent dispatched from a read-only
-    phase (its tools are filtered as well; this sets the prompt and the evidence rule)."""
-
-    @property
-    def read_only(self) -> bool:
-        return self.phase in READ_ONLY_PHASES or self.dry_run
-
-
-@dataclass(frozen=True)
-class SessionRuntime:
-    """The runtime context every tool call of a session runs under."""
-
-    run_id: str
-    task_id: str
-    phase: str
-    attempt: int | None
-    mode: str
-    read_only: bool
-    workspace: str
-    prompt_hash: str
-    registry_hash: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "run_id": self.run_id,
-            "task_id": self.task_id,
-            "phase": self.phase,
-            "attempt": self.attempt,
-            "mode": self.mode,
-            "read_only": self.read_only,
-            "workspace": self.workspace,
-            "prompt_hash": self.prompt_hash,
-            "registry_hash": self.registry_hash,
-        }
-
-
 def new_run_id() -> str:
     return time.strftime("agent-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-def model_facts(model: ModelPort) -> tuple[dict[str, object], dict[str, object]]:
-    """(identity, capabilities) of a model as the prompt records them."""
-    i = model.identity
-    identity = {
-        "provider": i.provider,
-        "model": i.model,
-        "endpoint": i.endpoint,
-        "revision": i.revision,
-        "contract_double": i.contract_double,
-        "probed_at": i.probed_at,
-    }
-    capabilities = {
-        "context_window": i.context_window,
-        "max_output_tokens": i.max_output_tokens,
-        "tool_calling": i.tool_calling,
-        "streaming": i.streaming,
-        "prompt_caching": i.prompt_caching,
-        "token_counting": i.token_counting,
-        "capability_source": i.capability_source,
-    }
-    return identity, capabilities
-
-
-def default_prompt_configuration(
-    *, write: bool, commands: bool, approval: str = "balanced", network: str = "denied"
-) -> PromptConfiguration:
-    """The prompt configuration this host states about itself: its OS and, when command
-    tools are active, the interpreter the runner really spawns."""
-    command = None
-    if commands:
-        from tidegate.exec.interpreter import host_interpreter
-
-        command = host_interpreter().describe()
-    return PromptConfiguration.model_validate(
-        {
-            "approvalProfile": approval,
-            "complexity": "standard",
-            "networkAccess": network,
-            "writeAccess": "allowed" if write else "denied",
-            "hostEnvironment": HostEnvironment.model_validate(
-                {
-                    "operatingSystem": platform.system().lower() or "unknown",
-                    "architecture": platform.machine() or "unknown",
-                    "command": command,
-                }
-            ),
-        }
-    )
 
 
 _ToolsView = tuple[tuple[str, ...], list[ToolDefinition], tuple[ModelToolSpec, ...]]
@@ -393,41 +204,50 @@ class AgentSession:
             transcript=Transcript.from_json(saved["transcript"]),
             **kwargs,
         )
-        require_resume_compatible(PromptHashes(**saved["hashes"]), session.hashes)
+        session._require_resumable(saved)
+        session._restore_counters(saved["counters"], completed)
+        session._open_resumed(saved)
+        return session
+
+    def _require_resumable(self, saved: Mapping[str, Any]) -> None:
+        """Refuse a checkpoint whose prompt contract or workspace differs from this one."""
+        require_resume_compatible(PromptHashes(**saved["hashes"]), self.hashes)
         recorded = saved.get("workspace_fingerprint")
         if recorded is not None:
-            current = session.fingerprint()
+            current = self.fingerprint()
             if current != recorded:
                 raise ResumeRefused(
                     "cannot resume: the workspace changed since the checkpoint "
                     f"({str(recorded)[:19]} then, {current[:19]} now)"
                 )
-        counters = saved["counters"]
-        session.seq = int(counters["seq"])
-        session.state_base = int(counters["state_version"])
-        session.workspace_version = int(counters["workspace_version"])
-        session.compactions = int(counters["compactions"])
-        session.inspections = int(counters["inspections"])
-        session.completed = session.transcript.completed_ids() | (completed or set())
-        session.finalizing = (
-            "resumed with completion evidence" if session.evidence_ready() else None
-        )
+
+    def _restore_counters(self, counters: Mapping[str, Any], completed: set[str] | None) -> None:
+        self.seq = int(counters["seq"])
+        self.state_base = int(counters["state_version"])
+        self.workspace_version = int(counters["workspace_version"])
+        self.compactions = int(counters["compactions"])
+        self.inspections = int(counters["inspections"])
+        self.completed = self.transcript.completed_ids() | (completed or set())
+        self.finalizing = "resumed with completion evidence" if self.evidence_ready() else None
+
+    def _open_resumed(self, saved: Mapping[str, Any]) -> None:
+        """Start the resumed conversation from a host-written summary of the evidence, and
+        record the resume."""
         heading = "The session resumes from a checkpoint; earlier turns are not repeated."
         summary = context_summary(
-            session.transcript,
-            session.ledger,
-            expect_changes=session.expect_changes,
+            self.transcript,
+            self.ledger,
+            expect_changes=self.expect_changes,
             heading=heading,
         )
-        if session.finalizing:
-            summary += "\n" + FINALIZE_NOTE.format(reason=session.finalizing) + "\n"
-        session.messages.append(UserMessage(summary))
-        session.event(
+        if self.finalizing:
+            summary += "\n" + FINALIZE_NOTE.format(reason=self.finalizing) + "\n"
+        self.messages.append(UserMessage(summary))
+        self.event(
             "agent.resumed",
-            {**session.started_facts(), "checkpoint_reason": saved.get("reason")},
-            {"runtime": session.runtime().to_json()},
+            {**self.started_facts(), "checkpoint_reason": saved.get("reason")},
+            {"runtime": self.runtime().to_json()},
         )
-        return session
 
     def _assemble(self) -> PromptSnapshot:
         identity, capabilities = model_facts(self.model)
@@ -719,58 +539,3 @@ def _int_budget(budget: Budget) -> dict[str, object]:
     if budget.hard_dollar_cap is not None:
         out["hard_dollar_cap"] = str(budget.hard_dollar_cap)
     return out
-
-
-def agent_report(session: AgentSession, outcome: LoopOutcomeLike) -> FlowReport:
-    """The final report of a standalone session, for ``StoreRecorder.finish``.
-
-    A paused or cancelled session, and one that failed with a resumable checkpoint
-    (persistent context overflow), is reported ``paused`` so ``resume_ticket`` accepts
-    it; the error class still says what happened."""
-    status: Literal["succeeded", "failed", "paused"] = "failed"
-    if outcome.status == "completed":
-        status = "succeeded"
-    elif outcome.status in ("paused", "cancelled") or outcome.resumable:
-        status = "paused"
-    error = outcome.error_class.value if outcome.error_class is not None else None
-    summary = session.transcript.summary()
-    notes = [
-        f"{summary['steps']} model request(s), {summary['tool_calls']} tool call(s): "
-        + ", ".join(str(t) for t in summary["tool_sequence"]),
-    ]
-    if outcome.guard:
-        notes.append(f"{outcome.status} by the {outcome.guard} guard")
-    if outcome.checkpoint:
-        notes.append(f"checkpoint {outcome.checkpoint}")
-    return FlowReport(
-        status=status,
-        mode=session.task.mode.value,
-        run_id=session.run_id,
-        repo=str(session.executor.context.root),
-        attempts=1,
-        max_attempts=1,
-        failure_phase=None if status == "succeeded" else session.phase,
-        error_class=error,
-        message=outcome.reason or outcome.status,
-        fs_mode="read-only" if session.options.read_only else "read-write",
-        planner=f"model:{session.model.identity.label}",
-        notes=notes,
-    )
-
-
-class LoopOutcomeLike(Protocol):
-    """What :func:`agent_report` reads of a ``LoopOutcome`` (kept structural so this module
-    does not import the loop)."""
-
-    @property
-    def status(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def guard(self) -> str | None: ...
-    @property
-    def error_class(self) -> ErrorClass | None: ...
-    @property
-    def checkpoint(self) -> str | None: ...
-    @property
-    def resumable(self) -> bool: ...

@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING
 
 from tidegate.agent.guards import GuardState, LoopGuards
 from tidegate.agent.loop import LoopOutcome, run_loop
-from tidegate.agent.session import (
-    SUB_AGENT_PHASE,
-    AgentSession,
-    SessionOptions,
-    default_prompt_configuration,
-)
+from tidegate.agent.session import AgentSession
+from tidegate.agent.session_options import SUB_AGENT_PHASE, SessionOptions
+from tidegate.agent.session_prompt import default_prompt_configuration
 from tidegate.prompt import RunTask
 from tidegate.records.modes import Mode
 from tidegate.tools.adapters import default_adapters

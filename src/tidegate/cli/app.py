@@ -292,9 +292,9 @@ def runs(
 ) -> None:
     """List recorded runs, newest first (read-only; a run whose process died shows as
     interrupted)."""
-    from tidegate.cli.records import list_runs
+    from tidegate.cli.records import runs_output
 
-    list_runs(repo, state_root, limit, as_json)
+    sys.stdout.write(runs_output(None if repo is None else str(repo), state_root, limit, as_json))
 
 
 @app.command()
@@ -311,9 +311,9 @@ def read(
     ] = False,
 ) -> None:
     """Show a recorded run: report, phases, attempts, effects, evidence (changes nothing)."""
-    from tidegate.cli.records import show_run
+    from tidegate.cli.records import read_output
 
-    show_run(run_id, repo, state_root, as_json, detail)
+    sys.stdout.write(read_output(run_id, str(repo), state_root, as_json, detail))
 
 
 @app.command()

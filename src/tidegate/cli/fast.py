@@ -3,10 +3,10 @@
 typer, click and rich take longer to import than these commands take to run. ``dispatch``
 answers the plain forms of the three itself and returns None for anything else (another
 command, a subcommand's ``--help``, an unusual or invalid option), which the typer
-application then handles, error messages included; a fast command that fails is run again
-by it, for the same reason (both are read-only). The output is the same either way: the
-help text below is what typer renders (tests/e2e/test_startup.py compares them),
-and ``runs``/``read`` share their bodies with the typer commands (``tidegate.cli.records``).
+application then handles, parser error messages included. The output is the same either
+way: the help text below is what typer renders (tests/e2e/test_startup.py compares them),
+``runs``/``read`` are the typer commands' own bodies (``tidegate.cli.records``), and an
+error is reported as every command reports one (``cli.runcmd.guarded``).
 """
 
 from __future__ import annotations
@@ -72,13 +72,17 @@ def dispatch(args: Sequence[str]) -> int | None:
         if command == "runs":
             return _runs(options, positional)
         return _read(options, positional)
-    except Exception:
-        # An error: let the typer application run the (read-only) command again, so the
-        # error line and exit code are exactly its own. Nothing was printed yet: both
-        # commands gather everything before they print.
-        from tidegate.cli.app import main
+    except Exception as exc:
+        # One line on stderr and the exit code, as every command reports an error (nothing
+        # was printed yet: both commands gather everything before they print).
+        from tidegate.cli.runcmd import guarded
 
-        return main(list(args))
+        error = exc
+
+        def failed() -> int:
+            raise error
+
+        return guarded(failed)
     except KeyboardInterrupt:
         sys.stderr.write(
             "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
@@ -144,52 +148,21 @@ def _runs(options: dict[str, str | bool], positional: list[str]) -> int | None:
     limit = whole_number(str(options.get("--limit", "20")), 1)
     if positional or limit is None or "--detail" in options:
         return None
-    from tidegate.cli import quickread
+    from tidegate.cli.records import runs_output
 
-    try:
-        text = quickread.runs_output(options, limit)
-    except Exception:  # anything it does not answer as the full command would
-        text = None
-    if text is not None:
-        sys.stdout.write(text)
-        return 0
-    from pathlib import Path
-
-    from tidegate.cli.records import list_runs
-
-    repo = options.get("--repo")
-    list_runs(
-        Path(str(repo)) if repo is not None else None,
-        _text(options.get("--state-root")),
-        limit,
-        bool(options.get("--json")),
-    )
+    repo, root = _text(options.get("--repo")), _text(options.get("--state-root"))
+    sys.stdout.write(runs_output(repo, root, limit, bool(options.get("--json"))))
     return 0
 
 
 def _read(options: dict[str, str | bool], positional: list[str]) -> int | None:
     if len(positional) != 1:
         return None
-    from tidegate.cli import quickread
+    from tidegate.cli.records import read_output
 
-    try:
-        text = quickread.read_output(positional[0], options)
-    except Exception:  # anything it does not answer as the full command would
-        text = None
-    if text is not None:
-        sys.stdout.write(text)
-        return 0
-    from pathlib import Path
-
-    from tidegate.cli.records import show_run
-
-    show_run(
-        positional[0],
-        Path(str(options.get("--repo", "."))),
-        _text(options.get("--state-root")),
-        bool(options.get("--json")),
-        bool(options.get("--detail")),
-    )
+    repo, root = str(options.get("--repo", ".")), _text(options.get("--state-root"))
+    json_, detail = bool(options.get("--json")), bool(options.get("--detail"))
+    sys.stdout.write(read_output(positional[0], repo, root, json_, detail))
     return 0
 
 

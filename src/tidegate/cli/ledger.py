@@ -331,12 +331,13 @@ def _print_runs(runs: list[ItemRun], as_json: bool) -> None:
         ]
         sys.stdout.write(dump_json(payload) + "\n")
         return
-    from tidegate.cli.render import console, print_report
+    from tidegate.cli.report_text import report_text, terminal_styles
 
     out = _out()
+    styles = terminal_styles()
     for r in runs:
         if r.report is not None:
-            print_report(console(), r.report)
+            sys.stdout.write(report_text(r.report.model_dump(mode="json"), styles))
         for line in r.outcome.lines:
             out.print(line)
 

@@ -254,10 +254,9 @@ def print_report(report: FlowReport, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
         return
-    from tidegate.cli.render import console
-    from tidegate.cli.render import print_report as render
+    from tidegate.cli.report_text import report_text, terminal_styles
 
-    render(console(), report)
+    sys.stdout.write(report_text(report.model_dump(mode="json"), terminal_styles()))
 
 
 def objective_text(

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from msgspec import Meta, field
 
 from tidegate.errors import UsageError
-from tidegate.records.checked import Checked, CheckError, spec
+from tidegate.records.checked import Checked, CheckError, check
 
 CONFIG_PYPROJECT = "pyproject.toml"
 """The committed configuration file; its ``[tool.tidegate]`` table may tighten the policy."""
@@ -36,10 +38,10 @@ DEFAULT_PROTECTED = (
 class ValidationConfig(Checked):
     """Limits and path policy applied to every proposed change before it is applied."""
 
-    max_files: int = spec(default=200, ge=1)
-    max_lines_added: int = spec(default=10_000, ge=0)
-    max_lines_removed: int = spec(default=10_000, ge=0)
-    max_bytes: int = spec(default=5 * 1024 * 1024, ge=0)
+    max_files: Annotated[int, Meta(ge=1)] = 200
+    max_lines_added: Annotated[int, Meta(ge=0)] = 10_000
+    max_lines_removed: Annotated[int, Meta(ge=0)] = 10_000
+    max_bytes: Annotated[int, Meta(ge=0)] = 5 * 1024 * 1024
     """Total size of the new content of every changed file."""
     allow_binary: bool = False
     protected: tuple[str, ...] = DEFAULT_PROTECTED
@@ -84,11 +86,11 @@ class ContainmentConfig(Checked):
     mode: Literal["auto", "required", "none"] = "auto"
     """auto: bubblewrap when its probe passes, else uncontained (and said so); required:
     refuse to run the command without it; none: never contain."""
-    share: tuple[str, ...] = spec(default=DEFAULT_SHARED, check=_relative_paths)
+    share: Annotated[tuple[str, ...], check(_relative_paths)] = DEFAULT_SHARED
     """Ignored directories of the main work tree made visible read-only in the shadow
     (relative paths), when they exist there and the shadow lacks them."""
 
-    env: tuple[str, ...] = spec(default=(), check=_no_secrets)
+    env: Annotated[tuple[str, ...], check(_no_secrets)] = ()
     """Environment variables passed to commands besides the built-in allowlist
     (``tidegate.exec.environment``). Secret-shaped names are refused."""
 
@@ -102,11 +104,11 @@ class ToolsConfig(Checked):
 
 
 class TidegateConfig(Checked):
-    validate_: ValidationConfig = spec(default_factory=ValidationConfig, key="validate")
-    shadow: ShadowConfig = spec(default_factory=ShadowConfig)
-    containment: ContainmentConfig = spec(default_factory=ContainmentConfig)
-    tools: ToolsConfig = spec(default_factory=ToolsConfig)
-    model: dict[str, Any] = spec(default_factory=dict)
+    validate_: ValidationConfig = field(default_factory=ValidationConfig, name="validate")
+    shadow: ShadowConfig = field(default_factory=ShadowConfig)
+    containment: ContainmentConfig = field(default_factory=ContainmentConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    model: dict[str, Any] = field(default_factory=dict)
     """``--model`` settings (base URL, key variable, limits, retry, price); validated by
     ``tidegate.models.settings`` when a model is used. Only the user's file sets them."""
 

@@ -13,7 +13,6 @@ which is why it lives on the ground floor.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from tidegate.text.numbers import whole_number
 
@@ -25,7 +24,8 @@ SANDBOX_PREFIX = "tidegate-sandbox-"
 def process_start(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (clock ticks since boot), None if it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            stat = file.read()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
@@ -41,6 +41,24 @@ def pid_exists(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def holder_alive(pid: int, start: str, host: str) -> bool:
+    """Whether a run's recorded holder still lives: another host's is assumed to (there is
+    no telling); here, the same start time as recorded, or, where ``/proc`` cannot say,
+    whether some process has the pid."""
+    if host != os.uname().nodename:
+        return True
+    now = process_start(pid)
+    if now is not None:
+        return now == start
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not os.path.exists("/proc/self/stat")  # /proc exists but not this pid: dead
 
 
 def owner_alive(pid: int, start: str | None) -> bool:

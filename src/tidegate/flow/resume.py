@@ -19,6 +19,7 @@ would) and then finds every path already holding the change, so nothing is writt
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -28,26 +29,22 @@ from typing import Any
 
 from tidegate.config import load_policy
 from tidegate.errors import UsageError
+from tidegate.flow.driver import Driver, request_summary
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.policy_record import effective_policy
-from tidegate.flow.progress import (
+from tidegate.flow.progress import STATE_FORMAT
+from tidegate.flow.progress_inputs import (
     MODEL_HASHES,
-    STATE_FORMAT,
     RunBlobs,
     RunInputs,
     config_sha256,
-    planner_inputs_sha256,
-    restore,
-)
-from tidegate.flow.transaction import (
-    Driver,
-    closing_notes,
-    new_state,
     planner_hashes,
-    request_summary,
+    planner_inputs_sha256,
     workspace_identity,
 )
-from tidegate.planners import planner_for
+from tidegate.flow.progress_restore import restore
+from tidegate.flow.transaction import closing_notes, new_state
+from tidegate.planners import Planner, planner_for
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
 from tidegate.records.resume import ResumeTicket
@@ -87,34 +84,14 @@ def resume_run(
     if config_sha256(config) != inputs.config_sha256:
         raise refuse(f"the repository's tidegate configuration changed{since}")
     planner = planner_for(request, config=config)
-    current_hashes = planner_hashes(planner)
-    changed = [
-        name.replace("_", " ")
-        for name in MODEL_HASHES
-        if inputs.model_hashes.get(name) != current_hashes.get(name)
-    ]
-    if changed:
-        getattr(planner, "close", lambda: None)()
-        raise refuse(f"the {', '.join(changed)} hash(es) changed{since}")
+    _require_same_model_hashes(planner, inputs, refuse, since)
     t0 = saved["t0"]
     lock = RunLock(repo.runtime_dir, ticket.run_id)
     lock.acquire()
     scratch: Path | None = None
     shadow: ShadowWorktree | None = None
     try:
-        if repo.git.rev_parse(t0["ref"]) != t0["commit"]:
-            raise refuse(f"its T0 snapshot {t0['ref']} is gone or was moved")
-        notes = [f"resumed ({ticket.status}) from checkpoint {ticket.checkpoint_seq}"]
-        notes += _finish_own_journal(repo, ticket, refuse)
-        # A killed run left its shadow behind; with the lock held no live run owns one.
-        notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
-        current = workspace_identity(repo.root)
-        if current["value"] != inputs.fingerprint["value"]:
-            if not _already_applied(repo, saved):
-                raise refuse(_what_changed(repo, inputs.fingerprint, current) + since)
-            notes.append(
-                "the apply-back had completed before the interruption; nothing is written twice"
-            )
+        notes, current = _check_workspace(repo, ticket, inputs, refuse, since)
         scratch = make_scratch(repo, ticket.run_id)
         shadow = ShadowWorktree.acquire(
             repo, t0["commit"], ticket.run_id, pool=request.warm_shadow or config.shadow.pool
@@ -135,40 +112,10 @@ def resume_run(
             started,
             events=restored.events,
             loop=restored.loop,
-            inputs=RunInputs(
-                fingerprint=current,
-                request=inputs.request,
-                planner_sha256=inputs.planner_sha256,
-                config_sha256=inputs.config_sha256,
-                model_hashes=inputs.model_hashes,
-            ),
+            inputs=dataclasses.replace(inputs, fingerprint=current),
             last_saved=dict(saved),
         )
-
-        def begin() -> None:
-            recorder.begin(
-                ticket.run_id,
-                str(repo.root),
-                request.mode.value,
-                request_summary(request),
-                resumed=True,
-            )
-            if ticket.status == "interrupted":
-                recorder.event("run.interrupted", payload={"detected": "on resume"})
-            attempt = saved["attempt"]
-            recorder.event(
-                "run.resumed",
-                attempt=attempt["number"],
-                payload={
-                    "from_checkpoint": ticket.checkpoint_seq,
-                    "status": ticket.status,
-                    "attempt": attempt["number"],
-                    "after": attempt["completed"][-1] if attempt["completed"] else None,
-                },
-                meta={"checkpoint_hash": ticket.checkpoint_hash, "shadow": str(shadow.path)},
-            )
-            driver.checkpoint("resume")
-
+        begin = _begin_resumed(ticket, recorder, driver, shadow)
         return driver.run(observer, begin, closing_notes(state, lock, shadow), restored)
     finally:
         if shadow is not None:
@@ -177,6 +124,85 @@ def resume_run(
             shutil.rmtree(scratch, ignore_errors=True)
         release_claim(repo, ticket.run_id)
         lock.release()
+
+
+def _require_same_model_hashes(
+    planner: Planner, inputs: RunInputs, refuse: Callable[[str], ResumeRefused], since: str
+) -> None:
+    """Refuse (closing the planner) when a model-side hash differs from the recorded one."""
+    current_hashes = planner_hashes(planner)
+    changed = [
+        name.replace("_", " ")
+        for name in MODEL_HASHES
+        if inputs.model_hashes.get(name) != current_hashes.get(name)
+    ]
+    if changed:
+        getattr(planner, "close", lambda: None)()
+        raise refuse(f"the {', '.join(changed)} hash(es) changed{since}")
+
+
+def _check_workspace(
+    repo: Repository,
+    ticket: ResumeTicket,
+    inputs: RunInputs,
+    refuse: Callable[[str], ResumeRefused],
+    since: str,
+) -> tuple[list[str], dict[str, str | None]]:
+    """Under the lock: T0 still there, the run's own journal finished, stale shadows gone,
+    and the workspace as the checkpoint left it (or with the apply-back already done).
+    Returns the notes this leaves and the workspace identity now."""
+    saved = ticket.state
+    t0 = saved["t0"]
+    if repo.git.rev_parse(t0["ref"]) != t0["commit"]:
+        raise refuse(f"its T0 snapshot {t0['ref']} is gone or was moved")
+    notes = [f"resumed ({ticket.status}) from checkpoint {ticket.checkpoint_seq}"]
+    notes += _finish_own_journal(repo, ticket, refuse)
+    # A killed run left its shadow behind; with the lock held no live run owns one.
+    notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
+    current = workspace_identity(repo.root)
+    if current["value"] != inputs.fingerprint["value"]:
+        if not _already_applied(repo, saved):
+            raise refuse(_what_changed(repo, inputs.fingerprint, current) + since)
+        notes.append(
+            "the apply-back had completed before the interruption; nothing is written twice"
+        )
+    return notes, current
+
+
+def _begin_resumed(
+    ticket: ResumeTicket, recorder: RunRecorder, driver: Driver, shadow: ShadowWorktree
+) -> Callable[[], None]:
+    """How the resumed execution begins: the run reopened in the store, the resume (and
+    an interruption found on the way) in the trace, and a first checkpoint."""
+    saved = ticket.state
+    state = driver.state
+    request = state.request
+
+    def begin() -> None:
+        recorder.begin(
+            ticket.run_id,
+            str(state.repo.root),
+            request.mode.value,
+            request_summary(request),
+            resumed=True,
+        )
+        if ticket.status == "interrupted":
+            recorder.event("run.interrupted", payload={"detected": "on resume"})
+        attempt = saved["attempt"]
+        recorder.event(
+            "run.resumed",
+            attempt=attempt["number"],
+            payload={
+                "from_checkpoint": ticket.checkpoint_seq,
+                "status": ticket.status,
+                "attempt": attempt["number"],
+                "after": attempt["completed"][-1] if attempt["completed"] else None,
+            },
+            meta={"checkpoint_hash": ticket.checkpoint_hash, "shadow": str(shadow.path)},
+        )
+        driver.checkpoint("resume")
+
+    return begin
 
 
 def _refuser(ticket: ResumeTicket) -> Callable[[str], ResumeRefused]:

@@ -47,7 +47,7 @@ from tidegate.agent import (
 )
 from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
 from tidegate.agent.guards import Budget, GuardState, Usage
-from tidegate.agent.session import model_facts
+from tidegate.agent.session_prompt import model_facts
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.models.events import ToolCallCompleted
 from tidegate.models.ports import ModelPort

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any, Literal
+
+from msgspec import field
+from msgspec.structs import force_setattr
 
 from tidegate.records.checked import Checked
 from tidegate.text.paths import b64_bytes, utf8_text
@@ -20,12 +22,12 @@ class _Model(Checked):
         super().__post_init__()  # nested mappings become records, which do their own
         path = getattr(self, "path", None)
         if isinstance(path, str) and getattr(self, "path_bytes", "") is None:
-            object.__setattr__(self, "path_bytes", b64_bytes(path))
-        for f in self._checked_fields():
-            value = getattr(self, f.name)
+            force_setattr(self, "path_bytes", b64_bytes(path))
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
             clean = _utf8_values(value)
             if clean is not value:
-                object.__setattr__(self, f.name, clean)
+                force_setattr(self, name, clean)
 
 
 def _utf8_values(value: Any) -> Any:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from tidegate.records.checked import Checked, spec
+from msgspec import Meta, field
+
+from tidegate.records.checked import Checked
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 
 
@@ -13,14 +15,14 @@ class RunRequest(Checked):
     repo: Path
     mode: Mode = Mode.PATCH
     objective: str
-    objective_base: Path = spec(default_factory=Path.cwd)
+    objective_base: Path = field(default_factory=Path.cwd)
     """Directory that relative ``patch-file:`` paths in the objective are resolved against."""
     objective_source: str = "objective"
     """How errors in the objective name it (a file name, or 'objective')."""
     verify: str | None = None
     planner: str = "structured"
-    max_attempts: int = spec(default=3, ge=1, le=20)
-    verify_timeout_s: float = spec(default=DEFAULT_VERIFY_TIMEOUT_S, gt=0)
+    max_attempts: Annotated[int, Meta(ge=1, le=20)] = 3
+    verify_timeout_s: Annotated[float, Meta(gt=0)] = DEFAULT_VERIFY_TIMEOUT_S
     keep_shadow: bool = False
     warm_shadow: bool = False
     """Reuse (and keep) the repository's warm shadow instead of a fresh worktree."""
@@ -39,7 +41,7 @@ class RunRequest(Checked):
     model: str | None = None
     """``openai:MODEL``, ``anthropic:MODEL`` or ``scripted:PATH``: a model plans and patches
     (``tidegate.planners.model``) instead of ``planner``."""
-    max_cost_usd: float | None = spec(default=None, ge=0)
+    max_cost_usd: Annotated[float, Meta(ge=0)] | None = None
     """Hard cap on the model's spending for the run: no request is sent that could cross it."""
     agent: str | None = None
     """An agent contract name (``codex``, ``aider``): that CLI proposes each attempt's change
@@ -50,5 +52,5 @@ class RunRequest(Checked):
     """Offer the model ``agent_dispatch`` to these sub-agents: ``tidegate`` (a session of
     the same loop and model) and agent contract names; each runs isolated on its own copy
     (``tidegate.agent.dispatch``). Needs ``model``."""
-    max_steps: int | None = spec(default=None, ge=1)
+    max_steps: Annotated[int, Meta(ge=1)] | None = None
     """Most model requests the run may make (all phases and attempts together)."""

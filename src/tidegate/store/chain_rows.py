@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidegate.store.canonical import sha256_digest
-from tidegate.store.checkpoints import FORMAT, Checkpoint
+from tidegate.store.checkpoints import Checkpoint
 from tidegate.store.delta import BadDelta, diff, patch
-
-FULL = "full"
-DELTA = "delta"
+from tidegate.store.evidence import DELTA, FULL, document_of, rebuilt
 
 
 @dataclass(frozen=True)
@@ -42,23 +40,6 @@ class ChainTip:
 def _dumps(value: object) -> str:
     # canonical_json's encoding, without its type walk: the values here come from JSON
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def document_of(run_id: str, row: tuple[Any, ...], state: Any) -> str:
-    """The canonical document of a checkpoints row (``seq, event_seq, reason, prev_hash``
-    first) holding ``state``."""
-    seq, event_seq, reason, prev_hash = row[:4]
-    return _dumps(
-        {
-            "format": FORMAT,
-            "run_id": run_id,
-            "seq": seq,
-            "event_seq": event_seq,
-            "reason": reason,
-            "prev_hash": prev_hash,
-            "state": state,
-        }
-    )
 
 
 def encode(tip: ChainTip | None, sealed: Checkpoint) -> tuple[str, str, ChainTip]:
@@ -85,30 +66,8 @@ def _rebuilds(base: Any, text: str, sealed: Checkpoint) -> bool:
 
 def rebuild(run_id: str, rows: Iterable[tuple[Any, ...]]) -> list[Checkpoint]:
     """Checkpoints from rows ``(run_id, seq, event_seq, reason, prev_hash, hash, mac,
-    stored text, encoding)`` in order, each document rebuilt (see the module docstring)."""
-    out = []
-    state: Any = None
-    known = False  # whether ``state`` is the previous checkpoint's
-    for row in rows:
-        stored, encoding = row[7], row[8]
-        document, state, known = _rebuilt(run_id, row, stored, encoding, state, known)
-        run, seq, event_seq, reason, prev_hash, digest, mac = row[:7]
-        out.append(Checkpoint(run, seq, event_seq, reason, prev_hash, digest, mac, document))
-    return out
-
-
-def _rebuilt(
-    run_id: str, row: tuple[Any, ...], stored: str, encoding: str, state: Any, known: bool
-) -> tuple[str, Any, bool]:
-    try:
-        if encoding == FULL:
-            return stored, json.loads(stored)["state"], True
-        if encoding == DELTA and known:
-            state = patch(state, json.loads(stored))
-            return document_of(run_id, row[1:5], state), state, True
-    except (ValueError, TypeError, KeyError, BadDelta, RecursionError):
-        pass
-    return stored, None, False
+    stored text, encoding)`` in order, each document rebuilt (``store.evidence.rebuilt``)."""
+    return [Checkpoint(*row) for row in rebuilt(run_id, list(rows))]
 
 
 def tip_of(run_id: str, rows: list[tuple[Any, ...]]) -> ChainTip | None:

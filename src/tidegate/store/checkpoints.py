@@ -37,9 +37,9 @@ from typing import Any
 from tidegate.disk.faults import maybe_fail
 from tidegate.errors import UsageError
 from tidegate.store.canonical import canonical_json, sha256_digest
+from tidegate.store.evidence import CHECKPOINT_FORMAT, chain_problem, head_document, head_problem
 
-FORMAT = "tidegate.checkpoint/1"
-HEAD_FORMAT = "tidegate.checkpoint-head/1"
+FORMAT = CHECKPOINT_FORMAT
 KEY_FILE = "checkpoint.key"
 _KEY_BYTES = 32
 
@@ -91,11 +91,13 @@ class CheckpointKey:
             raise UsageError(f"checkpoint key {path}: malformed (expected 64 hex digits)")
         return cls(secret, path)
 
+    @property
+    def secret(self) -> bytes:
+        """The key's bytes, for ``store.evidence`` (which verifies without hmac)."""
+        return self._secret
+
     def sign(self, data: bytes) -> str:
         return "hmac-sha256:" + hmac.new(self._secret, data, hashlib.sha256).hexdigest()
-
-    def verify(self, data: bytes, mac: str) -> bool:
-        return hmac.compare_digest(self.sign(data), mac)
 
 
 def _create_key(path: Path) -> None:
@@ -182,46 +184,13 @@ def seal(
 
 def verify_chain(run_id: str, checkpoints: Sequence[Checkpoint], key: CheckpointKey) -> None:
     """Raise ``CheckpointRefused`` naming the first checkpoint that fails verification."""
-    previous: str | None = None
-    for expected_seq, checkpoint in enumerate(checkpoints, start=1):
-        problem = _problem(run_id, checkpoint, expected_seq, previous, key)
-        if problem:
-            raise CheckpointRefused(
-                f"checkpoint {checkpoint.seq} of run {run_id} {problem}; refusing to resume"
-            )
-        previous = checkpoint.hash
+    problem = chain_problem(run_id, [_row(c) for c in checkpoints], key.secret)
+    if problem:
+        raise CheckpointRefused(problem)
 
 
-def _problem(
-    run_id: str,
-    checkpoint: Checkpoint,
-    expected_seq: int,
-    previous: str | None,
-    key: CheckpointKey,
-) -> str | None:
-    if checkpoint.seq != expected_seq:
-        return f"is out of sequence (expected checkpoint {expected_seq}): the chain is broken"
-    data = checkpoint.document.encode("ascii", "replace")
-    if sha256_digest(data) != checkpoint.hash:
-        return "does not match its hash: it was edited"
-    try:
-        doc = json.loads(data)
-        canonical = canonical_json(doc) == data
-    except (ValueError, TypeError):
-        return "is not valid canonical JSON: it was edited"
-    if not canonical:
-        return "is not in canonical form: it was edited"
-    header = (doc.get("format"), doc.get("run_id"), doc.get("seq"), doc.get("event_seq"))
-    if (
-        header != (FORMAT, run_id, checkpoint.seq, checkpoint.event_seq)
-        or doc.get("reason") != checkpoint.reason
-    ):
-        return "does not belong to this run or position"
-    if doc.get("prev_hash") != previous or checkpoint.prev_hash != previous:
-        return "does not follow the previous checkpoint: the chain is broken"
-    if not key.verify(data, checkpoint.mac):
-        return "has a signature that does not match this state root's key"
-    return None
+def _row(c: Checkpoint) -> tuple[Any, ...]:
+    return (c.run_id, c.seq, c.event_seq, c.reason, c.prev_hash, c.hash, c.mac, c.document)
 
 
 @dataclass(frozen=True)
@@ -235,15 +204,9 @@ class ChainHead:
     mac: str
 
 
-def _head_document(run_id: str, count: int, last_hash: str) -> bytes:
-    return canonical_json(
-        {"format": HEAD_FORMAT, "run_id": run_id, "count": count, "last_hash": last_hash}
-    )
-
-
 def seal_head(key: CheckpointKey, last: Checkpoint) -> ChainHead:
     """The head committing ``last`` as the end of its run's chain."""
-    mac = key.sign(_head_document(last.run_id, last.seq, last.hash))
+    mac = key.sign(head_document(last.run_id, last.seq, last.hash))
     return ChainHead(run_id=last.run_id, count=last.seq, last_hash=last.hash, mac=mac)
 
 
@@ -256,37 +219,7 @@ def verify_committed(
     """``verify_chain``, then check the chain ends where its signed head says: raise
     ``CheckpointRefused`` for a truncated chain, a missing head or a forged one."""
     verify_chain(run_id, checkpoints, key)
-    problem = _head_problem(run_id, checkpoints, head, key)
+    stored = None if head is None else (head.run_id, head.count, head.last_hash, head.mac)
+    problem = head_problem(run_id, [_row(c) for c in checkpoints], stored, key.secret)
     if problem:
-        raise CheckpointRefused(f"run {run_id}: {problem}; refusing to resume")
-
-
-def _head_problem(
-    run_id: str,
-    checkpoints: Sequence[Checkpoint],
-    head: ChainHead | None,
-    key: CheckpointKey,
-) -> str | None:
-    if head is None:
-        if not checkpoints:
-            return None
-        return (
-            f"its {len(checkpoints)} checkpoint(s) have no committed head (removed, or "
-            "recorded before tidegate kept one), so a truncated chain cannot be ruled out"
-        )
-    if head.run_id != run_id or not key.verify(
-        _head_document(head.run_id, head.count, head.last_hash), head.mac
-    ):
-        return "the committed head of its checkpoint chain has a signature that does not match"
-    if len(checkpoints) < head.count:
-        return (
-            f"the checkpoint chain is truncated: {len(checkpoints)} of the {head.count} "
-            f"committed checkpoint(s) remain (the last {head.count - len(checkpoints)} were "
-            "removed)"
-        )
-    if len(checkpoints) > head.count or checkpoints[-1].hash != head.last_hash:
-        return (
-            f"the checkpoint chain does not end where its committed head says "
-            f"(checkpoint {head.count})"
-        )
-    return None
+        raise CheckpointRefused(problem)

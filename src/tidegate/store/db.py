@@ -40,12 +40,10 @@ from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.faults import StoreFaults
 from tidegate.store.group import GroupCommit, QueuedWrite
 from tidegate.store.holder import ProcessIdentity
+from tidegate.store.reading import RESUMABLE, RUN_COLUMNS, TERMINAL
 from tidegate.store.redact import Redactor
 from tidegate.store.rows import (
     ATTEMPT_COLUMNS,
-    RESUMABLE,
-    RUN_COLUMNS,
-    TERMINAL,
     TOOL_CALL_COLUMNS,
     RunStart,
     StoredAttempt,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
-from pathlib import Path
+
+from tidegate.disk.owners import holder_alive, process_start
 
 
 @dataclass(frozen=True)
@@ -19,31 +19,11 @@ class ProcessIdentity:
 
     @classmethod
     def current(cls) -> ProcessIdentity:
-        return cls(os.getpid(), _start_time(os.getpid()) or "", socket.gethostname())
+        return cls(os.getpid(), process_start(os.getpid()) or "", os.uname().nodename)
 
     def local(self) -> bool:
         """Whether the holder was recorded on this machine."""
-        return self.host == socket.gethostname()
+        return self.host == os.uname().nodename
 
     def alive(self) -> bool:
-        if not self.local():
-            return True  # another machine's process: cannot tell, assume it lives
-        start = _start_time(self.pid)
-        if start is not None:
-            return start == self.start
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not Path("/proc/self/stat").exists()  # /proc exists but not this pid: dead
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
+        return holder_alive(self.pid, self.start, self.host)

@@ -11,25 +11,15 @@ from typing import TYPE_CHECKING, Any
 from tidegate.errors import ErrorClass
 from tidegate.store.corrupt import CorruptRecord, stored_json
 from tidegate.store.holder import ProcessIdentity
+from tidegate.store.reading import KNOWN_STATUSES, TERMINAL
 
 if TYPE_CHECKING:
     from tidegate.records.report import FlowReport
 
-TERMINAL = frozenset({"succeeded", "failed", "conflict"})
-"""Statuses of runs that ended (their final report is stored)."""
-RESUMABLE = frozenset({"paused", "interrupted"})
-KNOWN_STATUSES = TERMINAL | RESUMABLE | {"running"}
-"""Every status the store writes; a row holding any other is corrupt."""
 CORRUPT = "corrupt"
 """The derived status of a run whose row cannot be read as written (see ``problem``)."""
 
 
-RUN_COLUMNS = (
-    "run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts, "
-    "t0_ref, diff_sha256, replay_hash, duration_s, execution_id, pid, pid_start, host, "
-    "started_ms, updated_ms, report_json, acknowledged"
-)
-"""The ``runs`` columns ``stored_run`` reads, in its order."""
 ATTEMPT_COLUMNS = (
     "attempt, execution_id, status, failure_phase, error_class, proposal_sha256, "
     "candidate_tree, event_json"

@@ -1,44 +1,210 @@
-"""Read-only views of recorded runs, in a stable order, for ``tidegate runs`` and ``read``.
+"""Views of recorded runs, in a stable order: a listing row per run (``tidegate runs``) and
+everything recorded about one run (``tidegate read``), built from a store opened by
+``store.reading``. Building a view never writes.
 
-Building a view never writes: it reads the store (opened read-only by the CLI), verifies
-the checkpoint chain in memory and recomputes the replay hash from the stored trace. A
-listing shows a corrupt run as ``corrupt`` with its ``problem``; reading one raises
-``CorruptRecord`` naming what is wrong.
+A run's status is derived as the store derives it (a dead holder: ``interrupted``; a final
+report the store never acknowledged: ``failed``, ``PERSISTENCE_ERROR``). A row or record
+that is not what the store writes goes to the engine's own reader (``store.rows``, the run
+store's record accessors, the report model): a listing then shows the run as ``corrupt``
+with its ``problem``, and reading it raises ``CorruptRecord`` naming what is wrong.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
 
-from tidegate.errors import TidegateError
-from tidegate.store.checkpoints import Checkpoint, verify_committed
-from tidegate.store.corrupt import CorruptRecord
-from tidegate.store.db import RESUMABLE, RunStore, StoredRun
-from tidegate.store.replay import replay_hash
+from tidegate.disk.owners import holder_alive
+from tidegate.store.evidence import (
+    chain_problem,
+    head_problem,
+    integral_json,
+    rebuilt,
+    replay_digest,
+)
+from tidegate.store.reading import (
+    KNOWN_STATUSES,
+    RESUMABLE,
+    RUN_COLUMNS,
+    TERMINAL,
+    Irregular,
+    Store,
+)
+from tidegate.store.report_check import checked_report
+
+TYPE_CHECKING = False  # ``read`` does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+_CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
+    str, int, int, str, (str, type(None)), str, str, str, str,
+)  # fmt: skip
+"""The types of a checkpoints row as the store writes it."""
+_HEAD_TYPES = (str, int, str, str)
+_PHASE_FIELDS = (
+    "seq", "attempt", "phase", "effect", "status", "duration_ms", "detail", "error_class",
+    "execution_id",
+)  # fmt: skip
 
 
-def run_row(run: StoredRun) -> dict[str, Any]:
-    """One line of ``tidegate runs``."""
+def listing(store: Store, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` runs of ``store``, one ``tidegate runs`` row each."""
+    rows = store.rows(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ?", (limit,))
+    names = ("run_id", "repo", "task_id", "kind", "mode", "status", "error_class")
+    out = []
+    for row in rows:
+        run = _run(row, with_report=False)
+        shown = {name: run[name] for name in names}
+        shown.update(attempts=run["attempts"], duration_s=run["duration_s"])
+        out.append({**shown, "started_ms": run["started_ms"], "problem": run["problem"]})
+    return out
+
+
+def run_view(store: Store, run_id: str) -> dict[str, Any]:
+    """Everything recorded about a run (``latest``: the newest): the run, its phases,
+    attempts, effects and evidence, and its report."""
+    if run_id == "latest":
+        found = store.rows(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT 1")
+    else:
+        found = store.rows(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+    if not found:
+        from tidegate.errors import UsageError
+
+        raise UsageError(f"no recorded run {run_id!r} for this repository")
+    run = _run(found[0], with_report=True)
+    rid = run["run_id"]
+    if run["problem"] is not None:
+        from tidegate.store.corrupt import CorruptRecord
+
+        raise CorruptRecord(f"run {rid} is corrupt in the store: {run['problem']}")
+    report = run["report"]
+    checkpoints, head = _checkpoints(store, rid)
+    events = _events(store, rid)
+    chain = _chain(store, rid, checkpoints, head)
+    last = checkpoints[-1] if checkpoints else None
+    # Resuming is offered only from a chain that verified: `resume` refuses any other.
+    resume = _resume(run, last) if chain == "verified" and last is not None else None
+    phases = store.rows(
+        f"SELECT {', '.join(_PHASE_FIELDS)} FROM phase_events WHERE run_id = ? ORDER BY seq",
+        (rid,),
+    )
     return {
-        "run_id": run.run_id,
-        "repo": run.repo,
-        "task_id": run.task_id,
-        "kind": run.kind,
-        "mode": run.mode,
-        "status": run.status,
-        "error_class": run.error_class,
-        "attempts": run.attempts,
-        "duration_s": run.duration_s,
-        "started_ms": run.started_ms,
-        "problem": run.problem,
+        "run": {name: run[name] for name in _SHOWN},
+        "phases": [dict(zip(_PHASE_FIELDS, p, strict=True)) for p in phases],
+        "attempts": _attempts(store, rid),
+        "effects": {
+            "changed_files": list(report["changed_files"]) if report else [],
+            "applied_files": list(report["applied_files"]) if report else [],
+            "tool_calls": _tool_calls(store, rid),
+        },
+        "evidence": {
+            "trace_events": len(events),
+            "checkpoints": len(checkpoints),
+            "last_checkpoint": None
+            if last is None
+            else {"seq": last[1], "reason": last[3], "hash": last[5]},
+            "checkpoint_chain": chain,
+            "replay_hash": run["replay_hash"],
+            "replay_hash_recomputed": replay_digest(events) if events else None,
+            "diff_sha256": report["diff_sha256"] if report else None,
+        },
+        "resume": resume,
+        "report": report,
     }
 
 
-def _resume_hint(run: StoredRun, last: Checkpoint) -> dict[str, Any] | None:
+_SHOWN = (
+    "run_id", "repo", "task_id", "kind", "mode", "status", "stored_status", "error_class",
+    "failure_phase", "attempts", "acknowledged", "execution_id", "pid", "started_ms",
+    "updated_ms",
+)  # fmt: skip
+
+
+# -- a run's row ---------------------------------------------------------------------------
+
+
+def _run(row: tuple[Any, ...], *, with_report: bool) -> dict[str, Any]:
+    """A ``runs`` row with its status derived and (``with_report``) its report parsed."""
+    try:
+        return _regular_run(row, with_report)
+    except (Irregular, ValueError, TypeError, OverflowError, RecursionError):
+        return _engine_run(row, with_report)
+
+
+def _regular_run(row: tuple[Any, ...], with_report: bool) -> dict[str, Any]:
+    (run_id, seq, repo, task_id, kind, mode, status, error_class, failure_phase, attempts,
+     _t0, _diff, replay, duration, execution_id, pid, pid_start, host, started, updated,
+     report_json, acknowledged) = row  # fmt: skip
+    texts = (run_id, repo, task_id, kind, mode, status)
+    numbers = (seq, attempts, started, updated)
+    if not all(type(v) is str for v in texts) or not all(type(v) is int for v in numbers):
+        raise Irregular("a field of the wrong type")
+    if status not in KNOWN_STATUSES:
+        raise Irregular("a status the store never writes")
+    report = None
+    if report_json is not None:
+        value = json.loads(report_json, object_pairs_hook=_unique)
+        if not isinstance(value, dict):
+            raise Irregular("a report that is not an object")
+        report = checked_report(value) if with_report else None
+    valid = type(pid) is int and 0 < pid < 2**22  # a pid no process can have: no holder
+    derived = status
+    if derived == "running" and not (
+        valid and holder_alive(pid, str(pid_start or ""), str(host or ""))
+    ):
+        derived = "interrupted"
+    unacknowledged = derived in TERMINAL and not acknowledged
+    if unacknowledged:
+        derived, error_class = "failed", "PERSISTENCE_ERROR"
+        if report is not None:
+            said = f"{report['status']}: {report['message']}"
+            report = {**report, "status": "failed", "error_class": error_class}
+            report["message"] = (
+                "the final report was written but never acknowledged by the store "
+                f"(it said: {said})"
+            )
+    return {
+        "run_id": run_id, "seq": seq, "repo": repo, "task_id": task_id, "kind": kind,
+        "mode": mode, "status": derived, "stored_status": status,
+        "error_class": None if error_class is None else str(error_class),
+        "failure_phase": None if failure_phase is None else str(failure_phase),
+        "attempts": attempts, "duration_s": float(duration or 0.0),
+        "replay_hash": None if replay is None else str(replay),
+        "execution_id": None if execution_id is None else str(execution_id),
+        "pid": pid if valid else None, "started_ms": started, "updated_ms": updated,
+        "acknowledged": bool(acknowledged), "report": report, "problem": None,
+    }  # fmt: skip
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise Irregular("a repeated key")
+    return value
+
+
+def _engine_run(row: tuple[Any, ...], with_report: bool) -> dict[str, Any]:
+    """The row as the engine's reader (``store.rows.stored_run``) reads it."""
+    from tidegate.store.rows import stored_run
+
+    run = stored_run(row, with_report=with_report)
+    report = None if run.report is None else run.report.model_dump(mode="json")
+    return {
+        "run_id": run.run_id, "seq": run.seq, "repo": run.repo, "task_id": run.task_id,
+        "kind": run.kind, "mode": run.mode, "status": run.status,
+        "stored_status": run.stored_status, "error_class": run.error_class,
+        "failure_phase": run.failure_phase, "attempts": run.attempts,
+        "duration_s": run.duration_s, "replay_hash": run.replay_hash,
+        "execution_id": run.execution_id, "pid": run.holder.pid if run.holder else None,
+        "started_ms": run.started_ms, "updated_ms": run.updated_ms,
+        "acknowledged": run.acknowledged, "report": report, "problem": run.problem,
+    }  # fmt: skip
+
+
+def _resume(run: dict[str, Any], last: tuple[Any, ...]) -> dict[str, Any] | None:
     """Where ``tidegate resume`` would continue a paused or interrupted run from."""
-    if run.status not in RESUMABLE:
+    if run["status"] not in RESUMABLE:
         return None
-    saved = last.state
+    saved = json.loads(last[7])["state"]
     attempt = saved.get("attempt", {})
     counters = saved.get("counters", {})
     completed = attempt.get("completed") or []
@@ -46,105 +212,124 @@ def _resume_hint(run: StoredRun, last: Checkpoint) -> dict[str, Any] | None:
     if counters.get("attempt_closed") and not counters.get("stop"):
         number, after = (number or 0) + 1, None  # the next attempt, from its start
     return {
-        "command": f"tidegate resume {run.run_id}",
+        "command": f"tidegate resume {run['run_id']}",
         "attempt": number,
         "after": after,
-        "checkpoint": last.seq,
+        "checkpoint": last[1],
     }
 
 
-def run_view(store: RunStore, run_id: str) -> dict[str, Any]:
-    """Everything recorded about a run: the run, its phases, attempts, effects and evidence."""
-    run = store.get(run_id)
-    if run.problem is not None:
-        raise CorruptRecord(f"run {run.run_id} is corrupt in the store: {run.problem}")
-    report = run.report
-    checkpoints = store.checkpoints(run.run_id)
-    head = store.checkpoint_head(run.run_id)
-    events = store.events(run.run_id)
-    chain = "none recorded"
-    if checkpoints or head is not None:
-        if store.key is None:
-            chain = "unverifiable: no checkpoint key in the state root"
-        else:
-            try:
-                verify_committed(run.run_id, checkpoints, head, store.key)
-                chain = "verified"
-            except TidegateError as exc:
-                chain = f"refused: {exc}"
-    recomputed = replay_hash(events) if events else None
-    last = checkpoints[-1] if checkpoints else None
-    # Resuming is offered only from a chain that verified: `resume` refuses any other.
-    resume = _resume_hint(run, last) if chain == "verified" and last is not None else None
-    phases = store.query(
-        "SELECT seq, attempt, phase, effect, status, duration_ms, detail, error_class, "
-        "execution_id FROM phase_events WHERE run_id = ? ORDER BY seq",
-        [run.run_id],
+# -- a run's records -----------------------------------------------------------------------
+
+
+def _checkpoints(store: Store, run_id: str) -> tuple[list[tuple[Any, ...]], tuple[Any, ...] | None]:
+    rows = store.rows(
+        "SELECT run_id, seq, event_seq, reason, prev_hash, hash, mac, document, encoding "
+        "FROM checkpoints WHERE run_id = ? ORDER BY seq",
+        (run_id,),
     )
-    return {
-        "run": {
-            "run_id": run.run_id,
-            "repo": run.repo,
-            "task_id": run.task_id,
-            "kind": run.kind,
-            "mode": run.mode,
-            "status": run.status,
-            "stored_status": run.stored_status,
-            "error_class": run.error_class,
-            "failure_phase": run.failure_phase,
-            "attempts": run.attempts,
-            "acknowledged": run.acknowledged,
-            "execution_id": run.execution_id,
-            "pid": run.holder.pid if run.holder else None,
-            "started_ms": run.started_ms,
-            "updated_ms": run.updated_ms,
-        },
-        "phases": [
-            {
-                "seq": p[0],
-                "attempt": p[1],
-                "phase": p[2],
-                "effect": p[3],
-                "status": p[4],
-                "duration_ms": p[5],
-                "detail": p[6],
-                "error_class": p[7],
-                "execution_id": p[8],
-            }
-            for p in phases
-        ],
-        "attempts": [
-            {**a.event, "execution_id": a.execution_id} for a in store.attempts(run.run_id)
-        ],
-        "effects": {
-            "changed_files": [f.model_dump(mode="json") for f in report.changed_files]
-            if report
-            else [],
-            "applied_files": [f.model_dump(mode="json") for f in report.applied_files]
-            if report
-            else [],
-            "tool_calls": [
-                {
-                    "tool_call_id": c.tool_call_id,
-                    "canonical_tool": c.canonical_tool,
-                    "input_sha256": c.input_sha256,
-                    "status": c.status,
-                    "effects": c.effects,
-                }
-                for c in store.tool_calls(run.run_id)
-            ],
-        },
-        "evidence": {
-            "trace_events": len(events),
-            "checkpoints": len(checkpoints),
-            "last_checkpoint": None
-            if last is None
-            else {"seq": last.seq, "reason": last.reason, "hash": last.hash},
-            "checkpoint_chain": chain,
-            "replay_hash": run.replay_hash,
-            "replay_hash_recomputed": recomputed,
-            "diff_sha256": report.diff_sha256 if report else None,
-        },
-        "resume": resume,
-        "report": None if report is None else report.model_dump(mode="json"),
-    }
+    heads = store.rows(
+        "SELECT run_id, count, last_hash, mac FROM checkpoint_heads WHERE run_id = ?", (run_id,)
+    )
+    regular = all(
+        isinstance(v, t) for row in rows for v, t in zip(row, _CHECKPOINT_TYPES, strict=True)
+    ) and all(type(v) is t for head in heads for v, t in zip(head, _HEAD_TYPES, strict=True))
+    if not regular:
+        engine = _engine(store)  # names the field of the wrong type
+        found, head = engine.checkpoints(run_id), engine.checkpoint_head(run_id)
+        stored = None if head is None else (head.run_id, head.count, head.last_hash, head.mac)
+        return [tuple(vars(c).values()) for c in found], stored
+    return rebuilt(run_id, rows), heads[0] if heads else None
+
+
+def _chain(
+    store: Store, run_id: str, checkpoints: list[tuple[Any, ...]], head: tuple[Any, ...] | None
+) -> str:
+    if not checkpoints and head is None:
+        return "none recorded"
+    if store.secret is None:
+        return "unverifiable: no checkpoint key in the state root"
+    problem = chain_problem(run_id, checkpoints, store.secret) or head_problem(
+        run_id, checkpoints, head, store.secret
+    )
+    return "verified" if problem is None else f"refused: {problem}"
+
+
+def _events(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The replay projection of the run's trace (each event's kind, attempt, phase and
+    payload, in order)."""
+    rows = store.rows(
+        "SELECT seq, kind, attempt, phase, payload, meta FROM trace WHERE run_id = ? ORDER BY seq",
+        (run_id,),
+    )
+    try:
+        out = []
+        for seq, kind, attempt, phase, payload, meta in rows:
+            value = integral_json(payload) if type(payload) is str else None
+            if type(seq) is not int or type(kind) is not str or not isinstance(value, dict):
+                raise Irregular("a trace row the store does not write")
+            if type(meta) is not str or not isinstance(json.loads(meta), dict):
+                raise Irregular("a trace row whose meta is not an object")
+            out.append({"kind": kind, "attempt": attempt, "phase": phase, "payload": value})
+        return out
+    except (Irregular, ValueError, TypeError, RecursionError):
+        from tidegate.store.replay import replay_projection
+
+        return replay_projection(_engine(store).events(run_id))  # names the bad row
+
+
+def _attempts(store: Store, run_id: str) -> list[dict[str, Any]]:
+    rows = store.rows(
+        "SELECT attempt, execution_id, event_json FROM attempts WHERE run_id = ? ORDER BY attempt",
+        (run_id,),
+    )
+    try:
+        out = []
+        for _attempt, execution_id, event in rows:
+            value = json.loads(event)
+            if not isinstance(value, dict):
+                raise Irregular("an attempt record that is not an object")
+            out.append({**value, "execution_id": execution_id})
+        return out
+    except (Irregular, ValueError, TypeError, RecursionError):
+        return [
+            {**a.event, "execution_id": a.execution_id} for a in _engine(store).attempts(run_id)
+        ]
+
+
+def _tool_calls(store: Store, run_id: str) -> list[dict[str, Any]]:
+    rows = store.rows(
+        "SELECT tool_call_id, canonical_tool, input_sha256, status, effects "
+        "FROM tool_calls WHERE run_id = ? ORDER BY request_seq",
+        (run_id,),
+    )
+    names = ("tool_call_id", "canonical_tool", "input_sha256", "status")
+    try:
+        return [
+            {**dict(zip(names, row[:4], strict=True)), "effects": _effects(row[4])} for row in rows
+        ]
+    except (Irregular, ValueError, TypeError, RecursionError):
+        return [
+            {**{n: getattr(c, n) for n in names}, "effects": c.effects}
+            for c in _engine(store).tool_calls(run_id)
+        ]
+
+
+def _effects(text: object) -> Any:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise Irregular("effects that are not JSON text")
+    return json.loads(text)
+
+
+def _engine(store: Store) -> Any:
+    """The engine's run store over the same file, read-only: its record readers name what
+    is wrong with a record (``CorruptRecord``) or read it their way."""
+    from pathlib import Path
+
+    from tidegate.store.checkpoints import CheckpointKey
+    from tidegate.store.db import RunStore
+
+    key = None if store.secret is None else CheckpointKey(store.secret)
+    return RunStore.open_read_only(Path(store.path), key=key)

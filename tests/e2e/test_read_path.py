@@ -1,11 +1,11 @@
-"""The stdlib-only read path of ``tidegate runs`` and ``read`` (``tidegate.cli.quickread``)
-against the full commands, byte for byte, on real stores.
+"""The one read path of ``tidegate runs`` and ``read`` (``cli.records`` over
+``store.locate``, ``store.reading`` and ``store.views``) on real stores.
 
-Each case first asks the fast path itself (in this process, so the test knows it
-answered rather than handed over) and compares its output with what the typer
-application prints for the same command in a subprocess; then it runs ``tidegate`` as a
-user does and compares that too. The stores are recorded by real runs and then edited
-with sqlite3 the way a tamperer, a crash or an odd file name would leave them.
+Each case asks the read path itself in this process, the typer application in a
+subprocess and ``tidegate`` as a user runs it (the fast dispatch), and compares the three
+byte for byte. The stores are recorded by real runs and then edited with sqlite3 the way
+a tamperer, a crash or an odd file name would leave them; what the store calls corrupt is
+named in one line.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo, tidegate_cli
-from tidegate.cli import quickread
-from tidegate.cli.quickread import Unsupported
+from tidegate.cli import records
+from tidegate.errors import UsageError
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
 TYPER = "import sys; from tidegate.cli.app import main; sys.exit(main(sys.argv[1:]))"
@@ -46,23 +46,27 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int,
 
 
 def _fast(args: list[str], repo: Path) -> str:
-    """The fast path's own answer to ``args`` (raises Unsupported when it hands over)."""
+    """The read path's own answer to ``args``, in this process (raises its error)."""
     command, rest = args[0], args[1:]
-    options: dict[str, str | bool] = {"--repo": str(repo)}
+    flags = {a for a in rest if a.startswith("--")}
     positional = [a for a in rest if not a.startswith("--")]
-    options.update({a: True for a in rest if a.startswith("--")})
     if command == "runs":
-        return quickread.runs_output(options, 20)
-    return quickread.read_output(positional[0], options)
+        return records.runs_output(str(repo), None, 20, "--json" in flags)
+    return records.read_output(
+        positional[0], str(repo), None, "--json" in flags, "--detail" in flags
+    )
 
 
 def same(args: list[str], repo: Repo, *, answered: bool = True) -> str:
-    """Assert the fast path (when ``answered``) and the CLI print what typer prints."""
+    """Assert the read path in this process, the typer application and the CLI print the
+    same; ``answered=False``: the command fails (one line on stderr) and the read path
+    raises."""
     full = _typer(*args, cwd=repo.root)
     if answered:
         assert (0, _fast(args, repo.root), "") == full, args
     else:
-        with pytest.raises(Exception):  # noqa: B017 - any refusal hands the command over
+        assert full[0] != 0 and len(full[2].splitlines()) == 1, full
+        with pytest.raises(Exception):  # noqa: B017 - the command's own error
             _fast(args, repo.root)
     assert _cli(*args, cwd=repo.root) == full, args
     return full[1]
@@ -126,7 +130,7 @@ def test_a_success_and_a_failure_read_the_same(recorded: tuple[Repo, str, str]) 
     same(["read", ok, "--json", "--detail"], repo)
 
 
-def test_an_edited_checkpoint_is_refused_on_the_fast_path_too(
+def test_an_edited_checkpoint_is_refused(
     recorded: tuple[Repo, str, str],
 ) -> None:
     repo, _, failed = recorded
@@ -166,7 +170,7 @@ def test_without_a_usable_key_the_chain_is_unverifiable(recorded: tuple[Repo, st
     assert "(unverifiable: no checkpoint key" in same(["read", "latest"], repo)
 
 
-def test_a_corrupt_store_is_left_to_the_full_command(recorded: tuple[Repo, str, str]) -> None:
+def test_a_corrupt_store_is_one_error_line(recorded: tuple[Repo, str, str]) -> None:
     repo, _, _ = recorded
     path = _store(repo)
     for suffix in ("-wal", "-shm"):
@@ -179,7 +183,7 @@ def test_a_corrupt_store_is_left_to_the_full_command(recorded: tuple[Repo, str, 
 def test_an_empty_state_root_lists_nothing_and_reads_nothing(committed_repo: Repo) -> None:
     assert same(["runs"], committed_repo) == "no recorded runs\n"
     assert same(["runs", "--json"], committed_repo) == "[]\n"
-    same(["read", "latest"], committed_repo, answered=False)  # the full command's error
+    same(["read", "latest"], committed_repo, answered=False)  # no recorded run
 
 
 def test_an_unacknowledged_report_and_a_dead_holder(recorded: tuple[Repo, str, str]) -> None:
@@ -248,22 +252,34 @@ def _created(path: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    "changes",
+    ("changes", "shown"),
     [
-        {"message": "an emoji code :smile: rich would replace"},
-        {"changed_files": [_created("x" * 90)]},
-        {"changed_files": [_created("café.py")]},
-        {"duration_s": 1},  # an int where the model has a float: the model converts it
-        {"extra": "field"},  # the model refuses it
+        ({"message": "an emoji code :smile: shown as written"}, ":smile: shown as written"),
+        ({"changed_files": [_created("x" * 90)]}, "x" * 90),
+        ({"changed_files": [_created("café.py")]}, "create  café.py  -"),
+        ({"message": "[bold]not markup[/bold]"}, "[bold]not markup[/bold]"),
     ],
-    ids=["emoji", "wide-table", "non-ascii-cell", "int-for-float", "extra-field"],
+    ids=["emoji", "wide-table", "non-ascii-cell", "markup"],
 )
-def test_what_the_fast_path_cannot_reproduce_it_hands_over(
-    recorded: tuple[Repo, str, str], changes: dict[str, object]
+def test_what_rich_rendered_its_own_way_reads_alike(
+    recorded: tuple[Repo, str, str], changes: dict[str, object], shown: str
 ) -> None:
+    """One renderer: text is printed as written (no emoji or markup), wide tables are not
+    wrapped, whichever path answers."""
     repo, ok, _ = recorded
     _set_report(repo, ok, **changes)
+    assert shown in same(["read", ok], repo)
+
+
+def test_a_report_the_model_converts_or_refuses(recorded: tuple[Repo, str, str]) -> None:
+    """A stored report that is not exactly what the model writes is read by the model: an
+    int where it has a float is converted; a field it does not know makes the run corrupt."""
+    repo, ok, _ = recorded
+    _set_report(repo, ok, duration_s=1)
+    assert json.loads(same(["read", ok, "--json"], repo))["duration_s"] == 1.0
+    _set_report(repo, ok, extra="field")
     same(["read", ok], repo, answered=False)
+    assert "is corrupt in the store" in _typer("read", ok, cwd=repo.root)[2]
 
 
 def test_a_paused_run_and_a_narrow_console(
@@ -273,13 +289,9 @@ def test_a_paused_run_and_a_narrow_console(
     _set_report(repo, ok, status="paused")
     monkeypatch.setenv("COLUMNS", "80")
     assert "continue it with: tidegate resume" in same(["read", ok], repo)
-    monkeypatch.setenv("COLUMNS", "40")  # the table no longer fits: rich wraps it
-    with pytest.raises(Unsupported):
-        _fast(["read", ok], repo.root)
-    narrow = {"COLUMNS": "40"}
-    assert _cli("read", ok, cwd=repo.root, env=narrow) == _typer(
-        "read", ok, cwd=repo.root, env=narrow
-    )
+    monkeypatch.setenv("COLUMNS", "40")  # the table is wider: the terminal wraps it
+    narrow = same(["read", ok], repo)
+    assert max(len(row) for row in narrow.splitlines()) > 40
 
 
 @pytest.mark.parametrize(
@@ -287,7 +299,7 @@ def test_a_paused_run_and_a_narrow_console(
     [{"FORCE_COLOR": "1"}, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}],
     ids=["colour", "no-colour", "tty-compatible"],
 )
-def test_a_terminal_gets_rich_styles_from_the_fast_path(
+def test_a_terminal_gets_styles(
     recorded: tuple[Repo, str, str], terminal: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo, ok, failed = recorded
@@ -296,8 +308,8 @@ def test_a_terminal_gets_rich_styles_from_the_fast_path(
     shown = same(["read", ok], repo)
     assert "\x1b[1m" in shown  # the header row (and the status) in bold
     same(["read", failed], repo)
-    monkeypatch.setenv("TERM", "dumb")  # rich: a terminal, 80 columns, no styles
-    same(["read", ok], repo, answered=False)
+    monkeypatch.setenv("TERM", "dumb")  # a terminal that takes no styles
+    assert "\x1b" not in same(["read", ok], repo)
 
 
 def _on_a_terminal(argv: list[str], cwd: Path, columns: int, stderr: Path | None = None) -> bytes:
@@ -339,8 +351,8 @@ def test_a_real_terminal_reads_the_same(recorded: tuple[Repo, str, str]) -> None
     log = repo.root.parent / "importtime.txt"
     argv = [sys.executable, "-X", "importtime", "-m", "tidegate", "read", ok]
     assert _on_a_terminal(argv, repo.root, 60, stderr=log) == fast
-    assert "tidegate.cli.quickreport" in log.read_text()
-    assert "rich.console" not in log.read_text()  # the fast path answered, not rich
+    assert "tidegate.cli.report_text" in log.read_text()
+    assert "rich.console" not in log.read_text()  # the one renderer, without rich
 
 
 def test_outside_a_repository_every_repositorys_runs_are_listed(
@@ -360,17 +372,17 @@ def test_outside_a_repository_every_repositorys_runs_are_listed(
     monkeypatch.chdir(outside)
     for args, options in ((["runs"], {}), (["runs", "--json"], {"--json": True})):
         full = _typer(*args, cwd=outside)
-        assert (0, quickread.runs_output(options, 20), "") == full  # type: ignore[arg-type]
+        assert (0, records.runs_output(None, None, 20, bool(options)), "") == full
         assert _cli(*args, cwd=outside) == full
     assert str(repo.root) in full[1] and str(other.root) in full[1]
-    with pytest.raises(Unsupported):  # a --repo that is not one: the full command's error
-        quickread.runs_output({"--repo": str(outside)}, 20)
+    with pytest.raises(UsageError):  # a --repo that is not one: discover's error
+        records.runs_output(str(outside), None, 20, False)
 
 
-def test_a_truncated_chain_or_an_edited_delta_is_refused_on_the_fast_path_too(
+def test_a_truncated_chain_or_an_edited_delta_is_refused(
     recorded: tuple[Repo, str, str],
 ) -> None:
-    """Schema 4: the fast path rebuilds delta rows and checks the committed chain head."""
+    """Schema 4: delta rows are rebuilt and the committed chain head checked."""
     repo, ok, failed = recorded
     _edit(
         repo,
@@ -400,13 +412,11 @@ def test_a_truncated_chain_or_an_edited_delta_is_refused_on_the_fast_path_too(
     ],
     ids=["meta an array", "payload a blob", "checkpoint seq as text"],
 )
-def test_a_corrupt_row_is_handed_to_the_full_command(
-    recorded: tuple[Repo, str, str], sql: str
-) -> None:
-    """What the store calls corrupt, the fast path does not answer: one line, exit 1."""
+def test_a_corrupt_row_is_named_in_one_line(recorded: tuple[Repo, str, str], sql: str) -> None:
+    """What the store calls corrupt is named in one line, exit 1."""
     repo, _, failed = recorded
     _edit(repo, sql, (failed,))
-    with pytest.raises(Exception):  # noqa: B017 - any refusal hands the command over
+    with pytest.raises(Exception, match=f"run {failed}"):
         _fast(["read", failed], repo.root)
     shown = subprocess.run(
         [sys.executable, "-m", "tidegate", "read", failed],

@@ -16,14 +16,7 @@ from __future__ import annotations
 import json
 
 from tidegate.store.delta import BadDelta, patch
-
-try:  # the interpreter's own SHA-256 (no OpenSSL to load); hashlib where there is none
-    from _sha2 import sha256 as sha256  # type: ignore[import-not-found, unused-ignore]
-except ImportError:
-    try:
-        from _sha256 import sha256 as sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
-    except ImportError:
-        from hashlib import sha256 as sha256  # type: ignore[assignment, unused-ignore]
+from tidegate.store.reading import sha256
 
 TYPE_CHECKING = False  # ``tidegate read`` does not import typing
 if TYPE_CHECKING:

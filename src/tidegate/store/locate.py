@@ -14,8 +14,7 @@ import os
 import sys
 
 from tidegate.errors import UsageError
-from tidegate.store.evidence import sha256
-from tidegate.store.reading import STATE_ROOT_ENV, Irregular, Store, opened
+from tidegate.store.reading import STATE_ROOT_ENV, Irregular, Store, opened, sha256
 
 
 def repository(path: str) -> tuple[str, str]:

@@ -23,6 +23,14 @@ import os
 
 from tidegate.errors import UsageError
 
+try:  # the interpreter's own SHA-256 (no OpenSSL to load); hashlib where there is none
+    from _sha2 import sha256 as sha256  # type: ignore[import-not-found, unused-ignore]
+except ImportError:
+    try:
+        from _sha256 import sha256 as sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+    except ImportError:
+        from hashlib import sha256 as sha256  # type: ignore[assignment, unused-ignore]
+
 TYPE_CHECKING = False  # ``read`` does not import typing
 if TYPE_CHECKING:
     import sqlite3

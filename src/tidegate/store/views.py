@@ -29,7 +29,6 @@ from tidegate.store.reading import (
     Irregular,
     Store,
 )
-from tidegate.store.report_check import checked_report
 
 TYPE_CHECKING = False  # ``read`` does not import typing
 if TYPE_CHECKING:
@@ -77,6 +76,7 @@ def run_view(store: Store, run_id: str) -> dict[str, Any]:
 
         raise CorruptRecord(f"run {rid} is corrupt in the store: {run['problem']}")
     report = run["report"]
+
     checkpoints, head = _checkpoints(store, rid)
     events = _events(store, rid)
     chain = _chain(store, rid, checkpoints, head)
@@ -145,7 +145,10 @@ def _regular_run(row: tuple[Any, ...], with_report: bool) -> dict[str, Any]:
         value = json.loads(report_json, object_pairs_hook=_unique)
         if not isinstance(value, dict):
             raise Irregular("a report that is not an object")
-        report = checked_report(value) if with_report else None
+        if with_report:
+            from tidegate.store.report_check import checked_report
+
+            report = checked_report(value)
     valid = type(pid) is int and 0 < pid < 2**22  # a pid no process can have: no holder
     derived = status
     if derived == "running" and not (
@@ -239,6 +242,7 @@ def _checkpoints(store: Store, run_id: str) -> tuple[list[tuple[Any, ...]], tupl
         found, head = engine.checkpoints(run_id), engine.checkpoint_head(run_id)
         stored = None if head is None else (head.run_id, head.count, head.last_hash, head.mac)
         return [tuple(vars(c).values()) for c in found], stored
+
     return rebuilt(run_id, rows), heads[0] if heads else None
 
 
@@ -249,6 +253,7 @@ def _chain(
         return "none recorded"
     if store.secret is None:
         return "unverifiable: no checkpoint key in the state root"
+
     problem = chain_problem(run_id, checkpoints, store.secret) or head_problem(
         run_id, checkpoints, head, store.secret
     )
@@ -258,6 +263,7 @@ def _chain(
 def _events(store: Store, run_id: str) -> list[dict[str, Any]]:
     """The replay projection of the run's trace (each event's kind, attempt, phase and
     payload, in order)."""
+
     rows = store.rows(
         "SELECT seq, kind, attempt, phase, payload, meta FROM trace WHERE run_id = ? ORDER BY seq",
         (run_id,),

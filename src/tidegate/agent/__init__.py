@@ -8,10 +8,10 @@
 - :mod:`.compaction`: fitting the context window; the host-written summary
 - :mod:`.transcript`: turns, tool calls, usage and cost (no model prose)
 - :mod:`.dispatch`: ``agent_dispatch``, a session tool handing a sub-task to an isolated
-  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`)
+  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`, :mod:`.sub_settings`)
 """
 
-from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
 from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
 from tidegate.agent.loop import LoopOutcome, run_loop
@@ -30,6 +30,7 @@ from tidegate.agent.session_options import (
 )
 from tidegate.agent.session_prompt import default_prompt_configuration
 from tidegate.agent.session_report import agent_report
+from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.agent.transcript import ToolRecord, Transcript, TurnRecord
 
 __all__ = [

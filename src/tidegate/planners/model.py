@@ -44,9 +44,10 @@ from tidegate.agent import (
     default_prompt_configuration,
     run_loop,
 )
-from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
 from tidegate.agent.guards import Budget, GuardState, Usage
 from tidegate.agent.session_prompt import model_facts
+from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.models.events import ToolCallCompleted
 from tidegate.models.ports import ModelPort

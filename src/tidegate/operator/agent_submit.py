@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tidegate.agents.contracts import AgentContract, expand
+from tidegate.agents.contracts import AgentContract, Interactive, expand
 from tidegate.agents.launch import AgentEndpoint, agent_env, prepare_home
 from tidegate.text.sanitize import sanitize
 
@@ -143,7 +143,7 @@ def _drive(
     from tidegate.errors import CapabilityMismatch
     from tidegate.exec.containment import ContainmentPolicy, launch
     from tidegate.exec.guard import Clearance, Origin
-    from tidegate.exec.terminal import Terminal, TerminalLimits, TerminalTimeout
+    from tidegate.exec.terminal import Terminal, TerminalLimits
 
     flow = contract.interactive
     # Required: the agent works in the user's real repository, which only containment
@@ -173,26 +173,40 @@ def _drive(
         except (OSError, ValueError) as exc:
             audit.detail = f"launch failed: {exc}"
             return
-        try:
-            audit.steps.append("launched")
-            _startup(term, flow, audit, startup_timeout_s)
-            _submit(term, flow.payload.text)
-            audit.steps.append(f"submitted payload {flow.payload.id}")
-            _completion(term, flow, audit, completion_timeout_s)
-            audit.outcome = "success"
-        except _Stop as stop:
-            audit.outcome, audit.reason, audit.detail = stop.outcome, stop.reason, stop.detail
-        finally:
-            screen = term.screen_lines()  # an agent's TUI is read from its screen
-            audit.last_output_line = _last_meaningful(screen, flow)
-            audit.transcript_preview = "\n".join(screen)[-2000:]
-            for key in flow.exit:
-                with contextlib.suppress(TerminalTimeout):  # an agent that reads no more
-                    term.send_key(key, 1.0)
-                term.settle(0.2, 1.0)
-            audit.steps.append("exit gesture sent")
-            term.wait_exit(5.0)
-            term.close()
+        _converse(term, flow, audit, startup_timeout_s, completion_timeout_s)
+
+
+def _converse(
+    term: Any,
+    flow: Interactive,
+    audit: SubmitAudit,
+    startup_timeout_s: float,
+    completion_timeout_s: float,
+) -> None:
+    """The contract's flow on a started agent: startup, the payload, completion; then,
+    however it ended, its screen read, the exit gesture sent and the terminal closed."""
+    from tidegate.exec.terminal import TerminalTimeout
+
+    try:
+        audit.steps.append("launched")
+        _startup(term, flow, audit, startup_timeout_s)
+        _submit(term, flow.payload.text)
+        audit.steps.append(f"submitted payload {flow.payload.id}")
+        _completion(term, flow, audit, completion_timeout_s)
+        audit.outcome = "success"
+    except _Stop as stop:
+        audit.outcome, audit.reason, audit.detail = stop.outcome, stop.reason, stop.detail
+    finally:
+        screen = term.screen_lines()  # an agent's TUI is read from its screen
+        audit.last_output_line = _last_meaningful(screen, flow)
+        audit.transcript_preview = "\n".join(screen)[-2000:]
+        for key in flow.exit:
+            with contextlib.suppress(TerminalTimeout):  # an agent that reads no more
+                term.send_key(key, 1.0)
+            term.settle(0.2, 1.0)
+        audit.steps.append("exit gesture sent")
+        term.wait_exit(5.0)
+        term.close()
 
 
 def _submit(term: Any, payload: str) -> None:

@@ -22,10 +22,12 @@ that takes paths accepts a ``./`` prefix.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from tidegate.exec.runner import CommandResult
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.adapters.command import command_status, run_contained
 from tidegate.tools.context import ToolContext
@@ -101,25 +103,10 @@ class ProjectValidate:
     label: str | None = None
 
     def run(self, args: proj.ValidateInput, call: Dispatch) -> AdapterResult:
-        from tidegate.feedback.classify import diagnose
-        from tidegate.workspace.confine import PathRefused, check_relative
         from tidegate.workspace.fingerprint import workspace_fingerprint
 
         ctx = call.context
-        chosen = validation_command(ctx, None)
-        if chosen is None:
-            raise ToolFailure(
-                "no_validation_command",
-                "no validation command is configured or detected for this project",
-                retryable=False,
-            )
-        command = chosen[0]
-        try:
-            scoped = [_path_word(check_relative(p)) for p in args.paths]
-        except PathRefused as exc:
-            raise ToolFailure("path_refused", str(exc)) from exc
-        if scoped:
-            command = command + " " + " ".join(shlex.quote(p) for p in scoped)
+        command = _scoped_command(ctx, args.paths)
         fingerprint = workspace_fingerprint(ctx.root, ctx.git_view)
         result = run_contained(ctx, command, ctx.root, args.timeout_s, call)
         status = command_status(result)
@@ -130,23 +117,7 @@ class ProjectValidate:
         failing: list[str] = []
         tail = result.combined_tail[-OUTPUT_TAIL_CHARS:]
         if status != "passed":
-            diagnosis = diagnose(command, result, ctx.root)
-            error_class = diagnosis.error_class.value
-            summary = diagnosis.summary
-            failing = diagnosis.failing_tests[:MAX_DIAGNOSTICS]
-            tail = diagnosis.output[-OUTPUT_TAIL_CHARS:]
-            diagnostics = [
-                proj.DiagnosticOut(
-                    tool=d.tool,
-                    message=d.message[:1000],
-                    path=d.path,
-                    line=d.line,
-                    code=d.code,
-                    severity=d.severity,
-                    test_id=d.test_id,
-                )
-                for d in diagnosis.diagnostics[:MAX_DIAGNOSTICS]
-            ]
+            error_class, summary, failing, tail, diagnostics = _diagnosed(command, result, ctx)
         contained = result.containment.backend == "bubblewrap" and result.containment.verified
         output = proj.ValidateOutput(
             validation_id=args.validation_id,
@@ -172,3 +143,54 @@ class ProjectValidate:
             contained=contained,
         )
         return AdapterResult(self.tool_id, output, Effects(validate=evidence), state_changed=True)
+
+
+def _scoped_command(ctx: ToolContext, paths: Sequence[str]) -> str:
+    """The validation command (the operator's, else the detected one) with the scoping
+    ``paths`` appended as ``./``-prefixed, shell-quoted words."""
+    from tidegate.workspace.confine import PathRefused, check_relative
+
+    chosen = validation_command(ctx, None)
+    if chosen is None:
+        raise ToolFailure(
+            "no_validation_command",
+            "no validation command is configured or detected for this project",
+            retryable=False,
+        )
+    command = chosen[0]
+    try:
+        scoped = [_path_word(check_relative(p)) for p in paths]
+    except PathRefused as exc:
+        raise ToolFailure("path_refused", str(exc)) from exc
+    if scoped:
+        command = command + " " + " ".join(shlex.quote(p) for p in scoped)
+    return command
+
+
+def _diagnosed(
+    command: str, result: CommandResult, ctx: ToolContext
+) -> tuple[str, str, list[str], str, list[proj.DiagnosticOut]]:
+    """A failed validation classified: its error class, summary, failing tests, the
+    output's tail and its structured diagnostics."""
+    from tidegate.feedback.classify import diagnose
+
+    diagnosis = diagnose(command, result, ctx.root)
+    diagnostics = [
+        proj.DiagnosticOut(
+            tool=d.tool,
+            message=d.message[:1000],
+            path=d.path,
+            line=d.line,
+            code=d.code,
+            severity=d.severity,
+            test_id=d.test_id,
+        )
+        for d in diagnosis.diagnostics[:MAX_DIAGNOSTICS]
+    ]
+    return (
+        diagnosis.error_class.value,
+        diagnosis.summary,
+        diagnosis.failing_tests[:MAX_DIAGNOSTICS],
+        diagnosis.output[-OUTPUT_TAIL_CHARS:],
+        diagnostics,
+    )

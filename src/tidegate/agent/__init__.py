@@ -3,6 +3,7 @@
 - :mod:`.session`: the session's state, checkpoints, resume (:mod:`.session_options`:
   phase tool sets, options, runtime; :mod:`.session_prompt`; :mod:`.session_report`)
 - :mod:`.loop`: ``run_loop`` -- budgets, context, the request, the round, finalization
+  (:mod:`.loop_outcome`: how it ended; :mod:`.session_compaction`: compacting a session)
 - :mod:`.guards`: repeat / cycle / failure / budget decisions (pure, checkpointable)
 - :mod:`.evidence`: the ledger of host-attested writes, validations and diffs
 - :mod:`.compaction`: fitting the context window; the host-written summary
@@ -14,7 +15,8 @@
 from tidegate.agent.dispatch import SubAgentDispatch
 from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
-from tidegate.agent.loop import LoopOutcome, run_loop
+from tidegate.agent.loop import run_loop
+from tidegate.agent.loop_outcome import LoopOutcome
 from tidegate.agent.session import AgentSession, SessionTool, SessionToolRun
 from tidegate.agent.session_options import (
     AGENT_PHASE,

@@ -66,7 +66,7 @@ from tidegate.tools.effects import ApprovalEffect
 from tidegate.tools.schemas.base import json_schema
 
 if TYPE_CHECKING:
-    from tidegate.agent.loop import LoopOutcome
+    from tidegate.agent.loop_outcome import LoopOutcome
     from tidegate.agent.session import AgentSession
     from tidegate.agents.workspace import AgentWorkspace
 

@@ -10,7 +10,8 @@ from typing import Any
 from tests.conformance._agent import CHECK, Recorded, call, configuration, task, turn
 from tests.conftest import Repo
 from tidegate.agent import AgentSession, Budget, GuardLimits, LoopOutcome, SessionOptions, run_loop
-from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
+from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.models.scripted import ScriptedModel
 from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor

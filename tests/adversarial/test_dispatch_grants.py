@@ -15,7 +15,8 @@ from tests.adversarial._dispatch import dispatch_turn, parent
 from tests.conformance._agent import answer, call, scripted, turn
 from tests.conftest import Repo
 from tidegate.agent import run_loop
-from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
+from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.tools.calls import ApprovalRequest
 from tidegate.tools.context import ApprovalAnswer, ToolContext
 from tidegate.tools.executor import ToolExecutor

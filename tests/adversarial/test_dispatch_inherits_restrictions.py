@@ -16,7 +16,8 @@ from tests.adversarial._dispatch import EDITING, dispatch_turn
 from tests.conformance._agent import PRICE, answer, call, configuration, scripted, task, turn
 from tests.conftest import Repo
 from tidegate.agent import AgentSession, Budget, GuardLimits, SessionOptions, run_loop
-from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
+from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.tools.context import ToolContext
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.policy import ApprovalProfile, TaskMode

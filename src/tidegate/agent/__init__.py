@@ -3,18 +3,20 @@
 - :mod:`.session`: the session's state, checkpoints, resume (:mod:`.session_options`:
   phase tool sets, options, runtime; :mod:`.session_prompt`; :mod:`.session_report`)
 - :mod:`.loop`: ``run_loop`` -- budgets, context, the request, the round, finalization
+  (:mod:`.loop_outcome`: how it ended; :mod:`.session_compaction`: compacting a session)
 - :mod:`.guards`: repeat / cycle / failure / budget decisions (pure, checkpointable)
 - :mod:`.evidence`: the ledger of host-attested writes, validations and diffs
 - :mod:`.compaction`: fitting the context window; the host-written summary
 - :mod:`.transcript`: turns, tool calls, usage and cost (no model prose)
 - :mod:`.dispatch`: ``agent_dispatch``, a session tool handing a sub-task to an isolated
-  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`)
+  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`, :mod:`.sub_settings`)
 """
 
-from tidegate.agent.dispatch import DispatchSettings, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
 from tidegate.agent.evidence import EvidenceLedger
 from tidegate.agent.guards import Budget, GuardLimits, LoopGuards
-from tidegate.agent.loop import LoopOutcome, run_loop
+from tidegate.agent.loop import run_loop
+from tidegate.agent.loop_outcome import LoopOutcome
 from tidegate.agent.session import AgentSession, SessionTool, SessionToolRun
 from tidegate.agent.session_options import (
     AGENT_PHASE,
@@ -30,6 +32,7 @@ from tidegate.agent.session_options import (
 )
 from tidegate.agent.session_prompt import default_prompt_configuration
 from tidegate.agent.session_report import agent_report
+from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.agent.transcript import ToolRecord, Transcript, TurnRecord
 
 __all__ = [

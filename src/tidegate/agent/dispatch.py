@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,7 +44,6 @@ from tidegate.agent.guards import HARD_CAP, Allow, Decision, Stop
 from tidegate.agent.session import SessionToolRun
 from tidegate.agent.sub_approval import approve_dispatch
 from tidegate.agent.sub_profile import (
-    DEFAULT_PROFILE,
     FilteredProfile,
     cli_equivalents,
     cli_tool,
@@ -58,9 +57,8 @@ from tidegate.agent.sub_result import (
     error_result,
 )
 from tidegate.agent.sub_session import SubTask, run_sub_session
+from tidegate.agent.sub_settings import TIDEGATE, CliSubAgent, DispatchSettings
 from tidegate.errors import CapabilityMismatch, GitError, PersistenceError, UsageError
-from tidegate.models.ports import ModelPort
-from tidegate.models.pricing import ModelPricing
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.catalog import ToolDefinition
@@ -68,11 +66,10 @@ from tidegate.tools.effects import ApprovalEffect
 from tidegate.tools.schemas.base import json_schema
 
 if TYPE_CHECKING:
+    from tidegate.agent.loop_outcome import LoopOutcome
     from tidegate.agent.session import AgentSession
     from tidegate.agents.workspace import AgentWorkspace
-    from tidegate.workspace.secret_files import SecretFiles
 
-TIDEGATE = "tidegate"
 FORCED_ISOLATED = "sub_agent.dispatch.read_only_forced_isolated"
 TOOL_GUARD_FILTERED = "sub_agent.dispatch.read_only_tool_guard_filtered"
 
@@ -86,52 +83,6 @@ class DispatchInput(BaseModel):
     """``tidegate`` (a session of the same loop) or the name of a configured agent CLI."""
     max_steps: int | None = Field(default=None, ge=1, le=200)
     """At most this many model requests of the shared budget (tidegate sub-agents)."""
-
-
-@dataclass(frozen=True)
-class CliOutcome:
-    """What an agent CLI's run left, as data."""
-
-    exit_code: int | None
-    timed_out: bool
-    duration_s: float
-    text: str
-    diff: str
-    containment: str
-
-
-class CliSubAgent(Protocol):
-    """An agent CLI by its contract (``tidegate.planners.agent.CliSubAgent``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def run(
-        self,
-        root: Path,
-        task: str,
-        *,
-        read_only: bool,
-        timeout_s: float,
-        withheld: SecretFiles | None = None,
-    ) -> CliOutcome:
-        """One contained run on a private copy of ``root``'s HEAD; ``withheld`` files of
-        the copy are masked from it."""
-        ...
-
-
-@dataclass(frozen=True)
-class DispatchSettings:
-    model: ModelPort | None = None
-    """The sub-agent's model; None: the parent's (with the parent's pricing)."""
-    pricing: ModelPricing | None = None
-    profile: tuple[str, ...] = DEFAULT_PROFILE
-    """Canonical tools a tidegate sub-agent may hold (intersected with what the parent's
-    host offers; filtered in read-only phases)."""
-    clis: tuple[CliSubAgent, ...] = ()
-    max_depth: int = 1
-    """How deep dispatch nests: 1 lets a session dispatch, and its sub-agents not."""
-    cli_timeout_s: float = 900.0
 
 
 @dataclass
@@ -294,19 +245,14 @@ class SubAgentDispatch:
         scratch: Path,
         started: float,
     ) -> SessionToolRun:
-        from tidegate.agents.workspace import capture, prepare
-        from tidegate.disk.faults import maybe_crash
+        from tidegate.agents.workspace import capture
 
         root = session.executor.context.root
         if cli is not None:
             return self._cli(session, call, cli, args, read_only, approval, root, started)
-        try:
-            (scratch / "ws").mkdir()
-            ws = prepare(root, scratch / "ws")
-            maybe_crash("dispatch.copy_made")  # crash tests: die while the copy exists
-        except (GitError, OSError) as exc:
-            why = f"a sub-agent needs the workspace to be a git work tree with a commit: {exc}"
-            return self._refuse(session, call, "no_isolation", why, started)
+        ws = _private_copy(root, scratch)
+        if isinstance(ws, str):
+            return self._refuse(session, call, "no_isolation", ws, started)
         self.last = {**(self.last or {}), "workspace": ws.workdir}
         usage = session.guards.state.usage
         wall_before = usage.wall_seconds
@@ -341,9 +287,7 @@ class SubAgentDispatch:
         session.exclude_time(usage.wall_seconds - wall_before)
         session.executor.charge_calls(sub.executor.calls_made)
         self._finished(session, call, result)
-        halt: Decision | None = session.guards.check_model_request()
-        if outcome.status == "stopped" and outcome.guard == HARD_CAP:
-            halt = Stop(HARD_CAP, f"the sub-agent reached the hard cost cap: {outcome.reason}")
+        halt = _halt(session, outcome)
         if outcome.status == "cancelled":
             result = result.model_copy(update={"status": "cancelled"})
         return SessionToolRun(result, halt)
@@ -429,6 +373,30 @@ def _cli_timeout(session: AgentSession, default: float) -> float:
     if deadline is not None:
         left.append(deadline - time.monotonic())
     return max(1.0, min(left))
+
+
+def _private_copy(root: Path, scratch: Path) -> AgentWorkspace | str:
+    """The sub-agent's private copy of ``root``'s HEAD under ``scratch``, or why there
+    cannot be one."""
+    from tidegate.agents.workspace import prepare
+    from tidegate.disk.faults import maybe_crash
+
+    try:
+        (scratch / "ws").mkdir()
+        ws = prepare(root, scratch / "ws")
+        maybe_crash("dispatch.copy_made")  # crash tests: die while the copy exists
+    except (GitError, OSError) as exc:
+        return f"a sub-agent needs the workspace to be a git work tree with a commit: {exc}"
+    return ws
+
+
+def _halt(session: AgentSession, outcome: LoopOutcome) -> Decision | None:
+    """The parent's budget decision after a tidegate sub-agent, or a stop when the
+    sub-agent reached the hard cost cap."""
+    halt: Decision | None = session.guards.check_model_request()
+    if outcome.status == "stopped" and outcome.guard == HARD_CAP:
+        halt = Stop(HARD_CAP, f"the sub-agent reached the hard cost cap: {outcome.reason}")
+    return halt
 
 
 def _capture(capture: Any, ws: AgentWorkspace) -> str:

@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from tidegate.agent.compaction import (
-    compact,
-    context_summary,
-    kept_call_ids,
     rounds,
 )
 from tidegate.agent.guards import (
@@ -50,8 +47,10 @@ from tidegate.agent.guards import (
     Pause,
     Stop,
 )
+from tidegate.agent.loop_outcome import LoopOutcome, Status
 from tidegate.agent.round import RoundCancelled, RoundUnknown, Stopper, ToolRound
 from tidegate.agent.session import FINALIZE_NOTE, AgentSession
+from tidegate.agent.session_compaction import compact_session
 from tidegate.agent.transcript import TurnRecord, text_digest
 from tidegate.errors import ErrorClass, PersistenceError
 from tidegate.models.envelope import ModelRequest
@@ -64,26 +63,9 @@ from tidegate.models.errors import (
 from tidegate.models.events import Finished, ModelEvent, ModelResponse, check_order
 from tidegate.models.messages import UserMessage
 
-Status = Literal["completed", "paused", "stopped", "failed", "cancelled"]
 AnswerCheck = Callable[[str], str | None]
 """Returns None for an acceptable final answer, or what to tell the model to repair."""
 EventSink = Callable[[ModelEvent], None]
-
-
-@dataclass(frozen=True)
-class LoopOutcome:
-    """How a loop ended. ``checkpoint`` is the hash of the checkpoint written for the
-    ending (None when the session does not own checkpoints or storage failed)."""
-
-    status: Status
-    text: str = ""
-    reason: str = ""
-    guard: str | None = None
-    error_class: ErrorClass | None = None
-    checkpoint: str | None = None
-    resumable: bool = False
-    finalized: bool = False
-    """The answer came from a tool-free finalization turn."""
 
 
 class _Ended(Exception):
@@ -185,7 +167,7 @@ class _Loop:
         s, settings = self.s, self.settings
         if s.output_chars > settings.accumulated_output_chars:
             s.checkpoint("tool-output")
-            self._compact("tool-output", keep=0)
+            compact_session(self.s, "tool-output", keep=0)
         limit = s.input_budget
         tokens = s.meter.request_tokens(s.build_request())
         if tokens <= settings.context_headroom * limit:
@@ -197,7 +179,7 @@ class _Loop:
             if not saved:
                 s.checkpoint("context-budget")
                 saved = True
-            self._compact("context-budget", keep=keep)
+            compact_session(self.s, "context-budget", keep=keep)
             tokens = s.meter.request_tokens(s.build_request())
             if tokens <= settings.context_headroom * limit:
                 return
@@ -212,37 +194,6 @@ class _Loop:
                     resumable=digest is not None,
                 )
             )
-
-    def _compact(self, reason: str, *, keep: int) -> None:
-        """Replace all but the newest ``keep`` rounds by the host summary."""
-        s = self.s
-        before = s.meter.request_tokens(s.build_request())
-        summary = context_summary(
-            s.transcript,
-            s.ledger,
-            expect_changes=s.expect_changes,
-            exclude=kept_call_ids(s.messages, s.head, keep),
-        )
-        if s.last_checkpoint_hash:
-            summary += f"\nLast checkpoint: {s.last_checkpoint_hash}\n"
-        if s.finalizing:
-            summary += "\n" + FINALIZE_NOTE.format(reason=s.finalizing) + "\n"
-        s.messages = compact(s.messages, s.head, summary, keep)
-        s.meter.forget(s.messages)
-        s.compactions += 1
-        s.output_chars = 0
-        after = s.meter.request_tokens(s.build_request())
-        s.event(
-            "agent.compacted",
-            {
-                "reason": reason,
-                "compactions": s.compactions,
-                "kept_rounds": keep,
-                "tokens_before": before,
-                "tokens_after": after,
-                "checkpoint": s.last_checkpoint_hash,
-            },
-        )
 
     def _check_budget(self, tokens: int) -> None:
         s = self.s
@@ -288,7 +239,7 @@ class _Loop:
         if self.overflows == 1:  # first try: keep the newest rounds, but always drop one
             keep = max(0, min(self.settings.keep_recent_rounds, held - 1))
         if held > keep:
-            self._compact("provider-overflow", keep=keep)
+            compact_session(self.s, "provider-overflow", keep=keep)
 
     def _malformed(self, exc: MalformedModelOutput) -> None:
         s = self.s

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tidegate.agent.guards import GuardState, LoopGuards
-from tidegate.agent.loop import LoopOutcome, run_loop
+from tidegate.agent.loop import run_loop
+from tidegate.agent.loop_outcome import LoopOutcome
 from tidegate.agent.session import AgentSession
 from tidegate.agent.session_options import SUB_AGENT_PHASE, SessionOptions
 from tidegate.agent.session_prompt import default_prompt_configuration

@@ -17,11 +17,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tidegate.agents.contracts import AgentContract, expand
 from tidegate.agents.workspace import AgentWorkspace, agent_gitconfig
 from tidegate.errors import UsageError
+
+if TYPE_CHECKING:
+    from tidegate.exec.containment import ContainmentPolicy
 
 ENV_FILE = "/usr/bin/env"
 
@@ -81,6 +84,61 @@ def agent_credentials(contract: AgentContract) -> dict[str, str]:
     return {contract.model.key_env: key} if key else {}
 
 
+def _installed(contract: AgentContract) -> str:
+    """The agent's program, found as its contract finds it; refused when not installed."""
+    program = contract.find_program()
+    if program is None:
+        raise UsageError(
+            f"agent {contract.name!r}: `{contract.program}` is not installed (install it with: "
+            f"{contract.install})"
+        )
+    return program
+
+
+def _values(
+    contract: AgentContract,
+    program: str,
+    home: Path,
+    ws: AgentWorkspace,
+    endpoint: AgentEndpoint,
+    task: str,
+) -> dict[str, str]:
+    """What the contract's ``{placeholders}`` expand to."""
+    return {
+        "program": program,
+        "home": str(home),
+        "workdir": str(ws.workdir),
+        "model": endpoint.model,
+        "base_url": endpoint.base_url,
+        "key_env": contract.model.key_env,
+        "task": task,
+    }
+
+
+def _policy(
+    ws: AgentWorkspace,
+    home: Path,
+    program: str,
+    containment: Literal["auto", "required"],
+    read_only: bool,
+    masked: tuple[Path, ...],
+) -> ContainmentPolicy:
+    """The agent's containment: its home (and, unless read-only, its tree and git
+    directory) writable; T0's objects (and, read-only, its tree) visible read-only."""
+    from tidegate.exec.containment import ContainmentPolicy
+
+    return ContainmentPolicy(
+        required=containment == "required" or read_only,
+        network=True,
+        writable=(home,) if read_only else (ws.workdir, ws.agent_git, home),
+        # its git reads T0's objects from there; a read-only run sees its tree read-only
+        readonly_overlays=(ws.objects, ws.workdir, ws.agent_git) if read_only else (ws.objects,),
+        # its own installation (a uv tool venv in HOME, say) is visible, read-only
+        executables=(os.path.realpath(program),),
+        masked=masked,
+    )
+
+
 def run_batch(
     contract: AgentContract,
     ws: AgentWorkspace,
@@ -98,25 +156,11 @@ def run_batch(
     directory are bound read-only (only its private home is writable), which needs
     containment: a dry run that cannot be enforced is refused, not run. ``masked``: files
     of its tree it sees empty and read-only under containment (withheld secrets)."""
-    from tidegate.exec.containment import ContainmentPolicy
     from tidegate.exec.guard import Clearance, Origin
     from tidegate.exec.runner import run_command
 
-    program = contract.find_program()
-    if program is None:
-        raise UsageError(
-            f"agent {contract.name!r}: `{contract.program}` is not installed (install it with: "
-            f"{contract.install})"
-        )
-    values = {
-        "program": program,
-        "home": str(home),
-        "workdir": str(ws.workdir),
-        "model": endpoint.model,
-        "base_url": endpoint.base_url,
-        "key_env": contract.model.key_env,
-        "task": task,
-    }
+    program = _installed(contract)
+    values = _values(contract, program, home, ws, endpoint, task)
     prepare_home(contract, home, values)
     env = agent_env(contract, home, values)
     argv = [expand(a, values) for a in contract.batch.argv]
@@ -127,18 +171,7 @@ def run_batch(
         raise UsageError(f"agent {contract.name!r}: a read-only run needs containment")
     policy = None
     if containment != "none":
-        policy = ContainmentPolicy(
-            required=containment == "required" or read_only,
-            network=True,
-            writable=(home,) if read_only else (ws.workdir, ws.agent_git, home),
-            # its git reads T0's objects from there; a read-only run sees its tree read-only
-            readonly_overlays=(ws.objects, ws.workdir, ws.agent_git)
-            if read_only
-            else (ws.objects,),
-            # its own installation (a uv tool venv in HOME, say) is visible, read-only
-            executables=(os.path.realpath(program),),
-            masked=masked,
-        )
+        policy = _policy(ws, home, program, containment, read_only, masked)
     started = time.monotonic()
     result = run_command(
         argv,

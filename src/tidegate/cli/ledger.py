@@ -14,19 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tidegate.cli.ledger_text import ledger_console, print_runs, print_status
 from tidegate.cli.output import dump_json
 from tidegate.errors import UsageError
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S
-from tidegate.text.sanitize import sanitize
 
 if TYPE_CHECKING:
     from enum import Enum
 
-    from rich.console import Console
-
-    from tidegate.ledger.engine import ItemRun
-    from tidegate.ledger.model import FailureType, Route, TaskState
-    from tidegate.ledger.next_action import Action
+    from tidegate.ledger.model import FailureType, Route
     from tidegate.ledger.operations import Outcome
 
 # The ledger's operations and engine are imported by the commands that use them, so that
@@ -80,14 +76,8 @@ def _failure(value: str | None) -> FailureType | None:
     return failure
 
 
-def _out() -> Console:
-    from tidegate.cli.render import console  # rich loads with the commands that print
-
-    return console(markup=False)
-
-
 def _finish(outcome: Outcome) -> None:
-    out = _out()
+    out = ledger_console()
     for line in outcome.lines:
         out.print(line)
     raise typer.Exit(outcome.exit_code)
@@ -118,7 +108,7 @@ def status(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
     if as_json:
         sys.stdout.write(dump_json(status_view(state, action)) + "\n")
         return
-    _print_status(state, action)
+    print_status(state, action)
 
 
 @ledger_app.command(name="next")
@@ -131,7 +121,7 @@ def next_(task_dir: TaskArg, as_json: JsonOpt = False) -> None:
         payload = {"kind": action.kind, "item": action.item, "text": action.text}
         sys.stdout.write(dump_json(payload, indent=None) + "\n")
     else:
-        _out().print(action.text)
+        ledger_console().print(action.text)
     raise typer.Exit(1 if action.kind in ("blocked", "decide", "promote") else 0)
 
 
@@ -241,53 +231,64 @@ def ship(
     _finish(ops.ship(task_dir, milestone, reason))
 
 
+# `ledger run`'s options
+_RepoOpt = Annotated[Path, typer.Option("--repo", help="The repository (default: .).")]
+_PlannerOpt = Annotated[
+    str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
+]
+_ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", help="A model plans and patches: openai:M, anthropic:M or scripted:PATH."
+    ),
+]
+_AgentOpt = Annotated[
+    str | None, typer.Option("--agent", help="An agent CLI works the item: codex or aider.")
+]
+_AgentModelOpt = Annotated[
+    str | None, typer.Option("--agent-model", help="The model the agent uses.")
+]
+_MaxCostOpt = Annotated[
+    float | None, typer.Option("--max-cost", min=0, help="Hard cap in USD per item run.")
+]
+_MaxStepsOpt = Annotated[
+    int | None, typer.Option("--max-steps", min=1, help="Most model requests per item run.")
+]
+_VerifyOpt = Annotated[
+    str | None, typer.Option("--verify", help="Overrides the item's 'Verify:' line.")
+]
+_VerifyTimeoutOpt = Annotated[float, typer.Option("--verify-timeout", min=1)]
+_AllOpt = Annotated[bool, typer.Option("--all", help="Keep going while items succeed.")]
+_StateRootOpt = Annotated[
+    str | None,
+    typer.Option("--state-root", help="Where the item runs are recorded (as for `run`)."),
+]
+_AllowUncontainedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-uncontained",
+        help="Where bubblewrap is unusable, run a plan's 'Verify:' command uncontained "
+        "(refused otherwise).",
+    ),
+]
+
+
 @ledger_app.command(name="run")
 def run_(
     task_dir: TaskArg,
-    repo: Annotated[Path, typer.Option("--repo", help="The repository (default: .).")] = Path("."),
-    planner: Annotated[
-        str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
-    ] = "structured",
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", help="A model plans and patches: openai:M, anthropic:M or scripted:PATH."
-        ),
-    ] = None,
-    agent: Annotated[
-        str | None, typer.Option("--agent", help="An agent CLI works the item: codex or aider.")
-    ] = None,
-    agent_model: Annotated[
-        str | None, typer.Option("--agent-model", help="The model the agent uses.")
-    ] = None,
-    max_cost: Annotated[
-        float | None, typer.Option("--max-cost", min=0, help="Hard cap in USD per item run.")
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Most model requests per item run.")
-    ] = None,
-    verify: Annotated[
-        str | None, typer.Option("--verify", help="Overrides the item's 'Verify:' line.")
-    ] = None,
+    repo: _RepoOpt = Path("."),
+    planner: _PlannerOpt = "structured",
+    model: _ModelOpt = None,
+    agent: _AgentOpt = None,
+    agent_model: _AgentModelOpt = None,
+    max_cost: _MaxCostOpt = None,
+    max_steps: _MaxStepsOpt = None,
+    verify: _VerifyOpt = None,
     max_attempts: Annotated[int, typer.Option("--max-attempts", min=1, max=20)] = 3,
-    verify_timeout: Annotated[float, typer.Option("--verify-timeout", min=1)] = (
-        DEFAULT_VERIFY_TIMEOUT_S
-    ),
-    all_items: Annotated[
-        bool, typer.Option("--all", help="Keep going while items succeed.")
-    ] = False,
-    state_root: Annotated[
-        str | None,
-        typer.Option("--state-root", help="Where the item runs are recorded (as for `run`)."),
-    ] = None,
-    allow_uncontained: Annotated[
-        bool,
-        typer.Option(
-            "--allow-uncontained",
-            help="Where bubblewrap is unusable, run a plan's 'Verify:' command uncontained "
-            "(refused otherwise).",
-        ),
-    ] = False,
+    verify_timeout: _VerifyTimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    all_items: _AllOpt = False,
+    state_root: _StateRootOpt = None,
+    allow_uncontained: _AllowUncontainedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the next pending item as a guarded tidegate run and record its evidence."""
@@ -314,84 +315,5 @@ def run_(
 
     observer = None if as_json else ProgressPrinter(console(stderr=True))
     runs = run_items(task_dir, options, all_items, observer)
-    _print_runs(runs, as_json)
+    print_runs(runs, as_json)
     raise typer.Exit(runs[-1].outcome.exit_code)
-
-
-def _print_runs(runs: list[ItemRun], as_json: bool) -> None:
-    if as_json:
-        payload = [
-            {
-                "item": r.item,
-                "exit_code": r.outcome.exit_code,
-                "lines": r.outcome.lines,
-                "report": r.report.model_dump(mode="json") if r.report else None,
-            }
-            for r in runs
-        ]
-        sys.stdout.write(dump_json(payload) + "\n")
-        return
-    from tidegate.cli.report_text import report_text, terminal_styles
-
-    out = _out()
-    styles = terminal_styles()
-    for r in runs:
-        if r.report is not None:
-            sys.stdout.write(report_text(r.report.model_dump(mode="json"), styles))
-        for line in r.outcome.lines:
-            out.print(line)
-
-
-def _print_status(state: TaskState, action: Action) -> None:
-    from tidegate.ledger.operations import status_view
-
-    view = status_view(state, action)
-    out = _out()
-    budget = view["budget"]
-    assert isinstance(budget, dict)
-    loop = budget["loop_iterations"]
-    out.print(f"route {view['route']}   stage {view['stage']} ({view['stage_status']})")
-    flow = view["flow"]
-    assert isinstance(flow, list)
-    out.print("stages: " + " > ".join(f"[{s}]" if s == view["stage"] else s for s in flow))
-    out.print(f"resume pointer: {view['resume_pointer'] or 'none'}")
-    out.print(f"next action:    {action.text}")
-    out.print(f"latest evidence: {view['latest_evidence'] or 'none'}")
-    out.print(
-        f"retry budget: {budget['retries_per_item']} per item"
-        + (f", {loop} loop iterations" if loop else "")
-    )
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "status", "retries", "assignee", "gate", "blocker", "evidence", "title"):
-        table.add_column(column)
-    for item in state.items:
-        cells = (
-            item.id,
-            item.status.value,
-            f"{item.retries}/{budget['retries_per_item']}",
-            item.assignee or "-",
-            item.gate.value if item.gate else "-",
-            _short(item.blocker.render()) if item.blocker else "-",
-            ", ".join(item.evidence) or "-",
-            item.title,
-        )
-        table.add_row(*(sanitize(c) for c in cells))
-    out.print(table)
-    for key, title in (
-        ("re_execution_conditions", "re-execution conditions"),
-        ("promotion_triggers", "promotion triggers"),
-    ):
-        entries = view[key]
-        assert isinstance(entries, list)
-        if entries:
-            out.print(f"{title}:")
-            for entry in entries:
-                out.print(f"  - {entry}")
-    if view["review"]:
-        out.print(f"review verdict: {view['review']}")
-
-
-def _short(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"

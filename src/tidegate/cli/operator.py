@@ -277,7 +277,8 @@ def _terminal(
     as_json: bool,
 ) -> None:
     from tidegate.operator.state_root import run_root
-    from tidegate.operator.terminal import parse_steps, terminal_run
+    from tidegate.operator.terminal import terminal_run
+    from tidegate.operator.terminal_session import parse_steps
 
     selection = _select("engineer", "terminal-shell", topology, "terminal")
     parse_steps(objective)  # a malformed objective is refused before the root is touched

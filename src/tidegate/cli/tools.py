@@ -25,6 +25,7 @@ from tidegate.errors import PersistenceError, UsageError
 from tidegate.text.sanitize import sanitize
 
 if TYPE_CHECKING:
+    from tidegate.tools.calls import ToolCall, ToolResult
     from tidegate.tools.executor import ToolExecutor
     from tidegate.tools.recording import RunKind, ToolRun
 
@@ -239,7 +240,7 @@ def call_tool(
     state_root: StateRootOpt = None,
 ) -> None:
     """Call one tool and print its result and effects as JSON."""
-    from tidegate.tools.calls import ToolCall, ToolOutcomeUnknown
+    from tidegate.tools.calls import ToolCall
     from tidegate.tools.catalog import canonical_id
     from tidegate.tools.recording import input_digest
 
@@ -247,7 +248,6 @@ def call_tool(
     tool_id = canonical_id(tool)
     if tool_id is None:
         raise UsageError(f"unknown tool {tool!r} (see 'tidegate tools list')")
-    failure: PersistenceError | None = None
     with open_cli_executor(
         workspace,
         approval,
@@ -263,23 +263,40 @@ def call_tool(
         run = open_cli_run(
             executor, "tools", state_root, tool=tool_id, arguments_sha256=input_digest(arguments)
         )
+        result, failure = _execute(executor, call, run)
+    _report(result, failure, tool_id)
+
+
+def _execute(
+    executor: ToolExecutor, call: ToolCall, run: ToolRun | None
+) -> tuple[ToolResult, PersistenceError | None]:
+    """The call's result, its run finished; and the persistence failure, if the record
+    could not be stored after the call was dispatched (before that, it is raised)."""
+    from tidegate.tools.calls import ToolOutcomeUnknown
+
+    failure: PersistenceError | None = None
+    try:
+        result = executor.execute(call)
+    except ToolOutcomeUnknown as unknown:
+        result = unknown.result
+    except PersistenceError as exc:
+        if run is None or run.calls.last_result is None:
+            _try_finish(run, persistence_error=str(exc))
+            raise  # nothing was dispatched: there is no result to show
+        failure, result = exc, run.calls.last_result
+    except BaseException:  # Ctrl-C, SIGTERM: end the run as stopped, if the store lets us
+        _try_finish(run, ended_by="interrupted")
+        raise
+    if run is not None:
         try:
-            result = executor.execute(call)
-        except ToolOutcomeUnknown as unknown:
-            result = unknown.result
+            run.finish(persistence_error=None if failure is None else str(failure))
         except PersistenceError as exc:
-            if run is None or run.calls.last_result is None:
-                _try_finish(run, persistence_error=str(exc))
-                raise  # nothing was dispatched: there is no result to show
-            failure, result = exc, run.calls.last_result
-        except BaseException:  # Ctrl-C, SIGTERM: end the run as stopped, if the store lets us
-            _try_finish(run, ended_by="interrupted")
-            raise
-        if run is not None:
-            try:
-                run.finish(persistence_error=None if failure is None else str(failure))
-            except PersistenceError as exc:
-                failure = failure or exc
+            failure = failure or exc
+    return result, failure
+
+
+def _report(result: ToolResult, failure: PersistenceError | None, tool_id: str) -> None:
+    """Print the result as JSON and exit with the call's code (see the module's doc)."""
     sys.stdout.write(dump_json(result.to_json()) + "\n")
     if failure is not None:
         sys.stderr.write(sanitize(f"tidegate: error: PERSISTENCE_ERROR: {failure}") + "\n")

@@ -4,12 +4,14 @@
 - :mod:`.parsers`: one parser per tool (pytest, unittest, mypy, ruff, flake8, tsc, eslint,
   jest, go, cargo, plain Python tracebacks) plus environment signals.
 - :mod:`.classify`: :func:`diagnose` and the classification rules.
-- :mod:`.shrink`: :func:`build_feedback`, noise removal, excerpts, the token estimate.
+- :mod:`.noise`: :func:`clean_output`, noise removal.
+- :mod:`.shrink`: :func:`build_feedback`, excerpts, the token estimate.
 """
 
 from tidegate.feedback.classify import classify, diagnose, file_reader
 from tidegate.feedback.diagnostics import Diagnosis, Diagnostic, ParseContext
-from tidegate.feedback.shrink import build_feedback, clean_output, estimate_tokens, render_excerpt
+from tidegate.feedback.noise import clean_output
+from tidegate.feedback.shrink import build_feedback, estimate_tokens, render_excerpt
 
 __all__ = [
     "Diagnosis",

@@ -44,14 +44,9 @@ from pathlib import Path
 from tidegate.errors import ErrorClass
 from tidegate.exec.runner import CommandResult
 from tidegate.feedback.diagnostics import Diagnosis, Diagnostic, ParseContext, clean_text
+from tidegate.feedback.noise import clean_output
 from tidegate.feedback.parsers import parse_output
-from tidegate.feedback.shrink import (
-    DEFAULT_BUDGET_TOKENS,
-    ReadFile,
-    build_feedback,
-    clean_output,
-    ranked,
-)
+from tidegate.feedback.shrink import DEFAULT_BUDGET_TOKENS, ReadFile, build_feedback, ranked
 
 MAX_LOCATIONS = 10
 _MAX_READ = 2 * 1024 * 1024

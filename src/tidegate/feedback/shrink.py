@@ -42,121 +42,6 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-# --- noise removal ------------------------------------------------------------------------
-
-_DROP = tuple(
-    re.compile(p)
-    for p in (
-        r"^\S+\.py [.FEsxXp]+\s*(?:\[\s*\d+%\])?$",  # pytest progress per file
-        r"^[.FEsxXpu]+\s*(?:\[\s*\d+%\])?$",  # pytest -q / unittest progress
-        r"^\S+::\S+ (?:PASSED|SKIPPED|XFAIL|XPASS|XFAILED)\b",  # pytest -v passing rows
-        r"^[=\-_~*#]{5,}$",  # rules
-        r"^(?:_ ){4,}_?$",  # pytest's spaced frame separator
-        r"^(?:platform \w+ -- Python|rootdir:|configfile:|plugins:|cachedir:|testpaths:"
-        r"|hypothesis profile|collecting \.\.\.|collected \d+ items?)",  # pytest header
-        r"^\s*(?:Compiling|Checking|Finished|Running|Fresh|Downloaded|Downloading|Updating"
-        r"|Locking|Adding|Doc-tests|Documenting) \S",  # cargo progress (not "Blocking")
-        r"^running \d+ tests?$",
-        r"^=== (?:RUN|PAUSE|CONT|NAME)\s",  # go test -v
-        r"^\s*--- (?:PASS|SKIP): ",
-        r"^ok  \t",
-        r"^(?:PASS|FAIL)$",
-        r"^PASS \S",  # jest passing suites
-        r"^(?:Snapshots:|Time:|Ran all test suites)",
-        r"^.+ \.\.\. ok$",  # unittest -v / cargo passing rows
-        r"^npm (?:ERR!|error) A complete log of this run can be found in",
-        r"^\s+at .*(?:node_modules/|node:internal|\(node:|<anonymous>)",  # node frames
-        r"^\s+at /rustc/",  # rust std frames
-        r"^\t/usr/(?:local/)?(?:lib/)?go[^/]*/src/",  # Go standard library frames
-        r"^note: (?:run with `RUST_BACKTRACE|Some details are omitted)",
-    )
-)
-# A Python frame in installed code; its source and caret lines below go with it.
-_PY_EXTERNAL_FRAME = re.compile(
-    r'^(\s*)File "[^"]*(?:site-packages|dist-packages|/lib/python3[\d.]*/|<frozen )'
-)
-_PYTEST_EXTERNAL_LOC = re.compile(
-    r"^(?:/\S*(?:site-packages|/lib/python3[\d.]*)/\S+|<frozen [^>]+>):\d+: in \S+$"
-)
-_TITLED_RULE = re.compile(r"^[=_\-]{3,} (?P<title>.+?) [=_\-]{3,}$")
-_SUBSTITUTIONS = tuple(
-    (re.compile(p), r)
-    for p, r in (
-        (r"\b0x[0-9a-fA-F]{6,}\b", "0x…"),
-        (r" in \d+(?:\.\d+)?\s?m?s\b", ""),  # "1 failed in 1.02s", "Ran 5 tests in 0.001s"
-        (r" ?\(\d+(?:\.\d+)?\s?m?s\)", ""),  # go "(0.00s)", jest "(5 ms)"
-        (r"\t\d+(?:\.\d+)?s$", ""),  # go "FAIL\tpkg\t0.005s"
-        (r"; finished in \d+(?:\.\d+)?s", ""),  # cargo test result
-        (r"(thread '[^']*') \(\d+\)", r"\1"),  # rust thread ids
-        (
-            r"\bgoroutine \d+ \[",
-            "goroutine [",
-        ),
-        (r"\b\d{4}-\d\d-\d\dT\d\d[:_]\d\d[:_]\d\d[\w.:_-]*", "<time>"),
-        (r"It is held by process \d+", "It is held by another process"),
-    )
-)
-
-
-def clean_output(text: str, ctx: ParseContext | None = None) -> str:
-    """The output without noise, run-to-run variation and the shadow root's path."""
-    if ctx is not None:
-        text = ctx.strip_root(text)
-    lines = text.splitlines()
-    kept: list[str] = []
-    skip_indent: int | None = None
-    for i, line in enumerate(lines):
-        if skip_indent is not None:
-            if line.strip() and len(line) - len(line.lstrip()) > skip_indent:
-                continue
-            skip_indent = None
-        if (m := _PY_EXTERNAL_FRAME.match(line)) is not None:
-            skip_indent = len(m.group(1))
-            continue
-        if _PYTEST_EXTERNAL_LOC.match(line):
-            skip_indent = 0  # drop the indented source lines that follow
-            continue
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if _is_dropped(line) or (_is_frame_pair(line) and _is_dropped(nxt)):
-            continue
-        if (m := _TITLED_RULE.match(line)) is not None:
-            line = f"[{m.group('title')}]"
-        for pattern, repl in _SUBSTITUTIONS:
-            line = pattern.sub(repl, line)
-        kept.append(line.rstrip())
-    return "\n".join(_collapse(kept))
-
-
-def _is_dropped(line: str) -> bool:
-    return any(p.search(line) for p in _DROP)
-
-
-def _is_frame_pair(line: str) -> bool:
-    """The function line of a Go or Rust stack frame whose location line comes next."""
-    return bool(re.match(r"^(?:\s+\d+: |[\w./*()]+\(.*\)$|created by )", line))
-
-
-def _collapse(lines: list[str]) -> list[str]:
-    """Blank runs to one blank line, identical consecutive lines to one with a count."""
-    out: list[str] = []
-    counts: list[int] = []
-    for line in lines:
-        if out and line == out[-1]:
-            counts[-1] += 1
-            continue
-        out.append(line)
-        counts.append(1)
-    result = [
-        line if n == 1 or not line.strip() else f"{line}  [repeated {n} times]"
-        for line, n in zip(out, counts, strict=True)
-    ]
-    while result and not result[0].strip():
-        result.pop(0)
-    while result and not result[-1].strip():
-        result.pop()
-    return result
-
-
 # --- excerpts -----------------------------------------------------------------------------
 
 
@@ -312,6 +197,34 @@ def build_feedback(
     output tail is shortened; a final note says what was left out.
     """
     budget = max(1, budget_tokens) * 4
+    read = _cached(read_file)
+    head = [f"{diagnosis.error_class.value}: {diagnosis.summary}"]
+    if diagnosis.command:
+        head.append(f"`{diagnosis.command}` {_status(diagnosis)}")
+    parts: list[str] = ["\n".join(head)]
+    left_out: list[str] = []
+    if diagnosis.failing_tests:
+        parts.append(_tests_section(diagnosis.failing_tests, budget * 0.4 - _used(parts)))
+    files_line = _files_line(diagnosis.files_involved)
+    reserve = len(files_line) + 120  # the files line and a trim note
+    groups = group_diagnostics(ranked(diagnosis))
+    rendered = _fitted_groups(groups, read, budget - reserve, _used(parts), left_out)
+    if rendered:
+        shown = len(rendered)
+        title = f"Errors ({shown} of {len(groups)}):" if shown < len(groups) else "Errors:"
+        parts.append("\n".join([title, *rendered]))
+    if files_line:
+        parts.append(files_line)
+    tail = _tail_section(diagnosis, bool(rendered), budget - _used(parts), left_out)
+    if tail:
+        parts.append(tail)
+    if left_out:
+        parts.append(f"[trimmed to ~{budget_tokens} tokens: " + ", ".join(left_out) + " left out]")
+    return _cut("\n".join(parts), budget)
+
+
+def _cached(read_file: ReadFile) -> ReadFile:
+    """``read_file`` read once per path; an OSError reads as None."""
     cache: dict[str, bytes | None] = {}
 
     def read(path: str) -> bytes | None:
@@ -322,41 +235,47 @@ def build_feedback(
                 cache[path] = None
         return cache[path]
 
-    head = [f"{diagnosis.error_class.value}: {diagnosis.summary}"]
-    if diagnosis.command:
-        head.append(f"`{diagnosis.command}` {_status(diagnosis)}")
-    parts: list[str] = ["\n".join(head)]
-    left_out: list[str] = []
+    return read
 
-    def used() -> int:
-        return len("\n".join(parts))
 
-    tests = diagnosis.failing_tests
-    if tests:
-        header = f"Failing tests ({len(tests)}):"
-        room = budget * 0.4 - used() - len(header) - 20
-        listed: list[str] = []
-        for test in tests[:MAX_TESTS_LISTED]:
-            if listed and len(test) + 3 > room:
-                break
-            listed.append(f"  {test}")
-            room -= len(test) + 3
-        more = len(tests) - len(listed)
-        parts.append("\n".join([header, *listed] + ([f"  … and {more} more"] if more else [])))
+def _used(parts: list[str]) -> int:
+    return len("\n".join(parts))
 
-    files = diagnosis.files_involved
-    files_line = ""
-    if files:
-        files_line = "Files involved: " + ", ".join(files[:MAX_FILES_LISTED])
-        if len(files) > MAX_FILES_LISTED:
-            files_line += f", +{len(files) - MAX_FILES_LISTED} more"
-    reserve = len(files_line) + 120  # the files line and a trim note
 
-    groups = group_diagnostics(ranked(diagnosis))
+def _tests_section(tests: Sequence[str], limit: float) -> str:
+    """The failing tests, as many as fit in ``limit`` characters (at most
+    ``MAX_TESTS_LISTED``), the rest counted."""
+    header = f"Failing tests ({len(tests)}):"
+    room = limit - len(header) - 20
+    listed: list[str] = []
+    for test in tests[:MAX_TESTS_LISTED]:
+        if listed and len(test) + 3 > room:
+            break
+        listed.append(f"  {test}")
+        room -= len(test) + 3
+    more = len(tests) - len(listed)
+    return "\n".join([header, *listed] + ([f"  … and {more} more"] if more else []))
+
+
+def _files_line(files: Sequence[str]) -> str:
+    if not files:
+        return ""
+    line = "Files involved: " + ", ".join(files[:MAX_FILES_LISTED])
+    if len(files) > MAX_FILES_LISTED:
+        line += f", +{len(files) - MAX_FILES_LISTED} more"
+    return line
+
+
+def _fitted_groups(
+    groups: list[DiagnosticGroup], read: ReadFile, budget: int, used: int, left_out: list[str]
+) -> list[str]:
+    """The groups rendered in order while they fit ``budget`` after ``used`` characters:
+    with their excerpts, else without; the first that fits neither ends the list, and
+    ``left_out`` counts it and the rest."""
     with_tool = len({g.first.tool for g in groups}) > 1
     rendered: list[str] = []
     for i, group in enumerate(groups, 1):
-        base = used() + len("\n".join(rendered)) + 40 + reserve
+        base = used + len("\n".join(rendered)) + 40
         full = _render_group(i, group, read, with_tool, with_excerpt=True)
         if base + len(full) + 1 <= budget:
             rendered.append(full)
@@ -367,39 +286,43 @@ def build_feedback(
             continue
         left_out.append(f"{len(groups) - i + 1} more diagnostic(s)")
         break
-    if rendered:
-        shown = len(rendered)
-        title = f"Errors ({shown} of {len(groups)}):" if shown < len(groups) else "Errors:"
-        parts.append("\n".join([title, *rendered]))
-    if files_line:
-        parts.append(files_line)
+    return rendered
 
+
+def _tail_section(
+    diagnosis: Diagnosis, with_errors: bool, room: int, left_out: list[str]
+) -> str | None:
+    """The output's last lines that do not only repeat a diagnostic, as many as fit
+    ``room`` (at most ``MAX_TAIL_WITH_DIAGNOSTICS`` beside shown errors)."""
     tail_lines = [
         line for line in diagnosis.output.splitlines() if not _covered(line, diagnosis.diagnostics)
     ]
     while tail_lines and not tail_lines[0].strip():
         tail_lines.pop(0)
-    if tail_lines:
-        limit = MAX_TAIL_WITH_DIAGNOSTICS if rendered else len(tail_lines)
-        candidates = tail_lines[-limit:]
-        note_room = 100  # for the trim note
-        room = budget - used() - len("Output (last lines, noise removed):") - 2 - note_room
-        chosen: list[str] = []
-        for line in reversed(candidates):
-            line = line[:_MAX_LINE] + ("…" if len(line) > _MAX_LINE else "")
-            cost = len(line) + 3
-            if cost > room:
-                break
-            chosen.append("  " + line)
-            room -= cost
-        chosen.reverse()
-        if chosen:
-            parts.append("\n".join(["Output (last lines, noise removed):", *chosen]))
-        if len(chosen) < len(candidates):
-            left_out.append(f"{len(tail_lines) - len(chosen)} earlier output line(s)")
-    if left_out:
-        parts.append(f"[trimmed to ~{budget_tokens} tokens: " + ", ".join(left_out) + " left out]")
-    text = "\n".join(parts)
+    if not tail_lines:
+        return None
+    limit = MAX_TAIL_WITH_DIAGNOSTICS if with_errors else len(tail_lines)
+    candidates = tail_lines[-limit:]
+    note_room = 100  # for the trim note
+    room = room - len("Output (last lines, noise removed):") - 2 - note_room
+    chosen: list[str] = []
+    for line in reversed(candidates):
+        line = line[:_MAX_LINE] + ("…" if len(line) > _MAX_LINE else "")
+        cost = len(line) + 3
+        if cost > room:
+            break
+        chosen.append("  " + line)
+        room -= cost
+    chosen.reverse()
+    if len(chosen) < len(candidates):
+        left_out.append(f"{len(tail_lines) - len(chosen)} earlier output line(s)")
+    if chosen:
+        return "\n".join(["Output (last lines, noise removed):", *chosen])
+    return None
+
+
+def _cut(text: str, budget: int) -> str:
+    """``text`` cut at a line end to fit ``budget`` characters, marked with an ellipsis."""
     if len(text) > budget:
         cut = text[: budget - 2]
         text = cut[: cut.rfind("\n")] if "\n" in cut else cut

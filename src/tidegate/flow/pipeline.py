@@ -96,50 +96,21 @@ def run_attempt(
     failed: PhaseError | None = resume.failed if resume else None
     number = state.attempt.number
     for phase, when in MODE_PHASES[state.request.mode]:
-        if (when is When.ALWAYS and failed) or (when is When.ON_FAILURE and not failed):
-            continue
-        if when is When.ON_SUCCESS and failed:
-            continue
-        if resume is not None and resume.skips(phase):
+        if not _due(when, failed) or (resume is not None and resume.skips(phase)):
             continue
         maybe_crash(f"phase.{phase.value}", number)
         if observer:
             observer.phase_started(number, phase)
         if recorder:
             recorder.event("phase.started", attempt=number, phase=phase.value)
-        start = time.monotonic()
-        error: PhaseError | None = None
-        detail = ""
         # A phase that writes the user's work tree is never abandoned halfway: Ctrl-C is
         # held until it is done, and then the run finishes rather than pausing.
         writes_workspace = EFFECTS[phase] is Effect.WORKSPACE
         with deferred_interrupts(writes_workspace, deliver=False) as held:
-            try:
-                detail = PHASES[phase](state)
-            except PhaseError as exc:
-                error = exc
-            except Exception as exc:  # fail fast: an unexpected error ends the run
-                error = PhaseError(
-                    ErrorClass.UNKNOWN, f"{type(exc).__name__}: {exc}", retryable=False
-                )
-        event = PhaseEvent(
-            attempt=number,
-            phase=phase.value,
-            effect=EFFECTS[phase].value,
-            status="failed" if error else "ok",
-            duration_ms=round((time.monotonic() - start) * 1000, 2),
-            detail=error.message if error else detail,
-            error_class=error.error_class.value if error else None,
-        )
+            event, error = _run_phase(state, phase)
         events.append(event)
         if error is not None:
-            if failed is None:
-                failed = error
-                state.attempt.error = error
-                state.attempt.failed_phase = phase.value
-            else:
-                # A recovery phase failed too: the shadow can no longer be trusted.
-                failed.retryable = False
+            failed = _note_failure(state, phase, failed, error)
         if observer:
             observer.phase_finished(event)
         if boundary is not None:
@@ -149,6 +120,49 @@ def run_attempt(
             held += late
         if held and writes_workspace:
             state.notes.append(f"Ctrl-C arrived during {phase.value}; the run finished instead")
+    return failed
+
+
+def _due(when: When, failed: PhaseError | None) -> bool:
+    """Whether a phase scheduled ``when`` runs, given the attempt's failure so far."""
+    if (when is When.ALWAYS and failed) or (when is When.ON_FAILURE and not failed):
+        return False
+    return not (when is When.ON_SUCCESS and failed)
+
+
+def _run_phase(state: RunState, phase: Phase) -> tuple[PhaseEvent, PhaseError | None]:
+    """Run one phase; its audit event and its error (None when it passed)."""
+    start = time.monotonic()
+    error: PhaseError | None = None
+    detail = ""
+    try:
+        detail = PHASES[phase](state)
+    except PhaseError as exc:
+        error = exc
+    except Exception as exc:  # fail fast: an unexpected error ends the run
+        error = PhaseError(ErrorClass.UNKNOWN, f"{type(exc).__name__}: {exc}", retryable=False)
+    event = PhaseEvent(
+        attempt=state.attempt.number,
+        phase=phase.value,
+        effect=EFFECTS[phase].value,
+        status="failed" if error else "ok",
+        duration_ms=round((time.monotonic() - start) * 1000, 2),
+        detail=error.message if error else detail,
+        error_class=error.error_class.value if error else None,
+    )
+    return event, error
+
+
+def _note_failure(
+    state: RunState, phase: Phase, failed: PhaseError | None, error: PhaseError
+) -> PhaseError:
+    """The attempt's failure after ``phase`` raised ``error``: the first one stands."""
+    if failed is None:
+        state.attempt.error = error
+        state.attempt.failed_phase = phase.value
+        return error
+    # A recovery phase failed too: the shadow can no longer be trusted.
+    failed.retryable = False
     return failed
 
 

@@ -257,36 +257,10 @@ def _document(
 ) -> dict[str, Any]:  # fmt: skip
     unnecessary, retries = observed_counts(report, tool_calls)
     source = f"{who.base_type}::{who.spec}"
-    evidence = [
-        {"kind": "check", "detail": f"{c['name']}: {'passed' if c['passed'] else 'failed'} ({c['detail']})",
-         "source": "runtime::gym-runner"}
-        for c in checks
-    ] + [
-        {"kind": "attempt", "detail": f"attempt {e.attempt}: {e.status}"
-         + (f" {e.error_class} in {e.failure_phase}" if e.error_class else "")
-         + (f", proposal {e.proposal_sha256[:12]}" if e.proposal_sha256 else ""), "source": source}
-        for e in report.attempt_events
-    ] + [
-        {"kind": "finding", "detail": f"{f.path}:{f.line} {f.message}", "source": source}
-        for f in report.findings[:10]
-    ]  # fmt: skip
+    evidence = _evidence(report, checks, source)
     now = time.time_ns() // 1_000_000
     memory = [{"kind": "scenario-run", "created_at_unix_ms": now, "status": report.status}]
-    notes = []
-    tokens: Any = 0
-    cost: Any = 0
-    if who.agent:
-        tokens = cost = Unmeasured("an agent CLI reports no token usage to tidegate")
-    elif who.model and usage is None:
-        tokens = cost = Unmeasured("the composite review session records no model usage")
-    elif who.model:
-        tokens, cost = usage
-    else:
-        notes.append("no model ran: tokens and cost are observed zero")
-    if tool_calls is None and who.model is None:
-        notes.append(
-            "unnecessary_action_count counts refused attempts (no model tool calls to observe)"
-        )
+    tokens, cost, notes = _usage(who, usage, tool_calls)
     overhead: Any = Unmeasured("no phase timings were observed")
     if report.phases:
         overhead = round(
@@ -332,6 +306,43 @@ def _document(
         "evidence": evidence,
         "memory": memory,
     }
+
+
+def _evidence(report: Any, checks: list[dict[str, Any]], source: str) -> list[dict[str, str]]:
+    """The scenario's evidence: each check, each attempt, the first ten findings."""
+    return [
+        {"kind": "check", "detail": f"{c['name']}: {'passed' if c['passed'] else 'failed'} ({c['detail']})",
+         "source": "runtime::gym-runner"}
+        for c in checks
+    ] + [
+        {"kind": "attempt", "detail": f"attempt {e.attempt}: {e.status}"
+         + (f" {e.error_class} in {e.failure_phase}" if e.error_class else "")
+         + (f", proposal {e.proposal_sha256[:12]}" if e.proposal_sha256 else ""), "source": source}
+        for e in report.attempt_events
+    ] + [
+        {"kind": "finding", "detail": f"{f.path}:{f.line} {f.message}", "source": source}
+        for f in report.findings[:10]
+    ]  # fmt: skip
+
+
+def _usage(who: Contestant, usage: Any, tool_calls: Any) -> tuple[Any, Any, list[str]]:
+    """Tokens and cost (or why they are unmeasured), and the measurement notes."""
+    notes = []
+    tokens: Any = 0
+    cost: Any = 0
+    if who.agent:
+        tokens = cost = Unmeasured("an agent CLI reports no token usage to tidegate")
+    elif who.model and usage is None:
+        tokens = cost = Unmeasured("the composite review session records no model usage")
+    elif who.model:
+        tokens, cost = usage
+    else:
+        notes.append("no model ran: tokens and cost are observed zero")
+    if tool_calls is None and who.model is None:
+        notes.append(
+            "unnecessary_action_count counts refused attempts (no model tool calls to observe)"
+        )
+    return tokens, cost, notes
 
 
 def render_text(document: dict[str, Any]) -> str:

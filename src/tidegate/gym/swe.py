@@ -26,206 +26,36 @@ gym builds once per repository and requirements in the user's cache directory
 (``swe-venvs``); else the
 interpreter running tidegate. Bare, sympy-style test names (``test_foo``) run with pytest
 ``-k`` over the files the test patch touches.
+
+Here: the runs, the test commands and their outcomes; the instance format is read in
+``swe_instances``, the venvs are built in ``swe_venv``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shlex
 import shutil
-import stat
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tidegate.disk.linksafe import DIR_FLAGS, entry_mode, opened_dir, replace_file
-from tidegate.errors import CapabilityMismatch, UsageError
-from tidegate.exec.containment import ContainmentPolicy, policy_for
+from tidegate.errors import UsageError
+from tidegate.exec.containment import policy_for
 from tidegate.exec.guard import Clearance, Origin
-from tidegate.exec.runner import CommandResult, run_command, shell_argv
+from tidegate.exec.runner import shell_argv
 from tidegate.git.command import Git
-from tidegate.gym.places import check_plain_name, gym_dir
-from tidegate.text.jsonparse import parse_json
+from tidegate.gym.places import gym_dir
+from tidegate.gym.swe_instances import Instance, load_instances, mirror
+from tidegate.gym.swe_venv import benchmark_run, instance_python, venv_cache
+
+if TYPE_CHECKING:
+    from tidegate.records.report import FlowReport
+    from tidegate.records.request import RunRequest
 
 _DJANGO = re.compile(r"^(\w+) \(([\w.]+)\)$")
-READY_FILE = ".tidegate-ready"
-
-
-@dataclass(frozen=True)
-class Instance:
-    instance_id: str
-    repo: str
-    base_commit: str
-    problem_statement: str
-    patch: str
-    test_patch: str
-    fail_to_pass: tuple[str, ...]
-    pass_to_pass: tuple[str, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
-    requirements: tuple[str, ...] | None = None
-    """tidegate's extension: what the gym installs into the instance's own venv."""
-
-
-def _requirements(value: Any, where: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(r, str) and r.strip() for r in value):
-        raise UsageError(f"{where}: requirements must be a list of requirement strings")
-    return tuple(value)
-
-
-def venv_cache() -> Path:
-    """Where instance venvs are built and kept: the user's cache directory, not the state
-    root, which contained commands never see (the key that signs run records is there)."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("tidegate")) / "swe-venvs"
-
-
-def _benchmark_run(
-    argv: list[str], cwd: Path, policy: ContainmentPolicy, clearance: Clearance, label: str
-) -> CommandResult:
-    """A benchmark's command (its tests, its requirements' installs) through the one
-    runner: contained where bubblewrap works, else only with the user's approval."""
-    spill = Path(tempfile.mkdtemp(prefix="tidegate-swe-out-"))
-    try:
-        return run_command(
-            argv, cwd, 1800, spill, label=label, clearance=clearance, containment=policy
-        )
-    except CapabilityMismatch as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def instance_python(instance: Instance, venvs: Path, base: str, clearance: Clearance) -> str:
-    """The interpreter for an instance that lists ``requirements``: a venv the gym builds
-    once per (repository, requirements) under ``venvs`` (``venv_cache()``) with ``base``,
-    and reuses. The
-    installs run the benchmark's packages' code: contained (network on, only the venv
-    writable) or as ``clearance`` allows. Since they may write ``venvs``, nothing there is
-    followed if a link: ``venvs`` itself is refused, a link at a venv's name is removed
-    and the venv built anew."""
-    import hashlib
-
-    assert instance.requirements is not None
-    key = hashlib.sha256(json.dumps([instance.repo, base, *instance.requirements]).encode())
-    name = key.hexdigest()[:16]
-    venv = venvs / name
-    python = venv / "bin" / "python"
-    venvs.parent.mkdir(parents=True, exist_ok=True)
-    with opened_dir(venvs.parent, venvs.name, create=True) as venvs_fd:
-        if _venv_ready(venvs_fd, name):
-            return str(python)
-        _remove_entry(venvs_fd, name)
-        steps = [[base, "-m", "venv", str(venv)]]
-        if instance.requirements:
-            steps.append([str(python), "-m", "pip", "install", "--quiet", *instance.requirements])
-        policy = policy_for("auto", network=True, writable=(venvs,))
-        assert policy is not None
-        policy = replace(policy, executables=(base,))
-        for argv in steps:
-            res = _benchmark_run(argv, venvs, policy, clearance, "venv")
-            if not res.ok:
-                raise UsageError(
-                    f"{instance.instance_id}: building its venv failed: {res.stderr_tail.strip()[-300:]}"
-                )
-    with opened_dir(venvs.parent, venvs.name, name) as built:
-        ready = ("\n".join(instance.requirements) + "\n").encode()
-        replace_file(built, READY_FILE, ready, shown=venv / READY_FILE)
-    return str(python)
-
-
-def _venv_ready(venvs: int, name: str) -> bool:
-    """The venv ``name`` was built to the end: a directory (not a link) holding the
-    ready file."""
-    try:
-        fd = os.open(name, DIR_FLAGS, dir_fd=venvs)
-    except OSError:
-        return False
-    try:
-        mode = entry_mode(fd, READY_FILE)
-        return mode is not None and stat.S_ISREG(mode)
-    finally:
-        os.close(fd)
-
-
-def _remove_entry(directory: int, name: str) -> None:
-    """Whatever is at ``name`` removed: a directory's tree, or the link or file itself."""
-    mode = entry_mode(directory, name)
-    if mode is None:
-        return
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(name, dir_fd=directory)
-    else:
-        os.unlink(name, dir_fd=directory)
-
-
-def _tests(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        try:
-            value = parse_json(value)
-        except ValueError as exc:
-            raise UsageError(f"{where}: not a JSON list of test ids") from exc
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise UsageError(f"{where}: not a list of test ids")
-    return tuple(value)
-
-
-def load_instances(path: Path) -> list[Instance]:
-    instances = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot be read as UTF-8 text") from exc
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            raw = parse_json(line)
-        except ValueError as exc:
-            raise UsageError(f"{where}: invalid JSON") from exc
-        missing = [
-            k
-            for k in (
-                "instance_id",
-                "repo",
-                "base_commit",
-                "patch",
-                "test_patch",
-                "FAIL_TO_PASS",
-                "PASS_TO_PASS",
-            )
-            if k not in raw
-        ]
-        if missing:
-            raise UsageError(f"{where}: missing {', '.join(missing)}")
-        if not re.fullmatch(r"[0-9a-f]{7,40}", str(raw["base_commit"])):
-            raise UsageError(f"{where}: base_commit is not a commit id")
-        instances.append(Instance(
-            instance_id=check_plain_name(str(raw["instance_id"]), f"{where}: instance_id"),
-            repo=str(raw["repo"]),
-            base_commit=str(raw["base_commit"]), problem_statement=str(raw.get("problem_statement", "")),
-            patch=str(raw["patch"]), test_patch=str(raw["test_patch"]),
-            fail_to_pass=_tests(raw["FAIL_TO_PASS"], f"{where}: FAIL_TO_PASS"),
-            pass_to_pass=_tests(raw["PASS_TO_PASS"], f"{where}: PASS_TO_PASS"),
-            extra={k: raw[k] for k in ("version", "environment_setup_commit") if k in raw},
-            requirements=_requirements(raw.get("requirements"), where),
-        ))  # fmt: skip
-    return instances
-
-
-def mirror(repos: Path, repo: str) -> Path:
-    owner, _, name = repo.partition("/")
-    for candidate in (repos / f"{owner}__{name}", repos / f"{owner}+{name}" / "repo"):
-        if (candidate / ".git").exists() or (candidate / "HEAD").is_file():
-            return candidate
-    raise UsageError(f"no local clone of {repo} under {repos} (expected {owner}__{name})")
-
-
 _BARE = re.compile(r"^test\w*$")
 
 
@@ -291,7 +121,7 @@ def _run_tests(repo: Path, command: str, python: str, clearance: Clearance) -> s
     policy = policy_for("auto", network=False, writable=(repo,))
     assert policy is not None
     policy = replace(policy, executables=(python,))
-    res = _benchmark_run(shell_argv(command), repo, policy, clearance, "tests")
+    res = benchmark_run(shell_argv(command), repo, policy, clearance, "tests")
     out = res.stdout_file.read_bytes() + res.stderr_file.read_bytes()
     return out.decode("utf-8", "replace")
 
@@ -308,27 +138,16 @@ def run_instance(
 ) -> dict[str, Any]:
     """One instance through the engine. The instance's tests and patches are benchmark
     code: contained, or run uncontained only with the user's ``approval``."""
-    from tidegate.flow.transaction import execute
-    from tidegate.planners.given import GivenProposalPlanner
     from tidegate.records.modes import Mode
-    from tidegate.records.proposal import Proposal
     from tidegate.records.request import RunRequest
-    from tidegate.store import StoreRecorder, open_run_store
 
     scratch = Path(tempfile.mkdtemp(prefix="tidegate-swe-"))
     result: dict[str, Any] = {"instance_id": instance.instance_id, "repo": instance.repo}
     try:
         repo = scratch / "repo"
-        source = mirror(repos, instance.repo)
-        for step in (
-            _git(scratch, "clone", "-q", "--no-hardlinks", str(source), str(repo)),
-            _git(repo, "checkout", "-q", "--detach", instance.base_commit),
-            _git(repo, "apply", "--whitespace=nowarn", "-", input=instance.test_patch),
-            _git(repo, "add", "-A"),
-            _git(repo, "commit", "-q", "--no-verify", "-m", "SWE-bench test_patch"),
-        ):
-            if step.returncode != 0:
-                return {**result, "status": "error", "error": f"setup: {step.stderr.strip()[:300]}"}
+        failure = _prepare_clone(scratch, repo, mirror(repos, instance.repo), instance)
+        if failure is not None:
+            return {**result, "status": "error", "error": f"setup: {failure}"}
         tests = instance.fail_to_pass + instance.pass_to_pass
         command = verify_command(python, tests, test_files(instance.test_patch))
         clearance = Clearance(Origin.BENCHMARK, approval)
@@ -341,20 +160,7 @@ def run_instance(
             origin="benchmark", uncontained_approval=approval,
             **_contestant_fields(contestant, scratch),
         )  # fmt: skip
-        with gym_dir(gym_root, "swe", instance.instance_id, create=True):
-            pass  # the instance's state root, made without following a link
-        store = open_run_store(repo, str(gym_root / "swe" / instance.instance_id))
-        try:
-            planner: Any = None
-            if oracle:
-                planner = GivenProposalPlanner(Proposal(diff=instance.patch), "the gold patch")
-            if planner is None and (request.model or request.agent):
-                from tidegate.planners import planner_for
-
-                planner = planner_for(request)
-            report = execute(request, planner=planner, recorder=StoreRecorder(store))
-        finally:
-            store.close()
+        report = _engine_run(request, repo, instance, gym_root, oracle=oracle)
         after = outcomes(_run_tests(repo, command, python, clearance), tests)
         f2p = {t: after[t] for t in instance.fail_to_pass}
         p2p = {t: after[t] for t in instance.pass_to_pass}
@@ -371,6 +177,47 @@ def run_instance(
         return {**result, "status": "error", "error": str(exc)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _prepare_clone(scratch: Path, repo: Path, source: Path, instance: Instance) -> str | None:
+    """Clone the mirror to ``repo`` at the base commit with the test patch committed;
+    the first failing step's error, or None."""
+    for step in (
+        _git(scratch, "clone", "-q", "--no-hardlinks", str(source), str(repo)),
+        _git(repo, "checkout", "-q", "--detach", instance.base_commit),
+        _git(repo, "apply", "--whitespace=nowarn", "-", input=instance.test_patch),
+        _git(repo, "add", "-A"),
+        _git(repo, "commit", "-q", "--no-verify", "-m", "SWE-bench test_patch"),
+    ):
+        if step.returncode != 0:
+            return str(step.stderr.strip()[:300])
+    return None
+
+
+def _engine_run(
+    request: RunRequest, repo: Path, instance: Instance, gym_root: Path, *, oracle: bool
+) -> FlowReport:
+    """The contestant's (or, for the oracle, the gold patch's) run through the engine,
+    recorded in the instance's own state root."""
+    from tidegate.flow.transaction import execute
+    from tidegate.planners.given import GivenProposalPlanner
+    from tidegate.records.proposal import Proposal
+    from tidegate.store import StoreRecorder, open_run_store
+
+    with gym_dir(gym_root, "swe", instance.instance_id, create=True):
+        pass  # the instance's state root, made without following a link
+    store = open_run_store(repo, str(gym_root / "swe" / instance.instance_id))
+    try:
+        planner: Any = None
+        if oracle:
+            planner = GivenProposalPlanner(Proposal(diff=instance.patch), "the gold patch")
+        if planner is None and (request.model or request.agent):
+            from tidegate.planners import planner_for
+
+            planner = planner_for(request)
+        return execute(request, planner=planner, recorder=StoreRecorder(store))
+    finally:
+        store.close()
 
 
 def _contestant_fields(spec: str | None, scratch: Path) -> dict[str, Any]:

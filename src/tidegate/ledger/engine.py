@@ -24,8 +24,9 @@ from tidegate.ledger.model import EvidenceKind, FailureType, Item, PlanSection
 from tidegate.ledger.next_action import next_action, refresh
 from tidegate.ledger.operations import Outcome
 from tidegate.ledger.routes import micro_gates
+from tidegate.ledger.setbacks import block, requeue
 from tidegate.ledger.taskdir import Task, load_task, now, save_task
-from tidegate.ledger.transitions import Change, block, claim, done, record, requeue
+from tidegate.ledger.transitions import Change, claim, done, record
 from tidegate.planners import planner_for
 from tidegate.planners.objective import parse_objective
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S
@@ -144,24 +145,7 @@ def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None
             kind="ledger",
             pausable=False,
         )
-        request = RunRequest(
-            repo=options.repo,
-            objective=objective,
-            objective_base=task_dir,
-            objective_source=source,
-            verify=verify,
-            # a 'Verify:' line is a command from the task's files, not the command line
-            origin="user" if options.verify or verify is None else "repository",
-            uncontained_approval="--allow-uncontained" if options.allow_uncontained else None,
-            planner=options.planner,
-            max_attempts=options.max_attempts,
-            verify_timeout_s=options.verify_timeout_s,
-            model=options.model,
-            agent=options.agent,
-            agent_model=options.agent_model,
-            max_cost_usd=options.max_cost_usd,
-            max_steps=options.max_steps,
-        )
+        request = _request(task_dir, options, objective, source, verify)
         # The planner (and a model's settings) are checked before the item is claimed, so a
         # bad --model changes nothing.
         planner = planner_for(request, recorder=recorder)
@@ -182,6 +166,31 @@ def run_next(task_dir: Path, options: RunOptions, observer: PhaseObserver | None
         save_task(task)
     lines = [*change.message.splitlines(), f"next: {after.text}"]
     return ItemRun(item.id, Outcome(lines, after, 1 if change.stopped else 0), report)
+
+
+def _request(
+    task_dir: Path, options: RunOptions, objective: str, source: str, verify: str | None
+) -> RunRequest:
+    """The guarded run's request for an item: its objective, where it came from, and
+    the verify command (from the command line, else the item's 'Verify:' line)."""
+    return RunRequest(
+        repo=options.repo,
+        objective=objective,
+        objective_base=task_dir,
+        objective_source=source,
+        verify=verify,
+        # a 'Verify:' line is a command from the task's files, not the command line
+        origin="user" if options.verify or verify is None else "repository",
+        uncontained_approval="--allow-uncontained" if options.allow_uncontained else None,
+        planner=options.planner,
+        max_attempts=options.max_attempts,
+        verify_timeout_s=options.verify_timeout_s,
+        model=options.model,
+        agent=options.agent,
+        agent_model=options.agent_model,
+        max_cost_usd=options.max_cost_usd,
+        max_steps=options.max_steps,
+    )
 
 
 def _block_for_decision(task: Task, item_id: str, options: RunOptions) -> ItemRun:

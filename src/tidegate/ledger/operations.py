@@ -14,7 +14,7 @@ from pathlib import Path
 from tidegate.errors import UsageError
 from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
-from tidegate.ledger import transitions
+from tidegate.ledger import setbacks, transitions
 from tidegate.ledger.atomic import TaskLock
 from tidegate.ledger.budgets import BUDGETS, loop_used
 from tidegate.ledger.evidence import Draft, attested_command, parse_ref
@@ -210,21 +210,21 @@ def requeue(
     decision: str | None = None,
 ) -> Outcome:
     return _transition(
-        task_dir, lambda t: transitions.requeue(t.state, item, reason, failure, decision)
+        task_dir, lambda t: setbacks.requeue(t.state, item, reason, failure, decision)
     )
 
 
 def block(task_dir: Path, item: str, reason: str, failure: FailureType | None = None) -> Outcome:
-    return _transition(task_dir, lambda t: transitions.block(t.state, item, reason, failure))
+    return _transition(task_dir, lambda t: setbacks.block(t.state, item, reason, failure))
 
 
 def discard(task_dir: Path, item: str, decision: str) -> Outcome:
-    return _transition(task_dir, lambda t: transitions.discard(t.state, item, decision))
+    return _transition(task_dir, lambda t: setbacks.discard(t.state, item, decision))
 
 
 def route(task_dir: Path, to: Route, reason: str) -> Outcome:
     def change(task: Task) -> Change:
-        result = transitions.change_route(task.state, to, reason)
+        result = setbacks.change_route(task.state, to, reason)
         task.create = _files_for_route(task, to)
         if task.create:
             result = Change(result.message + f"; created {', '.join(sorted(task.create))}")

@@ -1,5 +1,7 @@
-"""Reading the task files into records. Strict: anything malformed raises
-``LedgerFormatError`` naming the file and line; nothing is guessed or repaired.
+"""Reading the task files into records: checkpoint.md and ledger.md here, with the
+shared ID patterns; implementation-notes.md in ``parse_notes``, the plan, review and
+roadmap in ``parse_plan``. Strict: anything malformed raises ``LedgerFormatError``
+naming the file and line; nothing is guessed or repaired.
 
 The formats, with examples, are in docs/ledger.md.
 """
@@ -22,18 +24,11 @@ from tidegate.ledger.model import (
     BlockerKind,
     CheckEntry,
     Checkpoint,
-    Evidence,
-    EvidenceKind,
-    FailureType,
     Gate,
     Item,
     ItemStatus,
-    LogEntry,
-    PlanSection,
-    ReviewReport,
     Route,
     StageStatus,
-    Verdict,
 )
 from tidegate.ledger.routes import FLOWS
 from tidegate.text.numbers import DIGITS, whole_number
@@ -44,27 +39,11 @@ NONE = {"", "-", "none"}
 
 LEDGER_COLUMNS = ("id", "title", "status", "assignee", "retries", "blocker", "evidence")
 OPTIONAL_COLUMNS = ("required", "gate", "milestone")
-EVIDENCE_COLUMNS = ("id", "item", "attempt", "kind", "result", "ref", "fingerprint")
 CHECKPOINT_KEYS = ("route", "stage", "resume pointer", "next action", "latest evidence", "updated")
-DECISION_FIELDS: dict[str, tuple[str, ...]] = {
-    "route_change": ("from", "to"),
-    "discard": ("item",),
-    "user_decision": ("item",),
-    "scope_revision": ("item",),
-    "unblock": ("item", "blocker"),
-    "ship": (),
-}
-FAILURE_FIELDS = ("item", "attempt", "outcome", "plan")
-TAIL_KEYS = ("reason", "decision")
-_LOG = re.compile(r"^\s*[-*+]\s+(?P<tag>[DF])-(?P<num>\d+)(?P<rest>.*)$")
-_LOG_FIELD = re.compile(r"\s+([a-z_]+)=")
 _STAGE = re.compile(r"^(?P<name>[a-z_]+)\s*\((?P<status>[^)]*)\)$")
-_PLAN_HEADING = re.compile(r"^(?P<id>[A-Za-z][A-Za-z0-9._-]*):\s*(?P<title>.*)$")
-_VERIFY = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?Verify:(?:\*\*)?\s*(?P<cmd>.+?)\s*$")
-_DEPENDS = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?Depends on:(?:\*\*)?\s*(?P<ids>.*?)\s*$", re.I)
 
 
-def _enum_error(what: str, value: str, allowed: list[str]) -> str:
+def enum_error(what: str, value: str, allowed: list[str]) -> str:
     return f"unknown {what} {value!r} (expected one of: {', '.join(allowed)})"
 
 
@@ -95,7 +74,7 @@ def parse_checkpoint(file: TextFile) -> Checkpoint:
         route = Route(route_line.value)
     except ValueError:
         raise file.error(
-            route_line.index, _enum_error("route", route_line.value, [r.value for r in Route])
+            route_line.index, enum_error("route", route_line.value, [r.value for r in Route])
         ) from None
     stage, status = _stage(file, keys["stage"].index, keys["stage"].value, route)
     pointer = keys["resume pointer"].value.strip()
@@ -128,13 +107,13 @@ def _stage(file: TextFile, index: int, value: str, route: Route) -> tuple[str, S
         )
     if m.group("name") not in FLOWS[route]:
         raise file.error(
-            index, _enum_error(f"stage for route {route}", m.group("name"), list(FLOWS[route]))
+            index, enum_error(f"stage for route {route}", m.group("name"), list(FLOWS[route]))
         )
     try:
         return m.group("name"), StageStatus(m.group("status").strip())
     except ValueError:
         raise file.error(
-            index, _enum_error("stage status", m.group("status"), [s.value for s in StageStatus])
+            index, enum_error("stage status", m.group("status"), [s.value for s in StageStatus])
         ) from None
 
 
@@ -198,7 +177,7 @@ def _item(file: TextFile, index: int, cells: dict[str, str]) -> Item:
         status = ItemStatus(cells["status"])
     except ValueError:
         raise file.error(
-            index, _enum_error("status", cells["status"], [s.value for s in ItemStatus])
+            index, enum_error("status", cells["status"], [s.value for s in ItemStatus])
         ) from None
     retries = whole_number(cells["retries"])
     if retries is None:
@@ -260,9 +239,7 @@ def _gate(file: TextFile, index: int, text: str) -> Gate | None:
     try:
         return Gate(text)
     except ValueError:
-        raise file.error(
-            index, _enum_error("gate", text, ["-", *(g.value for g in Gate)])
-        ) from None
+        raise file.error(index, enum_error("gate", text, ["-", *(g.value for g in Gate)])) from None
 
 
 def _check_item(file: TextFile, index: int, item: Item) -> None:
@@ -274,216 +251,3 @@ def _check_item(file: TextFile, index: int, item: Item) -> None:
         )
     if item.status is ItemStatus.IN_PROGRESS and item.assignee is None:
         raise file.error(index, f"{item.id} is in_progress but has no assignee (its claim marker)")
-
-
-# -- implementation-notes.md -----------------------------------------------------------
-
-
-def parse_notes(file: TextFile) -> tuple[list[Evidence], list[LogEntry], list[LogEntry]]:
-    """Evidence index rows, decisions (D-N) and failures (F-N)."""
-    return (
-        _evidence_index(file),
-        _log(file, "Decisions", "D", DECISION_FIELDS),
-        _log(file, "Failures", "F", {t.value: FAILURE_FIELDS for t in FailureType}),
-    )
-
-
-def evidence_table(file: TextFile) -> int | None:
-    span = file.section("Evidence Index")
-    if span is None:
-        return None
-    tables = find_tables(file, "id", span[0], span[1])
-    if len(tables) > 1:
-        raise file.error(tables[1], "a second evidence table in 'Evidence Index'")
-    return tables[0] if tables else None
-
-
-def _evidence_index(file: TextFile) -> list[Evidence]:
-    header = evidence_table(file)
-    if header is None:
-        return []
-    table = parse_table(file, header)
-    missing = [c for c in EVIDENCE_COLUMNS if c not in table.columns]
-    if missing:
-        raise file.error(header, f"evidence table is missing column(s) {', '.join(missing)}")
-    found: list[Evidence] = []
-    first: dict[str, int] = {}
-    for index, raw in table.rows:
-        cells = {col: cell_text(c) for col, c in zip(table.columns, raw, strict=True)}
-        ev = _evidence_row(file, index, cells)
-        if ev.id in first:
-            raise file.error(index, f"duplicate evidence ID {ev.id} (first at line {first[ev.id]})")
-        first[ev.id] = index + 1
-        found.append(ev)
-    return found
-
-
-def _evidence_row(file: TextFile, index: int, cells: dict[str, str]) -> Evidence:
-    if not EVIDENCE_ID.match(cells["id"]):
-        raise file.error(index, f"evidence ID {cells['id']!r} is not E-N")
-    attempt = whole_number(cells["attempt"], 1)
-    if attempt is None:
-        raise file.error(index, f"attempt must be a number from 1, got {cells['attempt']!r}")
-    try:
-        kind = EvidenceKind(cells["kind"])
-    except ValueError:
-        raise file.error(
-            index, _enum_error("evidence kind", cells["kind"], [k.value for k in EvidenceKind])
-        ) from None
-    if cells["result"] not in ("pass", "fail"):
-        raise file.error(index, f"result must be pass or fail, got {cells['result']!r}")
-    if not cells["ref"]:
-        raise file.error(index, f"{cells['id']} has an empty Ref")
-    if not re.fullmatch(r"[0-9a-f]{8,64}", cells["fingerprint"]):
-        raise file.error(index, f"fingerprint of {cells['id']} is not hex")
-    return Evidence(
-        id=cells["id"],
-        item=cells["item"],
-        attempt=attempt,
-        kind=kind,
-        passed=cells["result"] == "pass",
-        ref=cells["ref"],
-        fingerprint=cells["fingerprint"],
-        line=index + 1,
-    )
-
-
-def _log(file: TextFile, title: str, tag: str, kinds: dict[str, tuple[str, ...]]) -> list[LogEntry]:
-    span = file.section(title)
-    if span is None:
-        return []
-    entries: list[LogEntry] = []
-    first: dict[int, int] = {}
-    for i in range(span[0] + 1, span[1]):
-        m = _LOG.match(file.lines[i])
-        if m is None or file.fenced(i) or m.group("tag") != tag:
-            continue
-        number = whole_number(m.group("num"))
-        if number is None:
-            shown = m.group("num")[:12] + ("..." if len(m.group("num")) > 12 else "")
-            raise file.error(i, f"{tag}-{shown}: N must be a whole number (ASCII digits)")
-        entry = _log_entry(file, i, number, m.group("rest"), kinds)
-        if entry.number in first:
-            raise file.error(
-                i, f"duplicate {tag}-{entry.number} (first at line {first[entry.number]})"
-            )
-        first[entry.number] = i + 1
-        entries.append(entry)
-    return entries
-
-
-def _log_entry(
-    file: TextFile, index: int, number: int, rest: str, kinds: dict[str, tuple[str, ...]]
-) -> LogEntry:
-    kind_m = re.match(r"\s+([a-z_]+)", rest)
-    if kind_m is None or kind_m.group(1) not in kinds:
-        raise file.error(
-            index, _enum_error("entry kind", (kind_m.group(1) if kind_m else ""), list(kinds))
-        )
-    kind, pos = kind_m.group(1), kind_m.end()
-    fields: dict[str, str] = {}
-    text = ""
-    while pos < len(rest):
-        fm = _LOG_FIELD.match(rest, pos)
-        if fm is None:
-            raise file.error(index, f"expected 'key=value' at {rest[pos:].strip()[:30]!r}")
-        key = fm.group(1)
-        if key in TAIL_KEYS:
-            text = rest[fm.end() :].strip()
-            fields[key] = text
-            break
-        vm = re.compile(r"\S*").match(rest, fm.end())
-        assert vm is not None
-        fields[key], pos = vm.group(0), vm.end()
-    missing = [k for k in kinds[kind] if not fields.get(k)]
-    if missing:
-        raise file.error(index, f"{kind} entry needs {', '.join(k + '=' for k in missing)}")
-    return LogEntry(number, kind, fields, text, index + 1)
-
-
-# -- plan.md / brief.md ----------------------------------------------------------------
-
-
-def parse_plan(file: TextFile, item_ids: set[str], whole_for: str | None) -> dict[str, PlanSection]:
-    """The sections headed ``ID: title`` for known items. ``whole_for``: an item that the
-    whole file describes when it has no section of its own (the one item of a small task)."""
-    sections: dict[str, PlanSection] = {}
-    heads = file.headings()
-    for n, (start, level, title) in enumerate(heads):
-        m = _PLAN_HEADING.match(title.strip())
-        if m is None or m.group("id") not in item_ids:
-            continue
-        item = m.group("id")
-        if item in sections:
-            raise file.error(
-                start, f"second plan section for {item} (first at line {sections[item].line})"
-            )
-        end = next((i for i, lvl, _ in heads[n + 1 :] if lvl <= level), len(file))
-        sections[item] = _section(file, item, start, end)
-    if whole_for is not None and whole_for not in sections:
-        sections[whole_for] = _section(file, whole_for, 0, len(file))
-    return sections
-
-
-def _section(file: TextFile, item: str, start: int, end: int) -> PlanSection:
-    blocks: list[tuple[int, str]] = []
-    for fence in file.fences:
-        if not start <= fence.open < end or fence.info != "tidegate":
-            continue
-        if fence.close is None or fence.close >= end:
-            raise file.error(fence.open, "```tidegate block opened here is never closed")
-        body = file.lines[fence.open + 1 : fence.close]
-        blocks.append((fence.open + 2, "".join(line + "\n" for line in body)))
-    verify = depends = None
-    for i in range(start, end):
-        if file.fenced(i):
-            continue
-        vm, dm = _VERIFY.match(file.lines[i]), _DEPENDS.match(file.lines[i])
-        if vm and verify is None:
-            verify = vm.group("cmd").strip().strip("`").strip()
-        if dm and depends is None:
-            depends = tuple(d for d in re.split(r"[\s,]+", dm.group("ids")) if d and d not in NONE)
-    return PlanSection(
-        item=item,
-        line=start + 1,
-        digest=digest(file.lines[start:end]),
-        edit_blocks=tuple(blocks),
-        verify=verify or None,
-        depends_on=depends or (),
-    )
-
-
-# -- review-report.md, roadmap.md ------------------------------------------------------
-
-
-def parse_review(file: TextFile) -> ReviewReport:
-    keys = key_lines(file, {"verdict", "refs"}, file.preamble_end())
-    if "verdict" not in keys:
-        raise file.error(
-            0, "missing 'Verdict:' line (pending, approved, changes_requested, blocked)"
-        )
-    line = keys["verdict"]
-    try:
-        verdict = Verdict(line.value.strip())
-    except ValueError:
-        raise file.error(
-            line.index, _enum_error("verdict", line.value, [v.value for v in Verdict])
-        ) from None
-    raw = keys["refs"].value if "refs" in keys else ""
-    refs = tuple(r for r in re.split(r"[\s,]+", raw) if r and r.lower() not in NONE)
-    return ReviewReport(verdict, refs, line.index + 1)
-
-
-def parse_roadmap(file: TextFile) -> tuple[str, ...]:
-    found: dict[str, int] = {}
-    for index, level, title in file.headings():
-        m = _PLAN_HEADING.match(title.strip())
-        if level != 2 or m is None:
-            continue
-        if m.group("id") in found:
-            raise file.error(
-                index,
-                f"milestone {m.group('id')} listed twice (first at line {found[m.group('id')]})",
-            )
-        found[m.group("id")] = index + 1
-    return tuple(found)

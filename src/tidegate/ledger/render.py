@@ -17,12 +17,8 @@ from tidegate.ledger.markdown import (
     render_row,
 )
 from tidegate.ledger.model import CheckEntry, Checkpoint, Evidence, Item, LogEntry, Route, TaskState
-from tidegate.ledger.parse import (
-    CHECKPOINT_KEYS,
-    EVIDENCE_COLUMNS,
-    evidence_table,
-    item_table,
-)
+from tidegate.ledger.parse import CHECKPOINT_KEYS, item_table
+from tidegate.ledger.parse_notes import EVIDENCE_COLUMNS, evidence_table
 from tidegate.ledger.routes import BRIEF, CHECKPOINT, LEDGER, NOTES, PLAN, REVIEW, ROADMAP
 
 _CHECKPOINT_TITLES = {

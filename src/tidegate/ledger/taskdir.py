@@ -21,15 +21,9 @@ from tidegate.ledger.atomic import remove_stale_temp_files, write_into
 from tidegate.ledger.errors import LedgerFormatError
 from tidegate.ledger.markdown import TextFile
 from tidegate.ledger.model import Checkpoint, Item, Route, TaskState
-from tidegate.ledger.parse import (
-    digest,
-    parse_checkpoint,
-    parse_ledger,
-    parse_notes,
-    parse_plan,
-    parse_review,
-    parse_roadmap,
-)
+from tidegate.ledger.parse import digest, parse_checkpoint, parse_ledger
+from tidegate.ledger.parse_notes import parse_notes
+from tidegate.ledger.parse_plan import parse_plan, parse_review, parse_roadmap
 from tidegate.ledger.render import update_checkpoint, update_ledger, update_notes
 from tidegate.ledger.routes import (
     BRIEF,

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tidegate.agents.contracts import AgentContract, expand
+from tidegate.agents.contracts import AgentContract, Interactive, expand
 from tidegate.agents.launch import AgentEndpoint, agent_env, prepare_home
+from tidegate.operator.tracked_files import TrackedFiles
 from tidegate.text.sanitize import sanitize
 
 REASONS = (
@@ -104,7 +105,7 @@ def submit(
             f"`{contract.program}` is not installed (install it with: {contract.install})"
         )
         return audit
-    guard = _TrackedFiles(repo_root)
+    guard = TrackedFiles(repo_root)
     with tempfile.TemporaryDirectory(prefix=f"tidegate-{contract.name}-home-") as home_dir:
         home = Path(home_dir)
         endpoint = AgentEndpoint.of(contract, model)
@@ -143,7 +144,7 @@ def _drive(
     from tidegate.errors import CapabilityMismatch
     from tidegate.exec.containment import ContainmentPolicy, launch
     from tidegate.exec.guard import Clearance, Origin
-    from tidegate.exec.terminal import Terminal, TerminalLimits, TerminalTimeout
+    from tidegate.exec.terminal import Terminal, TerminalLimits
 
     flow = contract.interactive
     # Required: the agent works in the user's real repository, which only containment
@@ -173,26 +174,40 @@ def _drive(
         except (OSError, ValueError) as exc:
             audit.detail = f"launch failed: {exc}"
             return
-        try:
-            audit.steps.append("launched")
-            _startup(term, flow, audit, startup_timeout_s)
-            _submit(term, flow.payload.text)
-            audit.steps.append(f"submitted payload {flow.payload.id}")
-            _completion(term, flow, audit, completion_timeout_s)
-            audit.outcome = "success"
-        except _Stop as stop:
-            audit.outcome, audit.reason, audit.detail = stop.outcome, stop.reason, stop.detail
-        finally:
-            screen = term.screen_lines()  # an agent's TUI is read from its screen
-            audit.last_output_line = _last_meaningful(screen, flow)
-            audit.transcript_preview = "\n".join(screen)[-2000:]
-            for key in flow.exit:
-                with contextlib.suppress(TerminalTimeout):  # an agent that reads no more
-                    term.send_key(key, 1.0)
-                term.settle(0.2, 1.0)
-            audit.steps.append("exit gesture sent")
-            term.wait_exit(5.0)
-            term.close()
+        _converse(term, flow, audit, startup_timeout_s, completion_timeout_s)
+
+
+def _converse(
+    term: Any,
+    flow: Interactive,
+    audit: SubmitAudit,
+    startup_timeout_s: float,
+    completion_timeout_s: float,
+) -> None:
+    """The contract's flow on a started agent: startup, the payload, completion; then,
+    however it ended, its screen read, the exit gesture sent and the terminal closed."""
+    from tidegate.exec.terminal import TerminalTimeout
+
+    try:
+        audit.steps.append("launched")
+        _startup(term, flow, audit, startup_timeout_s)
+        _submit(term, flow.payload.text)
+        audit.steps.append(f"submitted payload {flow.payload.id}")
+        _completion(term, flow, audit, completion_timeout_s)
+        audit.outcome = "success"
+    except _Stop as stop:
+        audit.outcome, audit.reason, audit.detail = stop.outcome, stop.reason, stop.detail
+    finally:
+        screen = term.screen_lines()  # an agent's TUI is read from its screen
+        audit.last_output_line = _last_meaningful(screen, flow)
+        audit.transcript_preview = "\n".join(screen)[-2000:]
+        for key in flow.exit:
+            with contextlib.suppress(TerminalTimeout):  # an agent that reads no more
+                term.send_key(key, 1.0)
+            term.settle(0.2, 1.0)
+        audit.steps.append("exit gesture sent")
+        term.wait_exit(5.0)
+        term.close()
 
 
 def _submit(term: Any, payload: str) -> None:
@@ -336,55 +351,3 @@ def _completion(term: Any, flow: Any, audit: SubmitAudit, timeout_s: float) -> N
             ) from exc  # fmt: skip
         audit.checkpoints.append(checkpoint)
         audit.steps.append(f"completion checkpoint {index + 1}/{len(flow.completion)}")
-
-
-class _TrackedFiles:
-    """The repository's tracked files before the launch, to put back what the agent
-    rewrote: a dirty file's bytes are kept; a clean one is restored from the index."""
-
-    def __init__(self, root: Path) -> None:
-        from tidegate.git.command import Git
-
-        self.root = root
-        self.git = Git(root)
-        listed = self.git.run("ls-files", "-z", "--cached").stdout.split(b"\0")
-        self.paths = [p.decode("utf-8", "surrogateescape") for p in listed if p]
-        self.stats = {p: _stat(root / p) for p in self.paths}
-        dirty = self.git.run("diff", "--name-only", "-z").stdout.split(b"\0")
-        self.saved = {}
-        for raw in dirty:
-            if raw:
-                path = raw.decode("utf-8", "surrogateescape")
-                try:
-                    self.saved[path] = (root / path).read_bytes()
-                except OSError:
-                    continue
-
-    def restore(self) -> list[str]:
-        restored = []
-        for path in self.paths:
-            if _stat(self.root / path) == self.stats[path]:
-                continue
-            target = self.root / path
-            before = self.stats[path]
-            if before is None:  # absent before the launch: absent again
-                target.unlink(missing_ok=True)
-                restored.append(path)
-                continue
-            data = self.saved.get(path)
-            if data is None:
-                data = self.git.run("cat-file", "blob", f":{path}").stdout
-            temp = target.with_name(f".{target.name}.tidegate-restore")
-            temp.write_bytes(data)
-            os.chmod(temp, before[3])
-            os.replace(temp, target)
-            restored.append(path)
-        return restored
-
-
-def _stat(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode & 0o7777)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidegate.operator.context import carried, terminal_continuity
 from tidegate.operator.errors import OperatorError
@@ -37,6 +37,9 @@ from tidegate.operator.records import (
     memory_record,
 )
 from tidegate.operator.state_root import run_root
+
+if TYPE_CHECKING:
+    from tidegate.workspace.repo import Repository
 
 
 def plan_action(objective: str, selection: Selection) -> dict[str, Any]:
@@ -173,6 +176,51 @@ def engineer_run(
     plan, verification_steps = _steps(action)
     context = carried(root)
     continuity = terminal_continuity(root, strict=False)
+    checks, implementation, run_id, exit_code = _act(
+        repo, root, selection, backend, action, grounding, objective, verify
+    )
+    passed = all(c["passed"] for c in checks)
+    sel = selection.as_dict(implementation)
+    evidence, memory = _records(
+        action, checks, grounding, passed, run_id, f"engineer::{implementation}"
+    )
+    append_records(root, MEMORY_FILE, "memory", memory)
+    append_records(root, EVIDENCE_FILE, "evidence", evidence)
+    view = {
+        "selection": sel,
+        "objective": objective_metadata(objective),
+        "repo_grounding": grounding,
+        "carried_context": context,
+        "terminal_continuity": continuity,
+        "plan": plan,
+        "verification_steps": verification_steps,
+        "action": action,
+        "verification": {"passed": passed, "checks": checks},
+        "exit_code": 0 if passed else (exit_code or 1),
+    }
+    handoff = write_handoff(
+        root, "engineer", _handoff_body(view, sel, passed, objective, memory, evidence)
+    )
+    view["records"] = {
+        "handoff": handoff.name,
+        "memory_records": len(memory),
+        "evidence_records": len(evidence),
+    }
+    return view
+
+
+def _act(
+    repo: Repository,
+    root: Path,
+    selection: Selection,
+    backend: Backend,
+    action: dict[str, Any],
+    grounding: dict[str, Any],
+    objective: str,
+    verify: str | None,
+) -> tuple[list[dict[str, Any]], str, str | None, int]:
+    """The action itself (a scan, or a guarded engine run) and its host-side checks; also
+    the implementation that served, the run id and the run's exit code."""
     before = git_state(repo)
     implementation = selection.base_type.implementation
     run_id = None
@@ -187,24 +235,33 @@ def engineer_run(
             f"{grounding['tracked_files']} tracked files; manifests: "
             f"{', '.join(grounding['manifests']) or 'none'}"
         )
+        return checks, implementation, run_id, exit_code
+    report, implementation = run_engine(
+        repo.root, root, selection, backend, mode="patch", objective=objective, verify=verify
+    )
+    run_id = report.run_id
+    exit_code = report.exit_code
+    after = git_state(repo)
+    action["result"] = f"guarded run {report.run_id}: {report.status}" + (
+        f" ({report.error_class}: {report.message})" if report.error_class else ""
+    )
+    action["changed_files"] = [f.path for f in report.changed_files]
+    if action["shape"] == "structured-edit":
+        checks = _verify_edit(repo.root, action, before, after, report)
     else:
-        report, implementation = run_engine(
-            repo.root, root, selection, backend, mode="patch", objective=objective, verify=verify
-        )
-        run_id = report.run_id
-        exit_code = report.exit_code
-        after = git_state(repo)
-        action["result"] = f"guarded run {report.run_id}: {report.status}" + (
-            f" ({report.error_class}: {report.message})" if report.error_class else ""
-        )
-        action["changed_files"] = [f.path for f in report.changed_files]
-        if action["shape"] == "structured-edit":
-            checks = _verify_edit(repo.root, action, before, after, report)
-        else:
-            checks = _verify_model_run(repo.root, before, after, report)
-    passed = all(c["passed"] for c in checks)
-    sel = selection.as_dict(implementation)
-    source = f"engineer::{implementation}"
+        checks = _verify_model_run(repo.root, before, after, report)
+    return checks, implementation, run_id, exit_code
+
+
+def _records(
+    action: dict[str, Any],
+    checks: list[dict[str, Any]],
+    grounding: dict[str, Any],
+    passed: bool,
+    run_id: str | None,
+    source: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The session's evidence records (grounding, action, each check) and its memory."""
     evidence = [
         evidence_record(
             "engineer",
@@ -227,36 +284,25 @@ def engineer_run(
             source,
         )
     ]
-    append_records(root, MEMORY_FILE, "memory", memory)
-    append_records(root, EVIDENCE_FILE, "evidence", evidence)
-    view = {
+    return evidence, memory
+
+
+def _handoff_body(
+    view: dict[str, Any],
+    sel: dict[str, Any],
+    passed: bool,
+    objective: str,
+    memory: list[dict[str, Any]],
+    evidence: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """What the engineer's handoff holds: the selection, the phase reached, the
+    objective's metadata, the records and a summary of the view."""
+    return {
         "selection": sel,
-        "objective": objective_metadata(objective),
-        "repo_grounding": grounding,
-        "carried_context": context,
-        "terminal_continuity": continuity,
-        "plan": plan,
-        "verification_steps": verification_steps,
-        "action": action,
-        "verification": {"passed": passed, "checks": checks},
-        "exit_code": 0 if passed else (exit_code or 1),
+        "session_phase": "complete" if passed else "verification-failed",
+        "objective_metadata": objective_metadata(objective),
+        "memory": memory,
+        "evidence": evidence,
+        "summary": {k: view[k] for k in ("repo_grounding", "carried_context", "action")}
+        | {"verification": view["verification"]},
     }
-    handoff = write_handoff(
-        root,
-        "engineer",
-        {
-            "selection": sel,
-            "session_phase": "complete" if passed else "verification-failed",
-            "objective_metadata": objective_metadata(objective),
-            "memory": memory,
-            "evidence": evidence,
-            "summary": {k: view[k] for k in ("repo_grounding", "carried_context", "action")}
-            | {"verification": view["verification"]},
-        },
-    )
-    view["records"] = {
-        "handoff": handoff.name,
-        "memory_records": len(memory),
-        "evidence_records": len(evidence),
-    }
-    return view

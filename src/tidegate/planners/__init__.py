@@ -22,7 +22,7 @@ from tidegate.records.proposal import (
 )
 
 if TYPE_CHECKING:
-    from tidegate.agent.dispatch import DispatchSettings
+    from tidegate.agent.sub_settings import DispatchSettings
     from tidegate.config.records import TidegateConfig
     from tidegate.records.request import RunRequest
 
@@ -110,8 +110,8 @@ def planner_for(
 def dispatch_settings(request: RunRequest) -> DispatchSettings:
     """``agent_dispatch`` for ``request.sub_agents``: ``tidegate`` and installed agent
     contracts, each CLI contained unless the user chose ``--containment none``."""
-    from tidegate.agent.dispatch import TIDEGATE
-    from tidegate.agent.dispatch import DispatchSettings as Settings
+    from tidegate.agent.sub_settings import TIDEGATE
+    from tidegate.agent.sub_settings import DispatchSettings as Settings
     from tidegate.agents.contracts import load_contract
     from tidegate.agents.launch import AgentEndpoint
     from tidegate.planners.agent import CliSubAgent

@@ -24,7 +24,7 @@ from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, Tree
 from tidegate.workspace.owned_temp import AGENT_PREFIX, make_owned_temp
 
 if TYPE_CHECKING:
-    from tidegate.agent.dispatch import CliOutcome
+    from tidegate.agent.sub_settings import CliOutcome
     from tidegate.workspace.secret_files import SecretFiles
 
 OUTPUT_KEPT = 4000
@@ -203,7 +203,7 @@ def _error_text(text: str) -> str:
 class CliSubAgent:
     """An agent CLI a session may hand sub-tasks to (``agent_dispatch`` with its name):
     the same isolated, contained run as the planner's, returned as data
-    (``tidegate.agent.dispatch.CliOutcome``). Contained unless the user chose ``none``;
+    (``tidegate.agent.sub_settings.CliOutcome``). Contained unless the user chose ``none``;
     a read-only run always is."""
 
     def __init__(
@@ -230,7 +230,7 @@ class CliSubAgent:
         timeout_s: float,
         withheld: SecretFiles | None = None,
     ) -> CliOutcome:
-        from tidegate.agent.dispatch import CliOutcome
+        from tidegate.agent.sub_settings import CliOutcome
         from tidegate.text.sanitize import sanitize
 
         run, diff = run_isolated(

@@ -102,47 +102,65 @@ def parse_objective(text: str, source: str = "objective") -> Objective:
         if key in STARTERS:
             if pending_replace is not None:
                 raise ObjectiveError(f"{source}:{pending_replace[1]}: 'replace:' has no 'with:'")
-            if not value.strip():
-                raise ObjectiveError(f"{source}:{lineno}: '{key}:' needs a path")
-            path = value.strip()
-            if key != "patch-file":  # a patch file is a local file, not a repository path
-                path = repo_path(path, f"{source}:{lineno}: '{key}:'")
-            blocks.append(Block(kind=key, path=path, line=lineno))
+            blocks.append(_starter(key, value, f"{source}:{lineno}", lineno))
             continue
         if not blocks:
             raise ObjectiveError(f"{source}:{lineno}: '{key}:' before any file directive")
-        block = blocks[-1]
-        if key not in _FOLLOWERS.get(block.kind, ()):
-            allowed = ", ".join(_FOLLOWERS[block.kind]) or "nothing"
-            raise ObjectiveError(
-                f"{source}:{lineno}: '{key}:' does not belong to '{block.kind}:' (allowed: {allowed})"
-            )
-        if key == "replace":
-            if pending_replace is not None:
-                raise ObjectiveError(f"{source}:{lineno}: two 'replace:' without 'with:'")
-            if value == "":
-                raise ObjectiveError(f"{source}:{lineno}: 'replace:' text is empty")
-            pending_replace = (value, lineno)
-        elif key == "with":
-            if pending_replace is None:
-                raise ObjectiveError(f"{source}:{lineno}: 'with:' without 'replace:'")
-            block.replacements.append((pending_replace[0], value))
-            pending_replace = None
-        elif key == "content":
-            block.content = value
-        elif key == "executable":
-            if value.strip() not in ("true", "false"):
-                raise ObjectiveError(f"{source}:{lineno}: 'executable:' takes true or false")
-            block.executable = value.strip() == "true"
-        elif key == "to":
-            block.to = repo_path(value.strip(), f"{source}:{lineno}: 'to:'")
-        elif key == "verify-contains":
-            block.checks.append(value)
+        pending_replace = _follow(blocks[-1], key, value, (source, lineno), pending_replace)
     if pending_replace is not None:
         raise ObjectiveError(f"{source}:{pending_replace[1]}: 'replace:' has no 'with:'")
     for block in blocks:
         _check_complete(block, source)
     return Objective(text=text, prose="\n".join(prose).strip(), blocks=blocks)
+
+
+def _starter(key: str, value: str, where: str, lineno: int) -> Block:
+    """The block a file directive (``edit-file:`` ...) opens."""
+    if not value.strip():
+        raise ObjectiveError(f"{where}: '{key}:' needs a path")
+    path = value.strip()
+    if key != "patch-file":  # a patch file is a local file, not a repository path
+        path = repo_path(path, f"{where}: '{key}:'")
+    return Block(kind=key, path=path, line=lineno)
+
+
+def _follow(
+    block: Block,
+    key: str,
+    value: str,
+    at: tuple[str, int],
+    pending_replace: tuple[str, int] | None,
+) -> tuple[str, int] | None:
+    """A directive that follows a file directive (at ``(source, line)``), applied to its
+    ``block``; returns the ``replace:`` still waiting for its ``with:``."""
+    where = f"{at[0]}:{at[1]}"
+    if key not in _FOLLOWERS.get(block.kind, ()):
+        allowed = ", ".join(_FOLLOWERS[block.kind]) or "nothing"
+        raise ObjectiveError(
+            f"{where}: '{key}:' does not belong to '{block.kind}:' (allowed: {allowed})"
+        )
+    if key == "replace":
+        if pending_replace is not None:
+            raise ObjectiveError(f"{where}: two 'replace:' without 'with:'")
+        if value == "":
+            raise ObjectiveError(f"{where}: 'replace:' text is empty")
+        return (value, at[1])
+    if key == "with":
+        if pending_replace is None:
+            raise ObjectiveError(f"{where}: 'with:' without 'replace:'")
+        block.replacements.append((pending_replace[0], value))
+        return None
+    if key == "content":
+        block.content = value
+    elif key == "executable":
+        if value.strip() not in ("true", "false"):
+            raise ObjectiveError(f"{where}: 'executable:' takes true or false")
+        block.executable = value.strip() == "true"
+    elif key == "to":
+        block.to = repo_path(value.strip(), f"{where}: 'to:'")
+    elif key == "verify-contains":
+        block.checks.append(value)
+    return pending_replace
 
 
 def repo_path(path: str, where: str) -> str:

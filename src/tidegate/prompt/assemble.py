@@ -211,27 +211,14 @@ def assemble_prompt(
     :func:`require_command_environment`) before anything else, and ``ValueError`` for
     duplicate tool names or empty hashes.
     """
-    ids = [canonical_id(t) for t in tools]
-    require_command_environment(config, frozenset(ids))
-    names = ids + [t.name for t in tools if t.name != canonical_id(t)]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"active tools repeat: {', '.join(duplicates)}")
-    if not registry_hash or not effect_policy_hash:
-        raise ValueError("registry_hash and effect_policy_hash are required")
-
+    _check_inputs(config, tools, registry_hash, effect_policy_hash)
     lines = tuple(
         sorted(
             (ToolLine(t.name, canonical_id(t), t.description) for t in tools),
             key=lambda t: t.canonical_id,
         )
     )
-    context = ModuleContext(config=config, tools=lines)
-    sections = []
-    for module in MODULES:
-        text = module.render(context)
-        if text is not None:
-            sections.append(PromptSection(module.name, module.version, text, module.cache_safe))
+    sections = _sections(ModuleContext(config=config, tools=lines))
     system_prompt = "\n\n".join(s.text for s in sections) + "\n"
 
     identity_json = canonical_json(semantic_projection(model_identity))
@@ -240,17 +227,14 @@ def assemble_prompt(
     configuration_hash = config.configuration_hash()
     identity_hash = sha256_text(identity_json)
     capability_hash = sha256_text(capabilities_json)
-    prompt_hash = sha256_json(
-        {
-            "version": PROMPT_VERSION,
-            "modules": [[s.name, s.version] for s in sections],
-            "systemPrompt": system_prompt_hash,
-            "configuration": configuration_hash,
-            "registry": registry_hash,
-            "effectPolicy": effect_policy_hash,
-            "modelIdentity": identity_hash,
-            "modelCapability": capability_hash,
-        }
+    prompt_hash = _prompt_hash(
+        sections,
+        system_prompt=system_prompt_hash,
+        configuration=configuration_hash,
+        registry=registry_hash,
+        effect_policy=effect_policy_hash,
+        identity=identity_hash,
+        capability=capability_hash,
     )
     return PromptSnapshot(
         version=PROMPT_VERSION,
@@ -269,6 +253,59 @@ def assemble_prompt(
         token_estimate=(count_tokens or estimate_tokens)(system_prompt),
         prompt_hash=prompt_hash,
     )
+
+
+def _check_inputs(
+    config: PromptConfiguration,
+    tools: Sequence[ToolDescriptor],
+    registry_hash: str,
+    effect_policy_hash: str,
+) -> None:
+    """The command environment the tools need, no repeated tool name, both hashes given."""
+    ids = [canonical_id(t) for t in tools]
+    require_command_environment(config, frozenset(ids))
+    names = ids + [t.name for t in tools if t.name != canonical_id(t)]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"active tools repeat: {', '.join(duplicates)}")
+    if not registry_hash or not effect_policy_hash:
+        raise ValueError("registry_hash and effect_policy_hash are required")
+
+
+def _prompt_hash(
+    sections: Sequence[PromptSection],
+    *,
+    system_prompt: str,
+    configuration: str,
+    registry: str,
+    effect_policy: str,
+    identity: str,
+    capability: str,
+) -> str:
+    """The prompt's one hash: the version, the modules, and every part's hash."""
+    return sha256_json(
+        {
+            "version": PROMPT_VERSION,
+            "modules": [[s.name, s.version] for s in sections],
+            "systemPrompt": system_prompt,
+            "configuration": configuration,
+            "registry": registry,
+            "effectPolicy": effect_policy,
+            "modelIdentity": identity,
+            "modelCapability": capability,
+        }
+    )
+
+
+def _sections(context: ModuleContext) -> list[PromptSection]:
+    """Each module's text for ``context``, in module order; a module with nothing to say
+    is left out."""
+    sections = []
+    for module in MODULES:
+        text = module.render(context)
+        if text is not None:
+            sections.append(PromptSection(module.name, module.version, text, module.cache_safe))
+    return sections
 
 
 def reassemble(

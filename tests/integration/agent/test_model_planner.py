@@ -23,7 +23,8 @@ from tidegate.ledger import ItemStatus, RunOptions, run_next
 from tidegate.ledger.engine import model_objective
 from tidegate.ledger.taskdir import load_task
 from tidegate.planners import planner_for
-from tidegate.planners.model import ModelPlanner, parse_change_set, parse_findings
+from tidegate.planners.model import ModelPlanner
+from tidegate.planners.model_answers import parse_change_set, parse_findings
 from tidegate.records.modes import Mode
 from tidegate.records.proposal import Finding
 from tidegate.records.request import RunRequest

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._operator import op
-from tidegate.gym.swe import load_instances, outcomes, verify_command
+from tidegate.gym.swe import outcomes, verify_command
+from tidegate.gym.swe_instances import load_instances
 from tidegate.gym.swe_synthetic import shipped_instances
 
 

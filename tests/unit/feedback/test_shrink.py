@@ -13,9 +13,9 @@ from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import run_command, shell_argv
 from tidegate.feedback.classify import diagnose, file_reader
 from tidegate.feedback.diagnostics import Diagnosis, ParseContext, clean_text
+from tidegate.feedback.noise import clean_output
 from tidegate.feedback.shrink import (
     build_feedback,
-    clean_output,
     estimate_tokens,
     group_diagnostics,
     render_excerpt,

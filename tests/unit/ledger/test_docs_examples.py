@@ -9,14 +9,9 @@ import pytest
 from tests.conftest import ROOT
 from tidegate.ledger.markdown import TextFile
 from tidegate.ledger.model import ItemStatus, Route, Verdict
-from tidegate.ledger.parse import (
-    parse_checkpoint,
-    parse_ledger,
-    parse_notes,
-    parse_plan,
-    parse_review,
-    parse_roadmap,
-)
+from tidegate.ledger.parse import parse_checkpoint, parse_ledger
+from tidegate.ledger.parse_notes import parse_notes
+from tidegate.ledger.parse_plan import parse_plan, parse_review, parse_roadmap
 
 DOC = (ROOT / "docs" / "ledger.md").read_text()
 

@@ -103,57 +103,15 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
     directories of the main tree are shared read-only. Its environment is an allowlist
     plus ``[containment] env``: no provider key or other secret-shaped variable.
     """
-    env = scrubbed_env({"TIDEGATE_RUN_ID": state.run_id, "TIDEGATE_SHADOW": str(state.shadow.path)})
-    for key in ("GIT_OPTIONAL_LOCKS", "GIT_PAGER", "PAGER", "LC_ALL"):
-        # git's safety settings are for tidegate's own git calls, not the user's command.
-        if key in os.environ:
-            env[key] = os.environ[key]
-        else:
-            env.pop(key, None)
-    passthrough = state.config.containment.env
-    env = command_environment(env, passthrough)  # the fidelity probe gets no secret either
-    policy = _policy(state)
-    if policy is not None and state.request.origin in ("user", "benchmark"):
-        # programs named by the user's own command, or by the one the gym builds around
-        # an interpreter it chose, are made visible; never a path an MCP client or a
-        # repository's file chose
-        policy = replace(policy, executables=tuple(command_executables(shell_argv(command))))
-    contained = policy is not None and probe(policy.bwrap).verified
-    if policy is not None and policy.required and not contained:
-        reason = probe(policy.bwrap).reason
-        raise PhaseError(
-            ErrorClass.CAPABILITY_MISMATCH,
-            f"containment is required but {reason}; the verify command was not run",
-            retryable=False,
-        )
-    clearance = verify_clearance(state.request, state.config.containment.mode)
-    why = uncontained_reason(policy)
-    if why is not None:
-        try:  # the guard's answer, before anything is linked into the shadow
-            admit(clearance, why)
-        except GuardRefused as exc:
-            raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
+    env, passthrough = _command_env(state)
+    policy, contained, clearance = _guarded_policy(state, command)
     shared = _share(state, contained)
     if contained and policy is not None:
         policy = replace(
             policy,
             shares=tuple((Path(s.source), state.shadow.path / s.path) for s in shared),
         )
-    if state.fidelity is None:
-        state.fidelity = python_fidelity(
-            command,
-            state.repo.root,
-            state.shadow.path,
-            env,
-            probe_in=_prober(state, policy, clearance),
-        )
-        if note := state.fidelity.note():
-            state.notes.append(note)
-    if state.fidelity.pythonpath:
-        existing = env.get("PYTHONPATH")
-        env["PYTHONPATH"] = os.pathsep.join(
-            state.fidelity.pythonpath + ([existing] if existing else [])
-        )
+    _apply_fidelity(state, command, env, policy, clearance)
     layer = _throwaway_layer(state)
     if layer is None:
         state.shadow.unknown()  # the command writes the shadow itself
@@ -178,6 +136,76 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             layer.release()  # what the command wrote goes with the layer
     _record(state, result.containment, shared)
     return result
+
+
+def _command_env(state: RunState) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The verify command's environment (an allowlist, no secret) and its passthrough."""
+    env = scrubbed_env({"TIDEGATE_RUN_ID": state.run_id, "TIDEGATE_SHADOW": str(state.shadow.path)})
+    for key in ("GIT_OPTIONAL_LOCKS", "GIT_PAGER", "PAGER", "LC_ALL"):
+        # git's safety settings are for tidegate's own git calls, not the user's command.
+        if key in os.environ:
+            env[key] = os.environ[key]
+        else:
+            env.pop(key, None)
+    passthrough = state.config.containment.env
+    env = command_environment(env, passthrough)  # the fidelity probe gets no secret either
+    return env, passthrough
+
+
+def _guarded_policy(
+    state: RunState, command: str
+) -> tuple[ContainmentPolicy | None, bool, Clearance]:
+    """The command's containment policy, whether it is contained, and its clearance;
+    raises when containment is required but missing or the guard refuses running it
+    uncontained (before anything is linked into the shadow)."""
+    policy = _policy(state)
+    if policy is not None and state.request.origin in ("user", "benchmark"):
+        # programs named by the user's own command, or by the one the gym builds around
+        # an interpreter it chose, are made visible; never a path an MCP client or a
+        # repository's file chose
+        policy = replace(policy, executables=tuple(command_executables(shell_argv(command))))
+    contained = policy is not None and probe(policy.bwrap).verified
+    if policy is not None and policy.required and not contained:
+        reason = probe(policy.bwrap).reason
+        raise PhaseError(
+            ErrorClass.CAPABILITY_MISMATCH,
+            f"containment is required but {reason}; the verify command was not run",
+            retryable=False,
+        )
+    clearance = verify_clearance(state.request, state.config.containment.mode)
+    why = uncontained_reason(policy)
+    if why is not None:
+        try:  # the guard's answer, before anything is linked into the shadow
+            admit(clearance, why)
+        except GuardRefused as exc:
+            raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc
+    return policy, contained, clearance
+
+
+def _apply_fidelity(
+    state: RunState,
+    command: str,
+    env: dict[str, str],
+    policy: ContainmentPolicy | None,
+    clearance: Clearance,
+) -> None:
+    """Check once per run which shadow paths the command's interpreter must import
+    first, and put them at the front of ``env``'s PYTHONPATH."""
+    if state.fidelity is None:
+        state.fidelity = python_fidelity(
+            command,
+            state.repo.root,
+            state.shadow.path,
+            env,
+            probe_in=_prober(state, policy, clearance),
+        )
+        if note := state.fidelity.note():
+            state.notes.append(note)
+    if state.fidelity.pythonpath:
+        existing = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join(
+            state.fidelity.pythonpath + ([existing] if existing else [])
+        )
 
 
 def _prober(

@@ -210,17 +210,8 @@ def _stored_run(row: tuple[Any, ...], with_report: bool) -> StoredRun:
     if derived == "running" and (holder is None or not holder.alive()):
         derived = "interrupted"
     if derived in TERMINAL and not acknowledged:
-        derived = "failed"
-        error_class = ErrorClass.PERSISTENCE_ERROR.value
-        if report is not None:
-            report = report.model_copy(
-                update={
-                    "status": "failed",
-                    "error_class": error_class,
-                    "message": "the final report was written but never acknowledged by the "
-                    f"store (it said: {report.status}: {report.message})",
-                }
-            )
+        derived, error_class = "failed", ErrorClass.PERSISTENCE_ERROR.value
+        report = _unacknowledged(report)
     return StoredRun(
         run_id=str(run_id),
         seq=int(seq),
@@ -241,6 +232,20 @@ def _stored_run(row: tuple[Any, ...], with_report: bool) -> StoredRun:
         started_ms=int(started),
         updated_ms=int(updated),
         acknowledged=bool(acknowledged),
+    )
+
+
+def _unacknowledged(report: FlowReport | None) -> FlowReport | None:
+    """A final report the store never acknowledged, as a reader must see it: failed."""
+    if report is None:
+        return None
+    return report.model_copy(
+        update={
+            "status": "failed",
+            "error_class": ErrorClass.PERSISTENCE_ERROR.value,
+            "message": "the final report was written but never acknowledged by the "
+            f"store (it said: {report.status}: {report.message})",
+        }
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidegate.cli.output import dump_json
-from tidegate.errors import PersistenceError, TidegateError, UsageError
+from tidegate.errors import PersistenceError, TidegateError, UsageError, missing_extra
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.paths import is_utf8
 from tidegate.text.sanitize import sanitize
@@ -326,6 +326,12 @@ def guarded(body: Callable[[], int]) -> int:
     except TidegateError as exc:
         sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return int(getattr(exc, "exit_code", 1))
+    except ModuleNotFoundError as exc:
+        needed = missing_extra(exc)
+        if needed is None:
+            raise
+        sys.stderr.write(f"tidegate: error: {needed}\n")
+        return EXIT_USAGE
     except Exception as exc:
         problem = _bad_field(exc)
         if problem is None:

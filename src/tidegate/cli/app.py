@@ -43,10 +43,31 @@ _SETTINGS: dict[str, Any] = {
     "add_completion": False,
     "pretty_exceptions_enable": False,
     "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
 }
 app = typer.Typer(**_SETTINGS)
 """The engine commands alone (``full_app``: with the command groups)."""
 _full: typer.Typer | None = None
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"tidegate {version('tidegate')}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Show the version and exit.", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    pass
 
 
 def full_app() -> typer.Typer:
@@ -55,6 +76,7 @@ def full_app() -> typer.Typer:
     if _full is None:
         full = typer.Typer(**_SETTINGS)
         full.registered_commands = app.registered_commands
+        full.registered_callback = app.registered_callback
         add_groups(full)
         _full = full
     return _full

@@ -26,7 +26,8 @@ Usage: tidegate [OPTIONS] COMMAND [ARGS]...
   index.
 
 Options:
-  --help  Show this message and exit.
+  --version   Show the version and exit.
+  -h, --help  Show this message and exit.
 
 Commands:
   run                   Propose, verify in a shadow worktree, and merge...
@@ -56,8 +57,13 @@ _FLAGS = {"--json", "--detail"}
 
 def dispatch(args: Sequence[str]) -> int | None:
     """Run ``args`` here when they are a plain --help, runs or read; None: not handled."""
-    if not args or list(args) == ["--help"]:
+    if not args or list(args) in (["--help"], ["-h"]):
         return _help()
+    if list(args) == ["--version"]:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"tidegate {version('tidegate')}\n")
+        return 0
     command, rest = args[0], args[1:]
     if command not in ("runs", "read"):
         return None

@@ -63,6 +63,7 @@ def browser(width: int = 1200, height: int = 900) -> Iterator[WebDriver]:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # CSP reports, errors
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         driver.set_window_size(width, height)

@@ -20,6 +20,7 @@ from tidegate.inspector.markup import (
     table,
     text,
 )
+from tidegate.text.paths import git_quoted
 from tidegate.text.sanitize import sanitize_value
 
 MAX_EVENTS = 2000
@@ -95,7 +96,9 @@ def changes_section(effects: dict[str, Any], report: dict[str, Any] | None) -> s
     budget = MAX_TOTAL
     for f in changed:
         path = str(f.get("path"))
-        chunk = chunks.pop(f"diff --git a/{path} b/{path}", None)
+        chunk = None
+        for header in _headers(path):
+            chunk = chunk if chunk is not None else chunks.pop(header, None)
         out.append('<article class="file">')
         out.append(f'<h3 class="path">{text(path)}</h3>')
         facts = [
@@ -139,6 +142,12 @@ def _sha(value: object, side: str) -> str:
     if not value:
         return "-"
     return f'<code class="sha" data-side="{side}">{text(value)}</code>'
+
+
+def _headers(path: str) -> tuple[str, str]:
+    """The ``diff --git`` line of ``path``, as git writes it plain and C-quoted."""
+    quoted = (git_quoted(f"{side}/{path}").decode("ascii") for side in "ab")
+    return f"diff --git a/{path} b/{path}", "diff --git " + " ".join(quoted)
 
 
 def _chunks(diff: str) -> dict[str, str]:

@@ -3,15 +3,17 @@
 Run: .venv/bin/python scripts/inspector_screenshots.py [OUT_DIR]   (default docs/inspector)
 
 It records real runs in a scratch repository and state root (a run that succeeds, one
-that fails, one whose checkpoint chain is then edited with sqlite3), serves them with
-``tidegate.inspector``, and saves ``runs.png``, ``run.png``, ``tampered.png`` and
-``phone.png`` (the run at a phone's width). Needs Debian's ``chromium`` and
+that fails, a scripted model's, one whose checkpoint chain is then edited with sqlite3), serves them with
+``tidegate.inspector``, and saves ``runs.png``, ``run.png`` (a scripted model's run: tool
+calls, transcript, a failed and a fixed attempt), ``tampered.png`` and ``phone.png`` (a
+failed run at a phone's width). Needs Debian's ``chromium`` and
 ``chromium-driver`` and the ``selenium`` package; ``browser()`` is also what the
 inspector's browser tests drive (tests/e2e/test_inspector_browser.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -35,6 +37,24 @@ FLAGS = (
 )  # fmt: skip
 ROOT = Path(__file__).resolve().parent.parent
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+_BLOCK = "calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a {} b\n>>>>>>> REPLACE\n"
+MODEL = {
+    "model": "screenshot-model",
+    "turns": [
+        {
+            "tool_calls": [
+                {"id": "g1", "name": "workspace_grep", "arguments": {"pattern": "def add"}}
+            ]
+        },
+        {"tool_calls": [{"id": "r1", "name": "workspace_read", "arguments": {"path": "calc.py"}}]},
+        {"text": "Plan: change the operator in add() in calc.py."},
+        {"text": _BLOCK.format("*")},
+        {"text": "Plan: add() must use +."},
+        {"text": _BLOCK.format("+")},
+    ],
+}
+"""A scripted model run: it explores, proposes a wrong fix, reads VERIFY's feedback and
+fixes it on its second attempt (tool calls, turns and effects for the transcript)."""
 
 
 def missing() -> str | None:
@@ -81,8 +101,8 @@ def _run(*args: str, cwd: Path, env: dict[str, str]) -> str:
 
 
 def record(scratch: Path) -> tuple[Path, Path, list[str]]:
-    """A repository with three recorded runs (succeeded, failed, tampered): its root, the
-    state root and the run ids, oldest first."""
+    """A repository with four recorded runs (succeeded, failed, a model's, tampered): its
+    root, the state root and the run ids, oldest first."""
     repo, state = scratch / "calc", scratch / "state"
     repo.mkdir()
     env = {
@@ -105,6 +125,13 @@ def record(scratch: Path) -> tuple[Path, Path, list[str]]:
     _run(
         *tidegate, "--verify", "python3 -c 'raise SystemExit(\"tests failed\")'", cwd=repo, env=env
     )
+    script = scratch / "model.json"
+    script.write_text(json.dumps(MODEL))
+    _run(
+        sys.executable, "-m", "tidegate", "run", "--objective", "Make add() add.",
+        "--model", f"scripted:{script}", "--verify", check, cwd=repo, env=env,
+    )  # fmt: skip
+    _run("git", "checkout", "-q", "calc.py", cwd=repo, env=env)
     _run(*tidegate, "--verify", "true", "--max-attempts", "1", cwd=repo, env=env)
     _run("git", "checkout", "-q", "calc.py", cwd=repo, env=env)
     (path,) = state.glob("*/runs.sqlite3")
@@ -145,8 +172,8 @@ def main(argv: list[str]) -> int:
         try:
             with browser(1100, 800) as driver:
                 shoot(driver, inspector.url, out / "runs.png")
-                shoot(driver, f"{inspector.url}run/{ids[1]}", out / "run.png")
-                shoot(driver, f"{inspector.url}run/{ids[2]}", out / "tampered.png")
+                shoot(driver, f"{inspector.url}run/{ids[2]}", out / "run.png")
+                shoot(driver, f"{inspector.url}run/{ids[3]}", out / "tampered.png")
             with browser(390, 844) as driver:
                 shoot(driver, f"{inspector.url}run/{ids[1]}", out / "phone.png", whole=False)
         finally:

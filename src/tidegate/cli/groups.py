@@ -1,9 +1,9 @@
 """Which typer application a command line needs, so that a command imports only itself.
 
 The engine commands (run, review, debug, recover, runs, read, resume) are in
-``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, the operator's) is in a
-module of its own that imports what it uses (the store's writer, rich, the tools, the MCP
-SDK). A command line that names an engine command is given the engine commands alone; any
+``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, inspect, the
+operator's) is in a module of its own that imports what it uses (the store's writer, rich,
+the tools, the MCP SDK). A command line that names an engine command is given the engine commands alone; any
 other (no arguments, ``--help``, a group, an unknown command or option) the full command
 set, so the help, the error lines and the exit codes are typer's own for all of it
 (tests/e2e/test_lazy_app.py compares the two byte for byte). This module imports nothing.

@@ -13,7 +13,7 @@ import typer
 
 inspect_app = typer.Typer(
     name="inspect",
-    help="Browse the recorded runs in a read-only local web page.",
+    help="Browse recorded runs in a read-only local web page.",
     invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -190,7 +190,7 @@ def tool_calls_section(calls: list[dict[str, Any]]) -> str:
         return ""
     cells = (
         (
-            f"<code>{text(c['tool_call_id'])}</code>",
+            f'<code class="call">{text(c["tool_call_id"])}</code>',
             text(c["canonical_tool"]),
             status(c["status"]),
             f'<code class="sha">{text(c["input_sha256"])}</code>',

@@ -35,6 +35,7 @@ th, td { text-align: left; vertical-align: top; padding: 4px 8px;
 th { font-weight: 600; white-space: nowrap; }
 td { overflow-wrap: normal; word-break: normal; }
 td a, td code { overflow-wrap: anywhere; }
+td code.call { white-space: nowrap; overflow-wrap: normal; }
 td pre.detail { min-width: 14em; }
 td pre.json { min-width: 18em; }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: .85em;

@@ -253,3 +253,25 @@ def test_a_running_run_refreshes_itself(recorded: tuple[Repo, str, str]) -> None
     assert '<meta http-equiv="refresh" content="3">' in listing
     assert '<meta http-equiv="refresh" content="3">' in live and "badge running" in live
     assert "http-equiv" not in done
+
+
+def test_a_corrupt_run_and_a_corrupt_store_are_one_line(
+    recorded: tuple[Repo, str, str],
+) -> None:
+    from tests.e2e._inspector import edit, store_path
+
+    repo, ok, failed = recorded
+    edit("UPDATE runs SET status = 'bogus' WHERE run_id = ?", (failed,))
+    with served(repo) as inspector:
+        status, _, listing = get(inspector, f"/{inspector.token}/")
+        assert status == 200 and "corrupt" in listing and ok in listing
+        status, headers, body = get(inspector, f"/{inspector.token}/run/{failed}")
+        assert status == 500 and headers["Content-Type"].startswith("text/plain")
+        assert len(body.splitlines()) == 1 and "corrupt" in body
+        assert get(inspector, f"/{inspector.token}/run/{ok}")[0] == 200
+        path = store_path()
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        path.write_bytes(b"SQLite format 3\0" + b"\xff" * 4000)
+        status, _, body = get(inspector, f"/{inspector.token}/")
+        assert status == 500 and len(body.splitlines()) == 1 and "run store" in body

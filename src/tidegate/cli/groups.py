@@ -36,7 +36,7 @@ def needs_groups(args: list[str]) -> bool:
 def add_groups(app: typer.Typer) -> None:
     """Add every command group to ``app``, in the order the help lists them."""
     from tidegate.cli.gym import gym_app
-    from tidegate.cli.inspector import inspect_app
+    from tidegate.cli.inspector import inspect_command
     from tidegate.cli.ledger import ledger_app
     from tidegate.cli.mcp import mcp_app
     from tidegate.cli.operator import operator_apps
@@ -46,6 +46,6 @@ def add_groups(app: typer.Typer) -> None:
     app.add_typer(tools_app, name="tools")
     app.add_typer(mcp_app, name="mcp")
     app.add_typer(gym_app, name="gym")
-    app.add_typer(inspect_app, name="inspect")
+    app.command(name="inspect")(inspect_command)
     for operator_app in operator_apps():
         app.add_typer(operator_app, hidden=operator_app.info.name == OPERATOR_REVIEW)

@@ -11,18 +11,8 @@ from typing import Annotated
 
 import typer
 
-inspect_app = typer.Typer(
-    name="inspect",
-    help="Browse recorded runs in a read-only local web page.",
-    invoke_without_command=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 
-
-@inspect_app.callback()
-def inspect(
+def inspect_command(
     repo: Annotated[str, typer.Option("--repo", help="The repository whose runs to show.")] = ".",
     state_root: Annotated[
         str | None, typer.Option("--state-root", help="Where the run store is.")
@@ -31,7 +21,9 @@ def inspect(
         int, typer.Option("--port", min=0, max=65535, help="The port (default: a free one).")
     ] = 0,
 ) -> None:
-    """Serve the runs of REPO on 127.0.0.1 behind a random token until Ctrl-C."""
+    """Browse recorded runs in a read-only local web page.
+
+    Serves the runs of REPO on 127.0.0.1 behind a random token until Ctrl-C."""
     from tidegate.errors import UsageError
     from tidegate.inspector.server import Inspector
 

@@ -17,7 +17,7 @@ REFRESH_S = 3
 def run_href(base: str, run_id: str) -> str:
     """The path of a run's page: the run id percent-encoded whole (no ``/``, no ``.``
     segment, no scheme can come out of it)."""
-    return f"{base}run/{quote(run_id, safe='')}"
+    return f"{base}run/{quote(run_id, safe='', errors='backslashreplace')}"
 
 
 def runs_page(base: str, repo: str, listed: list[dict[str, Any]]) -> str:

@@ -25,8 +25,12 @@ from tidegate.text.sanitize import sanitize_value
 
 MAX_EVENTS = 2000
 """Transcript events shown (the first)."""
-MAX_CALLS = 1000
+MAX_CALLS = 500
 """Tool calls shown (the first)."""
+EFFECTS_TEXT = 4000
+"""Characters of one tool call's effects shown."""
+SUMMARY_TEXT = 1000
+"""Characters of one transcript event's summary shown."""
 _ATTEMPT_FIELDS = (
     "status", "failure_phase", "error_class", "retryable", "proposal_sha256",
     "candidate_tree", "diagnostics", "duration_ms", "execution_id",
@@ -194,7 +198,7 @@ def tool_calls_section(calls: list[dict[str, Any]]) -> str:
             text(c["canonical_tool"]),
             status(c["status"]),
             f'<code class="sha">{text(c["input_sha256"])}</code>',
-            "-" if c["effects"] is None else json_block(c["effects"]),
+            "-" if c["effects"] is None else json_block(c["effects"], EFFECTS_TEXT),
         )
         for c in calls[:MAX_CALLS]
     )
@@ -219,7 +223,7 @@ def transcript_section(events: list[dict[str, Any]]) -> str:
             text(e["kind"]),
             text(e["attempt"] if e["attempt"] is not None else "-"),
             text(e["phase"] or "-"),
-            _summary(str(e["kind"]), e["payload"]),
+            text(cut(_summary(str(e["kind"]), e["payload"]), SUMMARY_TEXT)[0]),
         )
         for number, e in enumerate(shown[:MAX_EVENTS], start=1)
     )
@@ -235,26 +239,26 @@ def transcript_section(events: list[dict[str, Any]]) -> str:
 
 
 def _summary(kind: str, payload: dict[str, Any]) -> str:
+    """One event in a line of plain text (``markup.text`` escapes it)."""
     p = payload
     if kind == "agent.turn":
         calls = ", ".join(str(c) for c in p.get("tool_calls") or []) or "none"
-        return text(
+        return (
             f"step {p.get('step')}: {p.get('stop_reason')}; {p.get('input_tokens')} tokens in, "
             f"{p.get('output_tokens')} out; {p.get('text_chars')} characters of text; "
             f"tools called: {calls}"
         )
     if kind == "tool.requested":
-        return text(f"{p.get('canonical_tool')} (input {p.get('input_sha256')})")
+        return f"{p.get('canonical_tool')} (input {p.get('input_sha256')})"
     if kind == "tool.finished":
-        return text(f"{p.get('status')} (result {p.get('result_sha256')})")
+        return f"{p.get('status')} (result {p.get('result_sha256')})"
     if kind == "agent.finished":
         sequence = ", ".join(str(t) for t in p.get("tool_sequence") or []) or "none"
-        return text(
+        return (
             f"{p.get('status')} after {p.get('steps')} step(s), {p.get('tool_calls')} tool "
             f"call(s) ({sequence}); {p.get('input_tokens')} tokens in, "
             f"{p.get('output_tokens')} out"
         )
     if kind == "agent.started":
-        return text(f"{p.get('model')} in {p.get('phase')}, budget {p.get('budget')}")
-    compact = json.dumps(sanitize_value(p), sort_keys=True, ensure_ascii=False)
-    return text(cut(compact, 2000)[0])
+        return f"{p.get('model')} in {p.get('phase')}, budget {p.get('budget')}"
+    return json.dumps(sanitize_value(p), sort_keys=True, ensure_ascii=False)

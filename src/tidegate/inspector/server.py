@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -160,7 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*inspector.answer(rest))
         except TidegateError as exc:  # a store the read path refuses: its one line
             self._send(500, "text/plain; charset=utf-8", sanitize(f"{exc}\n"))
-        except Exception:
+        except Exception as exc:  # said on the server's terminal, not to the browser
+            sys.stderr.write(sanitize(f"tidegate inspect: {type(exc).__name__}: {exc}") + "\n")
             self._send(500, "text/plain; charset=utf-8", "internal error\n")
 
     def _refuse(self) -> None:
@@ -182,7 +184,7 @@ class _Handler(BaseHTTPRequestHandler):
         return hosts[0].strip().lower() in (f"{HOST}:{port}", f"localhost:{port}")
 
     def _send(self, code: int, kind: str, body: str, *, allow: bool = False) -> None:
-        data = body.encode("utf-8")
+        data = body.encode("utf-8", "backslashreplace")
         self.send_response(code)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))

@@ -322,6 +322,13 @@ def test_an_xss_corpus_is_shown_as_text(
         assert ".:<script>window.__pwned=23</script>" in effects  # the real call's argument
         assert SHOWN in driver.find_element(By.ID, "transcript").text
         fits(driver)
+        driver.set_window_size(390, 844)  # long planted text still fits a phone's width
+        try:
+            for url in (inspector.url, f"{inspector.url}run/{planted}"):
+                driver.get(url)
+                fits(driver)
+        finally:
+            driver.set_window_size(1200, 900)
 
 
 def test_the_pages_fit_a_phones_width(driver: WebDriver, recorded: tuple[Repo, str, str]) -> None:

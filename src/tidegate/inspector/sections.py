@@ -29,7 +29,7 @@ MAX_CALLS = 500
 """Tool calls shown (the first)."""
 EFFECTS_TEXT = 4000
 """Characters of one tool call's effects shown."""
-SUMMARY_TEXT = 1000
+SUMMARY_TEXT = 4000
 """Characters of one transcript event's summary shown."""
 _ATTEMPT_FIELDS = (
     "status", "failure_phase", "error_class", "retryable", "proposal_sha256",
@@ -223,7 +223,7 @@ def transcript_section(events: list[dict[str, Any]]) -> str:
             text(e["kind"]),
             text(e["attempt"] if e["attempt"] is not None else "-"),
             text(e["phase"] or "-"),
-            text(cut(_summary(str(e["kind"]), e["payload"]), SUMMARY_TEXT)[0]),
+            _line(_summary(str(e["kind"]), e["payload"])),
         )
         for number, e in enumerate(shown[:MAX_EVENTS], start=1)
     )
@@ -236,6 +236,11 @@ def transcript_section(events: list[dict[str, Any]]) -> str:
         + (note if len(shown) > MAX_EVENTS else "")
         + "</section>"
     )
+
+
+def _line(summary: str) -> str:
+    shown, left = cut(summary, SUMMARY_TEXT)
+    return text(shown) + (f" ... ({left} more characters)" if left else "")
 
 
 def _summary(kind: str, payload: dict[str, Any]) -> str:

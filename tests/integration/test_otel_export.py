@@ -256,9 +256,14 @@ def test_usage_errors_are_one_line(committed_repo: Repo) -> None:
     bad_url = tidegate_cli(
         "export", "otel", "latest", "--repo", str(committed_repo.root), "--otlp", "ftp://x"
     )
-    for res in (no_run, bad_url):
+    run_bad_url = tidegate_cli(
+        "run", "--repo", str(committed_repo.root), "--objective", "x", "--otlp", "ftp://x"
+    )
+    for res in (no_run, bad_url, run_bad_url):
         assert res.returncode == 2 and res.stdout == ""
         assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith("tidegate: error: ")
+    assert "--otlp wants an http(s) URL" in run_bad_url.stderr
+    assert committed_repo.status() == ""  # refused before the run
 
 
 def test_without_the_extra_one_line_names_it(committed_repo: Repo) -> None:
@@ -275,3 +280,39 @@ def test_without_the_extra_one_line_names_it(committed_repo: Repo) -> None:
     assert res.returncode == 2 and res.stdout == ""
     (line,) = res.stderr.splitlines()
     assert "'otel' extra" in line and "pip install 'tidegate[otel]'" in line
+
+
+def test_run_otlp_sends_the_spans_while_the_run_goes_on(
+    committed_repo: Repo, tmp_path: Path, collector: Collector
+) -> None:
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(SCRIPT))
+    res = tidegate_cli(
+        "run", "--repo", str(committed_repo.root), "--json",
+        "--objective", "Fix add() so that the check passes.",
+        "--model", f"scripted:{script}", "--verify", f"sleep 2.5 && {CHECK}",
+        "--max-steps", "10", "--otlp", collector.url,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    run_id = json.loads(res.stdout)["run_id"]
+    batches = [
+        [s for r in ExportTraceServiceRequest.FromString(body).resource_spans
+         for ss in r.scope_spans for s in ss.spans]
+        for _path, _type, body in collector.posts
+    ]  # fmt: skip
+    assert len(batches) >= 2, "the phases before VERIFY went out while it ran"
+    first = {s.name for s in batches[0]}
+    assert "phase PLAN" in first and "chat e2e-model" in first
+    assert "invoke_agent tidegate" not in first and "phase VERIFY" not in first
+    assert "invoke_agent tidegate" in {s.name for s in batches[-1]}
+    live = {s.span_id: (s.name, s.parent_span_id) for batch in batches for s in batch}
+    assert sum(len(b) for b in batches) == len(live), "each span is sent once"
+    assert all(parent in live for _name, parent in live.values() if parent)
+    assert all(SECRET.encode() not in body for _p, _t, body in collector.posts)
+
+    # the same trace, span for span, as the export after the run
+    after = tidegate_cli("export", "otel", run_id, "--repo", str(committed_repo.root))
+    spans = json.loads(after.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert {bytes.fromhex(s["spanId"]): s["name"] for s in spans} == {
+        span_id: name for span_id, (name, _parent) in live.items()
+    }

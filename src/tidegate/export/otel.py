@@ -64,7 +64,7 @@ def sdk_spans(
     exporter: SpanExporter | None = None,
     instance: str | None = None,
 ) -> list[ReadableSpan]:
-    """``records`` (parents first) made into finished SDK spans of one trace, each also
+    """``records`` made into finished SDK spans of one trace, each also
     handed to ``exporter`` when one is given. ``instance`` is the resource's
     ``service.instance.id`` (default: the run id)."""
     require_sdk()
@@ -75,7 +75,14 @@ def sdk_spans(
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.sdk.trace.id_generator import IdGenerator
-    from opentelemetry.trace import SpanKind, Status, StatusCode
+    from opentelemetry.trace import (
+        NonRecordingSpan,
+        SpanContext,
+        SpanKind,
+        Status,
+        StatusCode,
+        TraceFlags,
+    )
 
     class RunIds(IdGenerator):
         """The run's trace id; each span's id is set just before the span starts."""
@@ -108,10 +115,20 @@ def sdk_spans(
     started: dict[str, Any] = {}
     for record in records:
         ids.next = span_id(run_id, record.key)
-        parent = started.get(record.parent) if record.parent else None
+        # the parent by its derived id: it need not be among ``records`` (a live export
+        # sends a phase before the run that holds it has ended)
         ctx = (
-            trace.set_span_in_context(parent)
-            if parent is not None
+            trace.set_span_in_context(
+                NonRecordingSpan(
+                    SpanContext(
+                        trace_id(run_id),
+                        span_id(run_id, record.parent),
+                        is_remote=False,
+                        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                    )
+                )
+            )
+            if record.parent is not None
             else otel_context.Context()  # the root: nothing from the caller's context
         )
         span = tracer.start_span(

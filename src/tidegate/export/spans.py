@@ -501,7 +501,6 @@ class _Builder:
                 root.attributes["gen_ai.provider.name"] = text(provider)
         last = self.records.events[-1].at_ms if self.records.events else root.start_ms
         end = root.end_ms or max(last, self.records.run.updated_ms)
-        root.end_ms = end
         for span in self.spans.values():
             if span.end_ms is None:  # never finished: the run was interrupted or is running
                 span.end_ms = end

@@ -264,7 +264,9 @@ class _Builder:
         if changed:
             attrs["tidegate.candidate.paths"] = [text(r[0]) for r in changed]
         status = payload.get("status")
-        if status not in (None, "ok", "skipped"):
+        if status == "ok":
+            span.status = "ok"
+        elif status not in (None, "skipped"):
             span.status, span.status_message = "error", text(payload.get("error_class") or status)
         if event.phase == "VERIFY":
             self.command(
@@ -318,7 +320,9 @@ class _Builder:
             SpanRecord(f"{parent}:command", parent, "execute_command", start_ms, end_ms)
         )
         span.attributes.update(attrs)
-        if isinstance(exit_code, int) and exit_code != 0:
+        if exit_code == 0:
+            span.status = "ok"
+        elif isinstance(exit_code, int):
             span.status, span.status_message = "error", f"exit code {exit_code}"
 
     def turn(self, event: TraceEvent) -> None:

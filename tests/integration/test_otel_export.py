@@ -316,3 +316,27 @@ def test_run_otlp_sends_the_spans_while_the_run_goes_on(
     assert {bytes.fromhex(s["spanId"]): s["name"] for s in spans} == {
         span_id: name for span_id, (name, _parent) in live.items()
     }
+
+
+def test_a_failed_run_has_error_spans_where_it_failed(committed_repo: Repo, tmp_path: Path) -> None:
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(SCRIPT))
+    res = tidegate_cli(
+        "run", "--repo", str(committed_repo.root), "--json", "--objective", "Fix add().",
+        "--model", f"scripted:{script}", "--verify", "exit 3", "--max-attempts", "1",
+    )  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    run_id = json.loads(res.stdout)["run_id"]
+    store = read_run_store(discover(committed_repo.root), None)
+    assert store is not None
+    try:
+        spans = sdk_spans(run_id, run_spans(read_run(store, run_id)))
+    finally:
+        store.close()
+    by_name = {s.name: s for s in spans}
+    failed = [
+        name for name, s in by_name.items() if not s.status.is_ok and s.status.is_unset is False
+    ]
+    assert set(failed) == {"invoke_agent tidegate", "attempt 1", "phase VERIFY", "execute_command"}
+    assert by_name["execute_command"].attributes["process.exit.code"] == 3
+    assert by_name["phase PLAN"].status.is_ok

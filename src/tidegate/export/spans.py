@@ -128,6 +128,10 @@ class _Builder:
         )
         self.calls = {c.tool_call_id: c for c in records.tool_calls}
         self.checkpoints = {c.event_seq: c for c in records.checkpoints}
+        self.last_verify = max(
+            (e.seq for e in records.events if e.kind == "phase.finished" and e.phase == "VERIFY"),
+            default=-1,
+        )
 
     # -- the tree ---------------------------------------------------------------------------
 
@@ -269,13 +273,18 @@ class _Builder:
         elif status not in (None, "skipped"):
             span.status, span.status_message = "error", text(payload.get("error_class") or status)
         if event.phase == "VERIFY":
+            exit_code = payload.get("exit_code")
+            report = self.records.run.report
+            if exit_code is None and event.seq == self.last_verify and report and report.verify:
+                exit_code = report.verify.exit_code  # a failed VERIFY's is in the report
             self.command(
                 span.key,
                 span.start_ms,
                 event.at_ms,
                 (self.records.request or {}).get("verify"),
-                payload.get("exit_code"),
+                exit_code,
                 "verify",
+                failed=status not in (None, "ok"),
             )
         self.phase = None
 
@@ -310,6 +319,8 @@ class _Builder:
         command: object,
         exit_code: object,
         role: str,
+        *,
+        failed: bool = False,
     ) -> None:
         attrs: dict[str, Attribute] = {"tidegate.command.role": role}
         if isinstance(command, str):
@@ -320,10 +331,12 @@ class _Builder:
             SpanRecord(f"{parent}:command", parent, "execute_command", start_ms, end_ms)
         )
         span.attributes.update(attrs)
-        if exit_code == 0:
-            span.status = "ok"
-        elif isinstance(exit_code, int):
+        if isinstance(exit_code, int) and exit_code != 0:
             span.status, span.status_message = "error", f"exit code {exit_code}"
+        elif failed:
+            span.status, span.status_message = "error", "failed"
+        elif exit_code == 0:
+            span.status = "ok"
 
     def turn(self, event: TraceEvent) -> None:
         payload, meta = event.payload_value(), event.meta_value()
@@ -437,6 +450,7 @@ class _Builder:
                     validate.get("command"),
                     validate.get("exit_code"),
                     "validate",
+                    failed=validate.get("status") not in (None, "passed"),
                 )
         if status == "succeeded":
             span.status = "ok"

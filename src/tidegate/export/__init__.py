@@ -7,7 +7,7 @@ same read path ``resume`` and ``recover`` use; nothing here writes to the store.
 
 from __future__ import annotations
 
-from tidegate.export.spans import RunRecords
+from tidegate.export.records import RunRecords
 from tidegate.store.record_reads import RecordReads
 
 

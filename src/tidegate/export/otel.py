@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from tidegate import __version__
 from tidegate.errors import UsageError
-from tidegate.export.spans import SpanRecord
+from tidegate.export.records import SpanRecord
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

@@ -300,10 +300,12 @@ def test_run_otlp_sends_the_spans_while_the_run_goes_on(
          for ss in r.scope_spans for s in ss.spans]
         for _path, _type, body in collector.posts
     ]  # fmt: skip
+    # VERIFY sleeps 2.5 s and the run is read once a second: what ended before it went out
+    # while it ran, the run itself last
     assert len(batches) >= 2, "the phases before VERIFY went out while it ran"
-    first = {s.name for s in batches[0]}
-    assert "phase PLAN" in first and "chat e2e-model" in first
-    assert "invoke_agent tidegate" not in first and "phase VERIFY" not in first
+    early = {s.name for batch in batches[:-1] for s in batch}
+    assert {"phase PLAN", "phase PATCH", "chat e2e-model"} <= early
+    assert "invoke_agent tidegate" not in early
     assert "invoke_agent tidegate" in {s.name for s in batches[-1]}
     live = {s.span_id: (s.name, s.parent_span_id) for batch in batches for s in batch}
     assert sum(len(b) for b in batches) == len(live), "each span is sent once"

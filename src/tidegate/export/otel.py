@@ -105,7 +105,8 @@ def sdk_spans(
             "service.instance.id": instance or run_id,
         }
     )
-    provider = TracerProvider(resource=resource, id_generator=ids)
+    # no atexit hook: the provider is shut down below (and a live export makes one a poll)
+    provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(collected))
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))

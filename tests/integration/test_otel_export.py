@@ -342,3 +342,20 @@ def test_a_failed_run_has_error_spans_where_it_failed(committed_repo: Repo, tmp_
     assert set(failed) == {"invoke_agent tidegate", "attempt 1", "phase VERIFY", "execute_command"}
     assert by_name["execute_command"].attributes["process.exit.code"] == 3
     assert by_name["phase PLAN"].status.is_ok
+
+
+def test_a_refusing_collector_never_stops_the_run(committed_repo: Repo, tmp_path: Path) -> None:
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(SCRIPT))
+    with Collector(status=400) as refusing:
+        res = tidegate_cli(
+            "run", "--repo", str(committed_repo.root), "--json",
+            "--objective", "Fix add() so that the check passes.",
+            "--model", f"scripted:{script}", "--verify", CHECK, "--otlp", refusing.url,
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["status"] == "succeeded"
+    warnings = [line for line in res.stderr.splitlines() if "live export" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("tidegate: warning: live export stopped")
+    assert len(refusing.posts) == 1  # the first refusal ends the live export
+    assert committed_repo.read("calc.py") == CALC.replace("a - b", "a + b")

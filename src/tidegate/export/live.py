@@ -55,7 +55,14 @@ class LiveExport:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.poll(final=False)
+            self._guarded(final=False)
+
+    def _guarded(self, *, final: bool) -> None:
+        """``poll``; anything it did not expect stops the live export, never the run."""
+        try:
+            self.poll(final=final)
+        except Exception as exc:
+            self.failure = self.failure or f"{type(exc).__name__}: {exc}"
 
     def poll(self, *, final: bool) -> None:
         """Send the spans that ended since the last poll (every one left when ``final``)."""
@@ -89,5 +96,5 @@ class LiveExport:
         """Stop polling, send what is left; why the collector refused, if it did."""
         self._stop.set()
         self._thread.join()
-        self.poll(final=True)
+        self._guarded(final=True)
         return self.failure

@@ -184,6 +184,14 @@ def run(
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
+    otlp: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp",
+            help="Send the run's OpenTelemetry spans to this OTLP/HTTP collector as it goes "
+            "(the otel extra; docs/export.md).",
+        ),
+    ] = None,
 ) -> None:
     """Propose, verify in a shadow worktree, and merge the change back as unstaged edits."""
     raise typer.Exit(invoke("run", locals()))

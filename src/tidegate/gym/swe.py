@@ -203,6 +203,7 @@ def run_summary(
         "instances": len(results),
         "resolved": resolved,
         "resolve_rate": round(resolved / len(results), 4) if results else 0.0,
+        "engine_attempts": sum(r.get("attempts", 0) for r in results),
         "results": results,
     }
 
@@ -243,8 +244,11 @@ def contestant_patch(
         report = _engine_run(request, out, gym_root)
         git(repo, "add", "-A")
         diff = git(repo, "diff", "--cached", "--binary", instance.base_commit).text
+        # what the guard added beside the verdict: the retries VERIFY's feedback bought,
+        # and where the last attempt was stopped (a refusal's phase)
         figures = {"run_id": report.run_id, "engine_status": report.status,
-                   "message": report.message}  # fmt: skip
+                   "message": report.message, "attempts": report.attempts,
+                   "failure_phase": report.failure_phase}  # fmt: skip
         return figures, (diff or None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

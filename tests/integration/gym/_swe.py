@@ -90,6 +90,8 @@ def grade(
 CALC = {
     "calc.py": "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
     "tests/test_calc.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n",
+    # the checkout's own conftest.py at the root: pytest puts the root on sys.path
+    "conftest.py": "",
 }
 CALC_GOLD: dict[str, str | None] = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -102,8 +104,7 @@ CALC_TESTS: dict[str, str | None] = {
 
 def calc_instance(mirrors: Path, name: str = "t/calc", **extra: Any) -> dict[str, Any]:
     """add() subtracts; FAIL_TO_PASS test_add, PASS_TO_PASS test_sub, in tests/ (pytest's
-    rootdir insertion puts tests/, not the checkout, on the path: calc is found through
-    the checkout's own conftest.py at the root)."""
+    rootdir insertion puts tests/ on the path; the root's conftest.py puts the root)."""
     base = {
         **CALC,
         "conftest.py": "import os, sys\n\nsys.path.insert(0, os.path.dirname(__file__))\n",

@@ -98,7 +98,7 @@ def test_a_contestant_that_does_not_fix_it_is_unresolved_and_its_patch_kept(
     assert res.code == 1
     (result,) = summary["results"]
     assert result["status"] == "unresolved", result
-    assert result["engine_status"] == "succeeded"
+    assert result["engine_status"] == "succeeded" and result["attempts"] == 1
     (prediction,) = [
         json.loads(line)
         for line in (tmp_path / "s" / "gym" / "swe" / "c" / "predictions.jsonl")

@@ -191,3 +191,30 @@ def test_the_reports_name_what_was_undone(
     assert result["status"] == "resolved", result  # the real fix still counts
     report = json.loads(Path(result["report"]).read_text())
     assert report["t__pkg-1"]["tidegate"]["undone"] == ["tests/conftest.py"]
+
+
+def test_a_link_planted_to_send_the_undo_outside(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, pkg: tuple[Path, dict[str, Any]],
+    swe_cache: Path,
+) -> None:  # fmt: skip
+    from tidegate.gym.swe_eval import _restore
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "conftest.py").write_text("keep me\n")
+    # git apply refuses a file beyond a link in the same patch (the grade is error) ...
+    link = (
+        f"diff --git a/tests/evil b/tests/evil\nnew file mode 120000\n--- /dev/null\n"
+        f"+++ b/tests/evil\n@@ -0,0 +1 @@\n+{outside}\n\\ No newline at end of file\n"
+    )
+    planted = _patch(pkg, {"tests/evil/conftest.py": CHEAT})
+    result = _grade_one(capsys, tmp_path, pkg, link + planted)
+    assert result["status"] == "error", result
+    # ... and should a link stand in the testbed, the undo never reaches through it
+    bed = pkg[0] / "t__pkg"
+    (bed / "tests" / "evil").symlink_to(outside)
+    try:
+        _restore(bed, pkg[1]["base_commit"], "tests/evil/conftest.py")
+    finally:
+        (bed / "tests" / "evil").unlink()
+    assert (outside / "conftest.py").read_text() == "keep me\n"

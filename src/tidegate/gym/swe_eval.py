@@ -21,6 +21,7 @@ file the candidate planted elsewhere in the testbed, ``unresolved``.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -231,6 +232,9 @@ def _pytest_config(bed: Path, base: str, name: str, tree: Path | None) -> str | 
 
 def _restore(bed: Path, base: str, name: str) -> None:
     path = bed / name
+    parent, root = os.path.realpath(path.parent), os.path.realpath(bed)
+    if parent != root and not parent.startswith(root + os.sep):
+        return  # beyond a link the candidate planted: nothing outside is touched
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.is_dir():

@@ -156,7 +156,9 @@ def _one(
         write_artifact(gym_root, out, "test_output.txt", graded.log.encode("utf-8"))
     report = graded.report()
     write_artifact(gym_root, out, "report.json", (json.dumps(report, indent=4) + "\n").encode())
-    return {**result, **_row(graded, env), "report": str(out / "report.json")}
+    row = _row(graded, env)
+    row["notes"] += spec.notes
+    return {**result, **row, "report": str(out / "report.json")}
 
 
 def _row(graded: Graded, env: Environment) -> dict[str, Any]:

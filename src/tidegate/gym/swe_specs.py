@@ -27,6 +27,14 @@ _BY_REPO = {
     "sympy/sympy": (TEST_SYMPY, "sympy"),
 }
 
+_OTHER_PARSER = {
+    "psf/requests": "pytest_options", "pydicom/pydicom": "pytest_options",
+    "pylint-dev/pylint": "pytest_options", "astropy/astropy": "pytest_v2",
+    "scikit-learn/scikit-learn": "pytest_v2", "sphinx-doc/sphinx": "pytest_v2",
+    "matplotlib/matplotlib": "matplotlib", "mwaskom/seaborn": "seaborn",
+}  # fmt: skip
+"""Repositories whose swebench parser is a variant of pytest's not ported here."""
+
 NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml",
                  ".yaml", ".toml")  # fmt: skip
 """swebench's ``NON_TEST_EXTS``: files of a test patch that are not handed to the runner."""
@@ -44,6 +52,7 @@ class RunSpec:
     log_parser: str
     directives: tuple[str, ...]
     test_files: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def patch_files(patch: str) -> tuple[str, ...]:
@@ -64,7 +73,11 @@ def spec_for(instance: Instance) -> RunSpec:
     directives = tuple(f for f in files if not f.endswith(NON_TEST_EXTS))
     if parser == "django":
         directives = tuple(_module(d, instance.repo == "django/django") for d in directives)
-    return RunSpec(test_cmd, parser, directives, patch_files(instance.test_patch))
+    notes: tuple[str, ...] = ()
+    if instance.repo in _OTHER_PARSER and "log_parser" not in instance.extra:
+        notes = (f"read with the pytest parser; swebench uses parse_log_{_OTHER_PARSER[instance.repo]} "
+                 "for this repository (not ported): verdicts may differ",)  # fmt: skip
+    return RunSpec(test_cmd, parser, directives, patch_files(instance.test_patch), notes)
 
 
 def _module(path: str, strip_tests: bool) -> str:

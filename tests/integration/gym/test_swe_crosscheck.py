@@ -175,3 +175,34 @@ def test_real_release_instances_agree_with_swebench(
 def _readme_patch(mirrors: Path, row: dict[str, Any]) -> str:
     repo = mirrors / f"more-itertools__{row['repo'].split('/')[1]}"
     return diff(repo, {"README.rst": (repo / "README.rst").read_text() + "\nA line of docs.\n"})
+
+
+_LOGS = {
+    "pytest": (
+        "PASSED t.py::a\nFAILED t.py::b - assert 1 == 2\nERROR t.py::c - RuntimeError\n"
+        "XFAIL t.py::d - reason\nSKIPPED [2] t.py:3: no\nSKIPPED t.py::e\n"
+        "PASSED t.py::f[x-y]\nFAILED t.py::g[1 - 2]\n"
+    ),
+    "django": (
+        "test_a (m.tests.C) ... ok\ntest_b (m.tests.C) ... FAIL\ntest_c (m.tests.C) ... ERROR\n"
+        "test_d (m.tests.C) ... skipped 'no db'\ntest_e (m.tests.C) ... System check identified "
+        "no issues (0 silenced).\nok\nFAIL: test_f (m.tests.D)\nERROR: test_g (m.tests.D)\n"
+        "test_h (m.tests.C.test_h) ... ok\n"
+    ),
+    "sympy": (
+        "test_a ok\ntest_b F\ntest_c E\n"
+        "________________ sympy/core/tests/test_x.py:test_d ________________\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("parser", sorted(_LOGS))
+def test_the_parsers_read_logs_as_swebenchs_do(parser: str) -> None:
+    from swebench.harness.log_parsers import PARSER_REGISTRY
+
+    from tidegate.gym.swe_grade import PARSERS
+
+    spec = swebench_types.TestSpec(instance_id="i", image="", eval_script_list=[], repo="r",
+                                   version="", FAIL_TO_PASS=[], PASS_TO_PASS=[])  # fmt: skip
+    log = _LOGS[parser]
+    assert PARSERS[parser](log) == PARSER_REGISTRY[f"parse_log_{parser}"](log, spec)

@@ -41,6 +41,7 @@ from tidegate.gym.swe_grade import (
     START,
     UNRESOLVED,
     harness_failure,
+    imported_anew,
     read_log,
     resolution,
     split_tests,
@@ -161,7 +162,7 @@ def _grade(
     result.test_time_s, result.log = test_time, log
     statuses = read_log(log, spec.log_parser)
     tests = instance.fail_to_pass + instance.pass_to_pass
-    why = harness_failure(log, statuses, tests, frozenset(own))
+    why = harness_failure(log, statuses, tests, _candidates(patch, touched, bed))
     if why is not None:
         result.notes.append(why)
         return
@@ -176,6 +177,20 @@ def _grade(
         result.notes += [
             f"the tests imported {n} from {p}, not the checkout's" for n, p in shadowed
         ]
+
+
+def _candidates(patch: str, touched: tuple[str, ...], bed: Path) -> frozenset[str]:
+    """The modules a candidate can have made missing: those its patch imports anew, and
+    the top-level modules of the files it touched that are gone from the testbed. (The
+    checkout's own package, present yet not importable, is the environment's fault.)"""
+    gone = set()
+    for name in touched:
+        parts = name.split("/")
+        if parts[0] in ("src", "lib") and len(parts) > 1:
+            parts = [parts[0] + "/" + parts[1], *parts[2:]]
+        if not (bed / parts[0]).exists():
+            gone.add(parts[0].rsplit("/", 1)[-1].removesuffix(".py"))
+    return frozenset(imported_anew(patch) | gone)
 
 
 def _reset(bed: Path, base: str) -> str | None:

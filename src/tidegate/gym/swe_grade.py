@@ -225,16 +225,25 @@ def missing_modules(log: str) -> set[str]:
 
 
 def harness_failure(
-    log: str, statuses: StatusMap | None, tests: tuple[str, ...], own: frozenset[str]
+    log: str, statuses: StatusMap | None, tests: tuple[str, ...], candidates: frozenset[str]
 ) -> str | None:
     """Why the run says nothing about the candidate, or None: the log does not describe a
-    run, or no listed test passed while the log names a module missing from the
-    environment (not one of the checkout's ``own`` top-level modules)."""
+    run, or no listed test passed while the log names a missing module that the candidate
+    cannot have made missing (not among ``candidates``: the modules its patch imports
+    anew or removed)."""
     if statuses is None:
         return "the test log does not describe a test run (no results between the markers)"
     if any(passed(t, statuses) for t in tests):
         return None
-    foreign = sorted(missing_modules(log) - own)
+    foreign = sorted(missing_modules(log) - candidates)
     if foreign:
         return f"the environment lacks module(s) {', '.join(foreign)}: every test failed"
     return None
+
+
+_IMPORT = re.compile(r"^\+\s*(?:from\s+([\w]+)|import\s+([\w]+))", re.M)
+
+
+def imported_anew(patch: str) -> set[str]:
+    """The top-level modules a patch's added lines import."""
+    return {a or b for a, b in _IMPORT.findall(patch)}

@@ -151,3 +151,28 @@ def test_malformed_instances_are_refused_by_line(tmp_path: Path, line: str, why:
     path.write_text(line + "\n")
     with pytest.raises(UsageError, match=why):
         load_instances(path)
+
+
+def test_the_checkout_not_importable_is_a_harness_error_a_bad_import_a_verdict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, swe_cache: Path
+) -> None:
+    from tests.integration.gym._swe import CALC, CALC_GOLD, CALC_TESTS, make_instance
+
+    mirrors = tmp_path / "mirrors"
+    # no conftest.py at the root, no packaging: the tests cannot import calc at all
+    base = {k: v for k, v in CALC.items() if k != "conftest.py"}
+    row = make_instance(mirrors, "t/lost", base, CALC_GOLD, CALC_TESTS,
+                        ["tests/test_calc.py::test_add"], ["tests/test_calc.py::test_sub"])  # fmt: skip
+    calc = calc_instance(mirrors)
+    bad_import = diff(
+        mirrors / "t__calc", {"calc.py": "import no_such_dependency\n" + CALC["calc.py"]}
+    )
+    instances = write_jsonl(tmp_path / "i.jsonl", [row, calc])
+    predictions = write_jsonl(tmp_path / "p.jsonl", [
+        {"instance_id": row["instance_id"], "model_name_or_path": "m", "model_patch": row["patch"]},
+        {"instance_id": calc["instance_id"], "model_name_or_path": "m", "model_patch": bad_import},
+    ])  # fmt: skip
+    res = grade(capsys, instances, mirrors, tmp_path / "s", "--predictions", str(predictions))
+    lost, broken = res.json()["results"]
+    assert lost["status"] == "error" and "calc" in lost["error"], lost
+    assert broken["status"] == "unresolved", broken

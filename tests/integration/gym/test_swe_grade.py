@@ -63,7 +63,7 @@ def test_a_missing_environment_module_is_a_harness_error_not_a_verdict() -> None
     )
     statuses = read_log(log, "pytest")
     assert harness_failure(log, statuses, ("t.py::a",), frozenset()) is not None
-    # the checkout's own module missing is the candidate's doing: a verdict
+    # a module the candidate's patch imports anew, or removed, is its doing: a verdict
     assert harness_failure(log, statuses, ("t.py::a",), frozenset({"flask"})) is None
 
 

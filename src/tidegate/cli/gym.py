@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -155,6 +156,7 @@ def gym_run_suite(
         executor=executor,
         address=address,
         allow_uncontained=allow_uncontained,
+        on_result=None if as_json else _finished_line(contestant),
     )
     lines = [
         f"suite {suite}: {len(result['runs'])} runs on {executor} x{workers} in {result['wall_time_s']} s"
@@ -174,6 +176,25 @@ def gym_run_suite(
             f"retries {shown(card['retry_count'])}"
         )
     _out(result, as_json, "\n".join(lines) + "\n", 0 if not failed else 1)
+
+
+def _finished_line(contestant: str | None) -> Callable[[dict[str, Any]], None]:
+    """Print a suite run's one line on stderr as it finishes: contestant, scenario, status
+    and duration (the scorecard follows on stdout when the suite is done)."""
+    from tidegate.text.sanitize import sanitize
+
+    def show(run: dict[str, Any]) -> None:
+        if "error" in run:
+            who, status, took = contestant or "-", "ERROR", "-"
+        else:
+            who = str(run.get("contestant") or contestant or "-")
+            status = str(run.get("status", "?"))
+            took = f"{run['scorecard']['wall_time_s']:.1f}s"
+        line = f"  done {who:<20} {run['scenario']:<28} {status:<10} {took}"
+        sys.stderr.write(sanitize(line) + "\n")
+        sys.stderr.flush()
+
+    return show
 
 
 @gym_app.command("swe")

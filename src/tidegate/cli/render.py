@@ -8,11 +8,13 @@ onto the screen nor drive the terminal (clear it, move the cursor, write the cli
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.status import Status
+from rich.text import Text
 
 from tidegate.cli.output import dump_json
 from tidegate.records.modes import Phase
@@ -39,22 +41,60 @@ def console(*, stderr: bool = False, markup: bool = True) -> Console:
 _MARK = {"ok": "[green]✓[/green]", "failed": "[red]✗[/red]"}
 
 
+def elapsed(seconds: float) -> str:
+    """``7s``, ``2m05s``, ``1h02m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole // 60 % 60:02d}m"
+
+
+class _Running:
+    """The status line of the running phase, drawn afresh at every refresh: its name, the
+    time since it started and the latest line of its command's output (sanitised: the
+    command can never drive the terminal), cut to one terminal line."""
+
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+        self.started = time.monotonic()
+        self.line = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        text = Text(f"{self.phase} {elapsed(time.monotonic() - self.started)}")
+        if self.line:
+            text.append("  ")
+            text.append(self.line, style="dim")
+        text.truncate(max(1, options.max_width), overflow="ellipsis")
+        yield text
+
+
 class ProgressPrinter:
     """A PhaseObserver that prints one line per phase as the run goes; on a terminal, a
-    spinner with the elapsed time shows which phase is running (VERIFY can take minutes)."""
+    spinner shows which phase is running, its elapsed time and the latest line of its
+    command's output (VERIFY can take minutes)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self._attempt = 0
         self._status: Status | None = None
+        self._running: _Running | None = None
 
     def phase_started(self, attempt: int, phase: Phase) -> None:
         if attempt != self._attempt:
             self._attempt = attempt
             self.console.print(f"[bold]attempt {attempt}[/bold]")
         if self.console.is_terminal:
-            self._status = self.console.status(f"{phase.value} ...", spinner="dots")
+            self._running = _Running(phase.value)
+            self._status = self.console.status(self._running, spinner="dots")
             self._status.start()
+
+    def command_output(self, line: str) -> None:
+        """The latest line of the running phase's command (from the runner's thread)."""
+        running = self._running
+        if running is not None:
+            running.line = sanitize(line.strip()).replace("\t", " ")
 
     def activity(self, text: str) -> None:
         """A line about work inside the running phase (a model's tool call)."""
@@ -64,6 +104,7 @@ class ProgressPrinter:
         if self._status is not None:
             self._status.stop()
             self._status = None
+            self._running = None
         mark = _MARK[event.status]
         detail = escape(visible(event.detail))
         self.console.print(

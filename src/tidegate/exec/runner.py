@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 from tidegate.disk import faults
 from tidegate.errors import UsageError
@@ -38,7 +38,7 @@ from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, laun
 from tidegate.exec.environment import command_environment, without_secrets
 from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
-from tidegate.exec.streams import Stream, open_spill
+from tidegate.exec.streams import LineWatch, OutputObserver, Stream, open_spill
 from tidegate.exec.supervise import StopReason, spawn, supervise
 
 SHELL = ("/bin/sh", "-c")
@@ -123,41 +123,6 @@ def confine_cwd(workspace: Path, cwd: Path | str) -> Path:
     return Path(target)
 
 
-class _Stream:
-    """One output stream: a bounded tail in memory, a bounded spill on disk."""
-
-    def __init__(self, fh: BinaryIO, tail_limit: int, spill_limit: int) -> None:
-        self.fh = fh
-        self.tail_limit = tail_limit
-        self.spill_limit = spill_limit
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        room = self.spill_limit - self.total
-        if room > 0:
-            self.fh.write(data[:room])
-        self.total += len(data)
-        if self.tail_limit <= 0:
-            return
-        if len(data) >= self.tail_limit:
-            self.tail = bytearray(data[-self.tail_limit :])
-            return
-        self.tail += data
-        if len(self.tail) > 2 * self.tail_limit:
-            del self.tail[: -self.tail_limit]
-
-    def text(self) -> tuple[str, bool]:
-        data = bytes(self.tail[-self.tail_limit :]) if self.tail_limit > 0 else b""
-        cut = self.total > len(data)
-        if cut:  # do not start with half a UTF-8 character
-            skip = 0
-            while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
-                skip += 1
-            data = data[skip:]
-        return data.decode("utf-8", "replace"), cut
-
-
 def run_command(
     argv: Sequence[str],
     cwd: Path,
@@ -177,6 +142,7 @@ def run_command(
     spawn_hook: SpawnHook | None = None,
     passthrough: tuple[str, ...] = (),
     credentials: Mapping[str, str] | None = None,
+    output: OutputObserver | None = None,
 ) -> CommandResult:
     """Run ``argv`` (spawned as is, never through an implicit shell) in ``cwd``.
 
@@ -192,7 +158,9 @@ def run_command(
     its probe, and raises CapabilityMismatch before spawning when the policy requires
     containment and it did not. Output goes to ``spill_dir/<label>.stdout`` and
     ``.stderr``, created without following a link planted there. ``spawn_hook``: see
-    ``SpawnHook``.
+    ``SpawnHook``. ``output``: told the latest line of the command's output (either
+    stream) as it runs, at most every 100 ms (``streams.LineWatch``); raw text, for the
+    caller to sanitise before it reaches a terminal.
     """
     argv = list(argv)
     if workspace is not None:
@@ -215,7 +183,10 @@ def run_command(
             # (an agent CLI's model key), past the secret filter and never recorded.
             child_env = {**base, **sandbox.env, **(credentials or {})}
             launched = [*hooked, *sandbox.prefix, *argv]
-            stop, stray, exit_code = _run(launched, cwd, child_env, (out, err), end, reason, cancel)
+            watch = None if output is None else LineWatch(output)
+            stop, stray, exit_code = _run(
+                launched, cwd, child_env, (out, err), end, reason, cancel, watch
+            )
     duration = time.monotonic() - start
     out_tail, out_cut = out.text()
     err_tail, err_cut = err.text()
@@ -249,6 +220,7 @@ def _run(
     end: float,
     reason: StopReason,
     cancel: threading.Event | None,
+    watch: LineWatch | None = None,
 ) -> tuple[StopReason | None, bool, int | None]:
     """Spawn ``argv`` unless cancelled or out of time already, and supervise it: why it
     was stopped (None: it exited), whether a stray kept a pipe, its exit code."""
@@ -257,7 +229,7 @@ def _run(
     if time.monotonic() >= end:
         return reason, False, None
     proc = spawn(argv, cwd, env)
-    stop, stray = supervise(proc, streams, end, reason, cancel)
+    stop, stray = supervise(proc, streams, end, reason, cancel, watch)
     return stop, stray, None if stop else proc.returncode
 
 

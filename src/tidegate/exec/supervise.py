@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from tidegate.exec.streams import Stream
+from tidegate.exec.streams import LineWatch, Stream
 
 STRAY_GRACE_S = 1.0
 """How long to keep draining after the process group is dead (pipes held elsewhere)."""
@@ -45,9 +45,11 @@ def supervise(
     end: float,
     reason: StopReason,
     cancel: threading.Event | None,
+    watch: LineWatch | None = None,
 ) -> tuple[StopReason | None, bool]:
     """Drain both pipes until the process is gone and the pipes are closed; stop it at
-    ``end`` or on ``cancel``. Returns (why it was stopped, whether a stray kept a pipe)."""
+    ``end`` or on ``cancel``. Returns (why it was stopped, whether a stray kept a pipe).
+    ``watch``: shown every read, and woken for when its latest line is due."""
     assert proc.stdout is not None and proc.stderr is not None
     sel = selectors.DefaultSelector()
     pipes = {proc.stdout.fileno(): streams[0], proc.stderr.fileno(): streams[1]}
@@ -82,6 +84,8 @@ def supervise(
                 stop = reason
                 _kill_group(proc.pid)
             wait = _wait_time(now, end, gone_at, stop, cancel, pidfd)
+            if watch is not None and (due := watch.wait(now)) is not None:
+                wait = min(wait, due)
             for key, _ in sel.select(wait):
                 fd = int(key.fd)
                 if fd not in pipes:
@@ -89,8 +93,12 @@ def supervise(
                 data = os.read(fd, _CHUNK)
                 if data:
                     pipes[fd].feed(data)
+                    if watch is not None:
+                        watch.seen(data)
                 else:
                     sel.unregister(fd)
+            if watch is not None:
+                watch.tick()
     finally:
         sel.close()
         _reap(proc, pidfd)

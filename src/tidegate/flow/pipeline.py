@@ -31,6 +31,9 @@ class PhaseObserver(Protocol):
 
     def phase_finished(self, event: PhaseEvent) -> None: ...
 
+    # Optional: ``command_output(line)``, told the latest line of a phase's command as it
+    # runs (VERIFY's), at most every 100 ms; raw text, to sanitise before printing.
+
 
 class RunRecorder(Protocol):
     """Where a run's trace and checkpoints go (``tidegate.store.recorder.StoreRecorder``).
@@ -95,6 +98,7 @@ def run_attempt(
     """Run one attempt; return the first phase error (None when every phase passed)."""
     failed: PhaseError | None = resume.failed if resume else None
     number = state.attempt.number
+    state.command_output = getattr(observer, "command_output", None)
     for phase, when in MODE_PHASES[state.request.mode]:
         if not _due(when, failed) or (resume is not None and resume.skips(phase)):
             continue

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from tidegate.config.records import TidegateConfig
 from tidegate.errors import PhaseError
 from tidegate.exec.runner import CommandResult
+from tidegate.exec.streams import OutputObserver
 from tidegate.records.proposal import Finding, Plan, Planner, Proposal
 from tidegate.records.report import (
     AppliedFile,
@@ -102,6 +103,8 @@ class RunState:
     """What VERIFY's command last ran under (recorded in the report)."""
     policy: EffectivePolicyOut | None = None
     """The policy read at bootstrap (recorded in the report and the trace)."""
+    command_output: OutputObserver | None = None
+    """Told the latest line of VERIFY's command as it runs (the CLI's progress line)."""
 
     @property
     def tree(self) -> ShadowTreeView:

@@ -10,12 +10,16 @@ Ray: ``ray.init()`` starts a local instance (no dashboard) unless ``--address`` 
 cluster. A worker lost mid-run makes Ray retry the task once (``max_retries=1``: a scenario
 run is idempotent, a new run directory each time); a second loss is reported as that
 entry's error, and the rest of the suite still reports.
+
+``on_result`` is told each run's document as it finishes, in the order they finish (the
+returned ``runs`` keep the suite's order).
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,7 @@ def run_suite(
     executor: str,
     address: str | None = None,
     allow_uncontained: bool = False,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     suite = load_suite(suite_id)
     jobs = [(s, contestant, str(gym_root), allow_uncontained) for s in suite.scenarios]
@@ -51,10 +56,11 @@ def run_suite(
         if address:
             raise UsageError("--address is for --executor ray")
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(_one, jobs))
+            futures = [pool.submit(_one, job) for job in jobs]
+            results = _in_order(futures, on_result)
         startup = 0.0
     elif executor == "ray":
-        results, startup = _ray(jobs, workers, address)
+        results, startup = _ray(jobs, workers, address, on_result)
     else:
         raise UsageError(f"--executor {executor!r}: use local or ray")
     wall = time.monotonic() - started
@@ -68,8 +74,21 @@ def run_suite(
     }
 
 
+def _in_order(
+    futures: list[Future[dict[str, Any]]], on_result: Callable[[dict[str, Any]], None] | None
+) -> list[dict[str, Any]]:
+    """The futures' results in their order, each told to ``on_result`` as it finishes."""
+    if on_result is not None:
+        for future in as_completed(futures):
+            on_result(future.result())
+    return [future.result() for future in futures]
+
+
 def _ray(
-    jobs: list[tuple[str, str | None, str, bool]], workers: int, address: str | None
+    jobs: list[tuple[str, str | None, str, bool]],
+    workers: int,
+    address: str | None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     try:
         import ray
@@ -84,12 +103,21 @@ def _ray(
     try:
         remote = ray.remote(max_retries=1, num_cpus=1)(_one)
         refs = [remote.remote(job) for job in jobs]
-        results = []
-        for job, ref in zip(jobs, refs, strict=True):
-            try:
-                results.append(ray.get(ref))
-            except Exception as exc:  # a worker lost twice
-                results.append({"scenario": job[0], "error": f"ray: {type(exc).__name__}: {exc}"})
+        done: dict[int, dict[str, Any]] = {}
+        index = {ref: i for i, ref in enumerate(refs)}
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            for ref in ready:
+                i = index[ref]
+                try:
+                    done[i] = ray.get(ref)
+                except Exception as exc:  # a worker lost twice
+                    error = f"ray: {type(exc).__name__}: {exc}"
+                    done[i] = {"scenario": jobs[i][0], "error": error}
+                if on_result is not None:
+                    on_result(done[i])
+        results = [done[i] for i in range(len(jobs))]
     finally:
         ray.shutdown()
     return results, startup

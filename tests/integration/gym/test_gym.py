@@ -151,6 +151,26 @@ def test_a_local_suite_runs_every_entry(capsys: pytest.CaptureFixture[str], root
     assert all(_all_passed(r) for r in result["runs"])
 
 
+def test_a_suite_shows_each_run_as_it_finishes(
+    capsys: pytest.CaptureFixture[str], root: Path
+) -> None:
+    """One line per run on stderr as it finishes; the scorecard on stdout as before; and
+    nothing on stderr with --json (the test above checks the JSON itself)."""
+    res = op(capsys, "gym", "run-suite", "smoke", "--workers", "2", "--state-root", str(root))
+    assert res.code == 0, res.err
+    done = [line.split() for line in res.err.splitlines() if line.startswith("  done ")]
+    assert sorted(d[2] for d in done) == [
+        "docs-refresh", "multi-file-refactor", "safe-change-dirty-tree",
+    ], res.err  # fmt: skip
+    for fields in done:
+        assert fields[1] and fields[3] in ("succeeded", "failed", "paused", "held"), fields
+        assert fields[4].endswith("s") and float(fields[4][:-1]) >= 0
+    assert res.out.startswith("suite smoke: 3 runs on local x2")
+    assert "docs-refresh" in res.out and " done " not in res.out
+    quiet = op(capsys, "gym", "run-suite", "smoke", "--state-root", str(root), "--json")
+    assert quiet.code == 0 and quiet.err == "" and quiet.json()["runs"]
+
+
 @pytest.mark.parametrize(
     "bad", [("run", "nope"), ("run", "../x"), ("compare", "Docs"), ("run-suite", "nope")]
 )

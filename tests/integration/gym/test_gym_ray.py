@@ -15,7 +15,17 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray>
 @pytest.mark.slow
 def test_local_and_ray_executors_give_identical_scorecards(tmp_path: Path) -> None:
     local = run_suite("smoke", tmp_path / "a", contestant=None, workers=2, executor="local")
-    on_ray = run_suite("smoke", tmp_path / "b", contestant=None, workers=2, executor="ray")
+    finished: list[str] = []
+    on_ray = run_suite(
+        "smoke",
+        tmp_path / "b",
+        contestant=None,
+        workers=2,
+        executor="ray",
+        on_result=lambda run: finished.append(run["scenario"]),
+    )
     assert [comparable(r) for r in local["runs"]] == [comparable(r) for r in on_ray["runs"]]
+    # each run was told as it finished; the runs keep the suite's order
+    assert sorted(finished) == sorted(r["scenario"] for r in on_ray["runs"])
     assert all("error" not in r for r in on_ray["runs"])
     assert on_ray["executor_startup_s"] > 0

@@ -128,6 +128,7 @@ def run_verify(state: RunState, command: str, label: str) -> CommandResult:
             workspace=state.shadow.path,
             passthrough=passthrough,
             spawn_hook=layer,
+            output=state.command_output,
         )
     except CapabilityMismatch as exc:  # refused by the runner itself, before spawning
         raise PhaseError(ErrorClass.CAPABILITY_MISMATCH, str(exc), retryable=False) from exc

@@ -3,6 +3,7 @@ cancellation, process-group cleanup, cwd confinement and bounded output."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import resource
 import threading
@@ -176,3 +177,33 @@ def test_argv_is_spawned_directly_not_through_a_shell(ws: Path) -> None:
     )
     assert res.stdout_tail == "$HOME; touch pwned\n"
     assert not (ws / "pwned").exists()
+
+
+def test_an_output_observer_is_told_the_latest_line_while_the_command_runs(ws: Path) -> None:
+    """Told as it runs, not at the end: a line followed by silence still arrives within
+    the interval (the drain wakes for it), and a flood is told at most every 100 ms."""
+    started = time.monotonic()
+    told: list[tuple[float, str]] = []
+
+    def seen(line: str) -> None:
+        told.append((time.monotonic() - started, line))
+
+    flood = "i=0; while [ $i -lt 3000 ]; do echo line $i; i=$((i+1)); done"
+    res = sh(ws, f"echo one; echo two; sleep 1; {flood}; echo last >&2; sleep 0.5", output=seen)
+    assert res.ok
+    assert [line for _, line in told][-1] == "last"  # stderr too
+    two = next(at for at, line in told if line == "two")
+    assert two < 0.8, told  # long before the sleep ended
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(told)]
+    assert all(gap >= 0.09 for gap in gaps), told
+    assert len(told) <= 2 + (res.duration_s / 0.1), told
+
+
+def test_without_an_observer_nothing_is_watched(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tidegate.exec import streams
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("a LineWatch was made without an observer")
+
+    monkeypatch.setattr(streams.LineWatch, "__init__", refuse)
+    assert sh(ws, "echo hello").stdout_tail == "hello\n"

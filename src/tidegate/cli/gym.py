@@ -197,6 +197,15 @@ def _finished_line(contestant: str | None) -> Callable[[dict[str, Any]], None]:
     return show
 
 
+def _graded_line(result: dict[str, Any], seconds: float) -> None:
+    """An instance's line on stderr as soon as it is graded (the summary follows)."""
+    from tidegate.text.sanitize import sanitize
+
+    line = f"  graded {result['instance_id']:<32} {result['status']:<20} {seconds:.1f}s"
+    sys.stderr.write(sanitize(line) + "\n")
+    sys.stderr.flush()
+
+
 @gym_app.command("swe")
 def gym_swe(
     instances: Annotated[Path, typer.Argument(help="A SWE-bench instance file (JSONL).")],
@@ -241,6 +250,7 @@ def gym_swe(
         python=python,
         allow_uncontained=allow_uncontained,
         run_id=run_id,
+        on_result=None if as_json else _graded_line,
     )
     lines = [
         f"{r['instance_id']:<32} {r['status']}"

@@ -26,6 +26,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,10 @@ def run_swe(
     python: str | None = None,
     allow_uncontained: bool = False,
     run_id: str | None = None,
+    on_result: Callable[[dict[str, Any], float], None] | None = None,
 ) -> dict[str, Any]:
+    """Grade ``path``'s instances one by one; ``on_result`` is told each instance's result
+    and its duration in seconds as it is graded."""
     if sum((oracle, contestant is not None, predictions is not None)) != 1:
         raise UsageError("give one of --oracle, --contestant SPEC or --predictions FILE")
     repos = repos.absolute()  # relative paths are the caller's
@@ -110,8 +114,11 @@ def run_swe(
         else:
             prediction = {"instance_id": instance.instance_id, "model_patch": None,
                           "model_name_or_path": str(contestant)}  # fmt: skip
+        started = time.monotonic()
         result = _one(instance, prediction, repos, run_dir, gym_root, clearance, python, contestant)
         results.append(result)
+        if on_result is not None:
+            on_result(result, time.monotonic() - started)
         if given is None:
             produced.append(prediction)
     if produced:

@@ -49,6 +49,20 @@ def test_the_oracle_resolves_every_shipped_instance_and_writes_reports(
     assert {p["model_name_or_path"] for p in predictions} == {"gold"}
 
 
+def test_each_instance_is_shown_as_it_is_graded(
+    capsys: pytest.CaptureFixture[str], mirrors: Path, tmp_path: Path, swe_cache: Path
+) -> None:
+    from tests.e2e._operator import op
+
+    res = op(capsys, "gym", "swe", str(shipped_instances()), "--repos", str(mirrors),
+             "--state-root", str(tmp_path / "s"), "--allow-uncontained", "--oracle")  # fmt: skip
+    assert res.code == 0, res.err
+    graded = [line.split() for line in res.err.splitlines() if line.startswith("  graded ")]
+    assert [g[1] for g in graded] == ["tidegate-gym__calc-1", "tidegate-gym__strings-1"]
+    assert all(g[2] == "resolved" and g[3].endswith("s") for g in graded), graded
+    assert "resolved 2/2" in res.out and "graded" not in res.out
+
+
 def test_a_predictions_file_is_graded_per_instance(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, swe_cache: Path
 ) -> None:

@@ -23,3 +23,14 @@ def dump_json(value: Any, *, indent: int | None = 2) -> str:
 def safe_line(text: str, *, stream: Any = None) -> None:
     """One line for a person: secrets redacted, control characters made visible."""
     (stream or sys.stdout).write(sanitize(text) + "\n")
+
+
+def shown(text: str) -> None:
+    """Text for a person on standard output: through the user's pager when it is a
+    terminal (``tidegate.exec.pager``, loaded only then), written as it is otherwise."""
+    if sys.stdout.isatty():
+        from tidegate.exec.pager import page
+
+        page(text)
+    else:
+        sys.stdout.write(text)

@@ -165,3 +165,36 @@ def test_what_cannot_be_done_to_a_run_is_refused(dirty: Repo) -> None:
     assert unknown.returncode == 2
     assert unknown.stderr == "tidegate: error: 'nope.py' is not a path of the run's change\n"
     assert dirty.tree_state(with_mtimes=True) == before
+
+
+def test_a_held_change_does_not_land_past_a_policy_that_now_protects_it(dirty: Repo) -> None:
+    run_id = held(dirty)
+    dirty.write(".tidegate/config.toml", '[validate]\nprotected = ["calc.py"]\n')
+    before = dirty.tree_state(with_mtimes=True)
+
+    res = tidegate_cli("apply", run_id, cwd=dirty.root)
+
+    assert res.returncode == 2
+    assert res.stderr == (
+        f"tidegate: error: cannot apply run {run_id}: tidegate's configuration (pyproject.toml "
+        "[tool.tidegate] or .tidegate/config.toml) judges changes differently since the run "
+        "was held; nothing was applied. Run it again, or discard it\n"
+    )
+    assert dirty.tree_state(with_mtimes=True) == before
+
+
+def test_a_held_change_whose_objects_are_gone_is_refused(dirty: Repo) -> None:
+    """Someone deleted the run's refs and git gc pruned its objects."""
+    run_id = held(dirty)
+    for ref in dirty.git("for-each-ref", "--format=%(refname)", "refs/tidegate/").split():
+        dirty.git("update-ref", "-d", ref)
+    dirty.git("reflog", "expire", "--expire=now", "--all")
+    dirty.git("gc", "-q", "--prune=now")
+    before = dirty.tree_state(with_mtimes=True)
+
+    res = tidegate_cli("apply", run_id, cwd=dirty.root)
+
+    assert res.returncode == 2
+    assert "its change is no longer in this repository" in res.stderr
+    assert len(res.stderr.splitlines()) == 1
+    assert dirty.tree_state(with_mtimes=True) == before

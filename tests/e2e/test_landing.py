@@ -99,6 +99,10 @@ def test_apply_lands_the_held_change_merged_with_edits_made_since(dirty: Repo) -
         "held",
         "applied",
     )
+    read = tidegate_cli("read", run_id, cwd=dirty.root)
+    assert "  change applied 20" in read.stdout
+    code, view, _ = cli("read", run_id, "--detail", cwd=dirty.root)
+    assert isinstance(view, dict) and [x["action"] for x in view["landings"]] == ["applied"]
 
 
 def test_apply_of_a_conflicting_held_change_changes_nothing(dirty: Repo) -> None:

@@ -110,6 +110,10 @@ def view_text(view: dict[str, Any]) -> str:
     )
     if evidence["replay_hash"]:
         out.append(line(f"  replay hash {evidence['replay_hash']}"))
+    for landing in view.get("landings", []):
+        by = landing["detail"].get("by_run")
+        how = f" (a subset, verified and landed by run {by})" if by else ""
+        out.append(line(f"  change {landing['action']} {_when(landing['at_ms'])}{how}"))
     if view["resume"]:
         r = view["resume"]
         after = f"after {r['after']}" if r["after"] else "at the start"

@@ -54,7 +54,7 @@ from tidegate.workspace.snapshot import result_ref
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 """What a run id looks like (``flow.headstart.new_run_id`` makes them): no path, no dots."""
-_SCAN = 500
+_SCAN = 200
 """How many of the newest runs are looked at to find the one a command means by default."""
 
 
@@ -193,6 +193,28 @@ def _change(repo: Repository, run: StoredRun) -> tuple[str, str]:
     return t0, tree
 
 
+def _policy_unchanged(repo: Repository, run: StoredRun) -> None:
+    """Refuse to land a held change once tidegate's configuration in the work tree judges
+    changes differently from when VALIDATE judged it (APPLY_BACK's rule, for a run whose
+    APPLY_BACK comes later): the run's verdict no longer speaks for the policy there now."""
+    assert run.report is not None
+    recorded = run.report.effective_policy
+    if recorded is None:
+        return
+    from tidegate.config import load_policy
+
+    try:
+        now: object = load_policy(repo.root).config.validate_.model_dump(mode="json")
+    except UsageError:
+        now = None
+    if now != recorded.validate_policy:
+        raise UsageError(
+            f"cannot apply run {run.run_id}: tidegate's configuration (pyproject.toml "
+            "[tool.tidegate] or .tidegate/config.toml) judges changes differently since the "
+            "run was held; nothing was applied. Run it again, or discard it"
+        )
+
+
 def _exists(repo: Repository, oid: str) -> bool:
     return repo.git.run("cat-file", "-e", f"{oid}^{{tree}}", check=False).returncode == 0
 
@@ -288,6 +310,7 @@ def apply_run(
     state = change_state(run, landed)
     if state != "held":
         raise _refusal(run.run_id, state, "apply")
+    _policy_unchanged(repo, run)
     t0, tree = _change(repo, run)
     changes = diff_trees(repo.git, t0, tree)
     chosen = _select(changes, only, exclude)

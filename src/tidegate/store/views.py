@@ -146,6 +146,7 @@ def run_view(store: Store, run_id: str) -> dict[str, Any]:
             "diff_sha256": report["diff_sha256"] if report else None,
         },
         "resume": resume,
+        "landings": _landings(store, rid),
         "report": report,
     }
 
@@ -361,6 +362,22 @@ def _tool_calls(store: Store, run_id: str) -> list[dict[str, Any]]:
             {**{n: getattr(c, n) for n in names}, "effects": c.effects}
             for c in _engine(store).tool_calls(run_id)
         ]
+
+
+def _landings(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """What became of the run's change (``store.landings``), oldest first."""
+    rows = store.rows(
+        "SELECT action, detail, at_ms FROM landings WHERE run_id = ? ORDER BY seq", (run_id,)
+    )
+    out = []
+    for action, detail, at_ms in rows:
+        value = json.loads(detail) if type(detail) is str else None
+        if type(action) is not str or not isinstance(value, dict) or type(at_ms) is not int:
+            from tidegate.store.corrupt import CorruptRecord
+
+            raise CorruptRecord(f"run {run_id}: a landing record is not what the store writes")
+        out.append({"action": action, "detail": value, "at_ms": at_ms})
+    return out
 
 
 def _effects(text: object) -> Any:

@@ -126,6 +126,7 @@ def landing_text(outcome: dict[str, Any]) -> str:
     out = [line(outcome["message"])]
     for path in outcome["written"]:
         how = "merged " if path in outcome["merged"] else "written"
+        how = "deleted" if path in outcome.get("deleted", ()) else how
         out.append(line(f"  {how} {path}"))
     if outcome["rejects"]:
         out.append(line(f"  rejects written to {outcome['rejects_dir']}:"))

@@ -68,6 +68,8 @@ class Landing:
     (unless ``journal_kept``)."""
     message: str
     written: list[str] = field(default_factory=list)
+    """Every path written, deletions included."""
+    deleted: list[str] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     rejects: list[str] = field(default_factory=list)
@@ -288,6 +290,7 @@ def _merge(repo: Repository, run_id: str, label: str, changes: list[PathChange])
         "applied" if verb == "apply" else "undone",
         "",
         written=[op.path for op in plan.ops],
+        deleted=[op.path for op in plan.ops if op.new.kind == "missing"],
         merged=[op.path for op in plan.ops if op.merged],
         unchanged=plan.unchanged,
     )
@@ -378,6 +381,7 @@ def _apply_subset(
         )
         return outcome
     outcome.written = [f.path for f in report.applied_files if f.action != "unchanged"]
+    outcome.deleted = [f.path for f in report.applied_files if f.action == "delete"]
     outcome.merged = [f.path for f in report.applied_files if f.merged]
     outcome.unchanged = [f.path for f in report.applied_files if f.action == "unchanged"]
     record_landing(store, run.run_id, "applied", {"paths": paths, "by_run": report.run_id})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -28,7 +29,7 @@ from tests.e2e._landing import (
     outside_refs,
     rejects_of,
 )
-from tests.integration._store import cli
+from tests.integration._store import cli, state_root
 
 __all__ = ["dirty"]  # the fixture
 
@@ -276,3 +277,25 @@ def test_on_a_terminal_the_diff_goes_through_the_pager(dirty: Repo) -> None:
     assert res.stdout.splitlines()[0].rstrip("\r") == "PAGED: README.md |    2 +-"
     piped = tidegate_cli("diff", "--stat", cwd=dirty.root, env={"PAGER": "sed s/^/PAGED:/"})
     assert not piped.stdout.startswith("PAGED:")  # not a terminal: no pager
+
+
+def test_a_store_from_before_landings_is_read_as_it_is_and_migrated_to_write(
+    dirty: Repo,
+) -> None:
+    run_id = landed(dirty)
+    path = next(state_root().glob("*/runs.sqlite3"))
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TABLE landings")
+    db.execute("PRAGMA user_version = 4")
+    db.close()
+    stored = path.read_bytes()
+
+    listed = tidegate_cli("runs", cwd=dirty.root)
+
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split()[:4] == [run_id, "engine", "patch", "succeeded"]
+    assert tidegate_cli("read", run_id, cwd=dirty.root).returncode == 0
+    assert path.read_bytes() == stored  # read in memory, never migrated in place
+    code, _, err = cli("undo", run_id, cwd=dirty.root)
+    assert code == 0, err
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 5

@@ -386,11 +386,13 @@ def _apply_subset(
     outcome.unchanged = [f.path for f in report.applied_files if f.action == "unchanged"]
     record_landing(store, run.run_id, "applied", {"paths": paths, "by_run": report.run_id})
     checked = "verified" if verify else "validated (no verify command)"
+    total = len(_all_paths(repo, t0, tree))
     outcome.message = (
-        f"applied {len(paths)} of the {len(_all_paths(repo, t0, tree))} path(s) of run "
-        f"{run.run_id}: a subset was never verified on its own, so it was re-{checked} in a "
-        f"fresh shadow as run {report.run_id} first; {len(outcome.written)} path(s) written "
-        f"as unstaged edits ({len(outcome.merged)} merged with your edits)"
+        f"applied {len(paths)} of the {total} path(s) of run {run.run_id}: a subset was never "
+        f"verified on its own, so it was re-{checked} in a fresh shadow as run "
+        f"{report.run_id} first; {len(outcome.written)} path(s) written as unstaged edits "
+        f"({len(outcome.merged)} merged with your edits); the run is closed, the "
+        f"{total - len(paths)} path(s) left out stay in `tidegate diff {run.run_id}`"
     )
     return outcome
 

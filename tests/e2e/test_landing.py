@@ -299,3 +299,31 @@ def test_a_store_from_before_landings_is_read_as_it_is_and_migrated_to_write(
     code, _, err = cli("undo", run_id, cwd=dirty.root)
     assert code == 0, err
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 5
+
+
+def test_a_subset_landing_is_undone_once_whichever_run_is_named(dirty: Repo) -> None:
+    before = dirty.tree_state()
+    first = held(dirty)
+    assert cli("apply", first, "--exclude", "README.md", cwd=dirty.root)[0] == 0
+    _, rows, _ = cli("runs", cwd=dirty.root)
+    assert isinstance(rows, list)
+    subset = rows[0]["run_id"]
+
+    code, out, err = cli("undo", "--last", "1", cwd=dirty.root)  # the held run, not both
+
+    assert code == 0, err
+    assert isinstance(out, dict) and (out["run_id"], out["by_run"]) == (first, subset)
+    assert dirty.tree_state() == before
+    refused = tidegate_cli("undo", cwd=dirty.root)
+    assert refused.returncode == 2 and "no applied run to undo" in refused.stderr
+
+    second = held(dirty)
+    assert cli("apply", second, "--only", "calc.py", cwd=dirty.root)[0] == 0
+    _, rows, _ = cli("runs", cwd=dirty.root)
+    assert isinstance(rows, list)
+    code, _, err = cli("undo", rows[0]["run_id"], cwd=dirty.root)  # the subset run by name
+    assert code == 0, err
+    _, rows, _ = cli("runs", cwd=dirty.root)
+    assert isinstance(rows, list)
+    assert [r["landing"] for r in rows[:2]] == ["undone", "undone"]
+    assert dirty.tree_state() == before

@@ -37,7 +37,7 @@ from tidegate.flow.pipeline import PhaseObserver
 from tidegate.git.settings import no_index
 from tidegate.records.report import FlowReport
 from tidegate.store.db import RunStore
-from tidegate.store.landings import landings, record_landing
+from tidegate.store.landings import landed_by, landings, record_landing
 from tidegate.store.rows import StoredRun
 from tidegate.workspace.changes import PathChange, diff_trees
 from tidegate.workspace.fs import LocalFS
@@ -148,8 +148,9 @@ def _run(store: RunStore, repo: Repository, run_id: str) -> tuple[StoredRun, lis
 def _newest(store: RunStore, repo: Repository, states: tuple[str, ...]) -> list[StoredRun]:
     """This work tree's runs whose change is in one of ``states``, the last landed first."""
     found = []
+    subsets = landed_by(store)  # their change is the held run's: listed under it
     for run in store.runs(limit=_SCAN, repo=str(repo.root)):
-        if run.problem is not None:
+        if run.problem is not None or run.run_id in subsets:
             continue
         landed = landings(store, run.run_id)
         if change_state(run, landed) in states:
@@ -468,6 +469,11 @@ def _undo(
         record_landing(store, run.run_id, "undone", detail)
         if source is not run:
             record_landing(store, source.run_id, "undone", {**detail, "for_run": run.run_id})
+        held_run = landed_by(store).get(run.run_id)
+        if held_run is not None:  # a subset run undone by its own id: its held run too
+            owner, owner_landed = _run(store, repo, held_run)
+            if change_state(owner, owner_landed) == "applied":
+                record_landing(store, held_run, "undone", {**detail, "by_run": run.run_id})
         outcome.message = _done("undone", run.run_id, outcome)
     return outcome
 

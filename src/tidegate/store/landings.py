@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tidegate.store.db import RunStore
 
 ACTIONS = ("applied", "discarded", "undone")
-__all__ = ["ACTIONS", "LAST_LANDING_SQL", "landings", "record_landing"]
+__all__ = ["ACTIONS", "LAST_LANDING_SQL", "landed_by", "landings", "record_landing"]
 
 
 def landings(store: RunStore, run_id: str) -> list[dict[str, Any]]:
@@ -40,6 +40,17 @@ def landings(store: RunStore, run_id: str) -> list[dict[str, Any]]:
             raise CorruptRecord(f"run {run_id}: a landing record is not what the store writes")
         out.append({"action": action, "detail": value, "at_ms": at_ms})
     return out
+
+
+def landed_by(store: RunStore) -> dict[str, str]:
+    """The runs that landed a subset of a held run, each mapped to that held run (the
+    ``by_run`` of an ``applied`` landing): their change stands for the held run's."""
+    rows = store.query(
+        "SELECT run_id, json_extract(detail, '$.by_run') FROM landings "
+        "WHERE action = 'applied' AND json_valid(detail) "
+        "AND json_type(detail, '$.by_run') = 'text'"
+    )
+    return {str(by): str(held) for held, by in rows}
 
 
 def record_landing(store: RunStore, run_id: str, action: str, detail: dict[str, Any]) -> None:

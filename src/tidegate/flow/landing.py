@@ -175,20 +175,31 @@ def _chosen(
 
 
 def _change(repo: Repository, run: StoredRun) -> tuple[str, str]:
-    """The run's T0 commit and result tree: the kept result ref, else (a run recorded
-    before results were kept) its succeeded attempt's candidate tree if git still has it."""
+    """The run's T0 commit and the tree its verification passed on, both as the run store
+    (outside the repository) recorded them. The kept result ref must hold that very tree:
+    a ref moved to another commit is refused, never landed. A run recorded before results
+    were kept has no ref; its tree is used while git still has it."""
     report = run.report
     assert report is not None
     t0 = report.t0_commit
-    tree = None
-    commit = repo.git.rev_parse(result_ref(run.run_id))
+    verified = [
+        a.candidate_tree
+        for a in report.attempt_events
+        if a.status == "succeeded" and a.candidate_tree is not None
+    ]
+    if not verified:
+        raise UsageError(f"run {run.run_id}: its report names no verified change")
+    tree = verified[-1]
+    ref = result_ref(run.run_id)
+    commit = repo.git.rev_parse(ref)
     if commit is not None:
-        tree = repo.git.out("rev-parse", f"{commit}^{{tree}}")
-    else:
-        trees = [a.candidate_tree for a in report.attempt_events if a.status == "succeeded"]
-        if trees and trees[-1] and _exists(repo, trees[-1]):
-            tree = trees[-1]
-    if t0 is None or tree is None or repo.git.rev_parse(t0) != t0:
+        kept = repo.git.out("rev-parse", f"{commit}^{{tree}}")
+        if kept != tree:
+            raise UsageError(
+                f"run {run.run_id}: {ref} does not hold the change that was verified (tree "
+                f"{tree[:12]}, the ref's {kept[:12]}); nothing was applied"
+            )
+    if t0 is None or not _exists(repo, tree) or repo.git.rev_parse(t0) != t0:
         raise UsageError(
             f"run {run.run_id}: its change is no longer in this repository (its T0 or result "
             "refs under refs/tidegate/ are gone)"

@@ -137,3 +137,19 @@ def test_recover_names_the_command_to_run_again(dirty: Repo) -> None:
         f"run {run_id}: apply completed; 1 path(s) written",
         f"  run `tidegate apply {run_id}` again to record it (nothing is written twice)",
     ]
+
+
+def test_a_kill_after_a_subset_landed_is_recorded_by_running_it_again(dirty: Repo) -> None:
+    run_id = held(dirty)
+    index = dirty.index_bytes()
+    _killed(dirty, "landing.before_record", "apply", run_id, "--only", "calc.py")
+    assert _whole(dirty) == (True, False)  # the subset's own run landed it
+    after = dirty.tree_state(with_mtimes=True)
+
+    code, out, err = cli("apply", run_id, "--only", "calc.py", cwd=dirty.root)
+
+    assert code == 0, err
+    assert isinstance(out, dict) and out["action"] == "applied" and out["written"] == []
+    assert dirty.tree_state(with_mtimes=True) == after and dirty.index_bytes() == index
+    again = tidegate_cli("apply", run_id, cwd=dirty.root)
+    assert again.returncode == 2 and "already applied" in again.stderr

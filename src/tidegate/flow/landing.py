@@ -364,6 +364,16 @@ def _apply_subset(
 
     assert run.report is not None
     paths = [c.path for c in chosen]
+    if _already_there(repo, chosen):
+        # A crash after the subset's run landed it, before it was recorded: record it now.
+        record_landing(store, run.run_id, "applied", {"paths": paths, "already": True})
+        return Landing(
+            run.run_id,
+            "applied",
+            f"the {len(paths)} chosen path(s) of run {run.run_id} already hold its change "
+            "(landed before an interruption); recorded as applied, nothing written",
+            unchanged=paths,
+        )
     diff = repo.git.run(
         "diff", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff",
         "--no-textconv", t0, tree, "--", *(f":(literal){p}" for p in paths),
@@ -392,6 +402,7 @@ def _apply_subset(
             f"nothing was applied and run {run.run_id} is still held"
         )
         return outcome
+    maybe_crash("landing.before_record")  # crash tests: landed by the run, not recorded
     outcome.written = [f.path for f in report.applied_files if f.action != "unchanged"]
     outcome.deleted = [f.path for f in report.applied_files if f.action == "delete"]
     outcome.merged = [f.path for f in report.applied_files if f.merged]
@@ -407,6 +418,13 @@ def _apply_subset(
         f"{total - len(paths)} path(s) left out stay in `tidegate diff {run.run_id}`"
     )
     return outcome
+
+
+def _already_there(repo: Repository, chosen: list[PathChange]) -> bool:
+    """Whether every chosen path of the work tree already holds the change."""
+    with tempfile.TemporaryDirectory(prefix="tidegate-landing-") as scratch:
+        plan = plan_merge(repo.git, LocalFS(repo.root), chosen, Path(scratch))
+    return bool(chosen) and not plan.ops and not plan.conflicts
 
 
 def _all_paths(repo: Repository, t0: str, tree: str) -> list[str]:

@@ -21,3 +21,9 @@ from tidegate.exec.pager import pager_command
 )
 def test_the_pager_is_named_as_git_names_it(environ: dict[str, str], expected: str | None) -> None:
     assert pager_command(environ) == expected
+
+
+def test_git_core_pager_comes_between_git_pager_and_pager() -> None:
+    assert pager_command({"PAGER": "more"}, "delta") == "delta"
+    assert pager_command({"GIT_PAGER": "bat"}, "delta") == "bat"
+    assert pager_command({}, "cat") is None

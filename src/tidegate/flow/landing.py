@@ -332,16 +332,19 @@ def apply_run(
     if len(chosen) < len(changes):
         return _apply_subset(repo, store, run, t0, tree, chosen, observer)
     with _locked(repo, "apply"):
+        # Under the lock, the record read again: another apply or a discard may have won.
+        if (now := change_state(run, landings(store, run.run_id))) != "held":
+            raise _refusal(run.run_id, now, "apply")
         outcome = _merge(repo, run.run_id, f"{run.run_id}.apply", chosen)
-    if outcome.action == "applied":
-        maybe_crash("landing.before_record")  # crash tests: written, not yet recorded
-        record_landing(
-            store,
-            run.run_id,
-            "applied",
-            {"paths": [c.path for c in chosen], "written": outcome.written},
-        )
-        outcome.message = _done("applied", run.run_id, outcome)
+        if outcome.action == "applied":
+            maybe_crash("landing.before_record")  # crash tests: written, not yet recorded
+            record_landing(
+                store,
+                run.run_id,
+                "applied",
+                {"paths": [c.path for c in chosen], "written": outcome.written},
+            )
+            outcome.message = _done("applied", run.run_id, outcome)
     return outcome
 
 
@@ -438,7 +441,10 @@ def discard_run(repo_path: Path, store: RunStore, run_id: str | None) -> Landing
     state = change_state(run, landed)
     if state != "held":
         raise _refusal(run.run_id, state, "discard")
-    record_landing(store, run.run_id, "discarded", {})
+    with _locked(repo, "discard"):
+        if (now := change_state(run, landings(store, run.run_id))) != "held":
+            raise _refusal(run.run_id, now, "discard")
+        record_landing(store, run.run_id, "discarded", {})
     with suppress(GitError):  # the record says discarded: the ref only kept it from gc
         repo.git.run("update-ref", "-d", result_ref(run.run_id), check=False)
     return Landing(
@@ -490,21 +496,36 @@ def _undo(
     t0, tree = _change(repo, source)
     inverse = [PathChange(c.path, c.after, c.before) for c in diff_trees(repo.git, t0, tree)]
     with _locked(repo, "undo"):
+        if (now := change_state(run, landings(store, run.run_id))) != "applied":
+            raise _refusal(run.run_id, now, "undo")
         outcome = _merge(repo, run.run_id, f"{run.run_id}.undo", inverse)
-    outcome.by_run = by_run if isinstance(by_run, str) else None
-    if outcome.action == "undone":
-        maybe_crash("landing.before_record")
-        detail = {"paths": [c.path for c in inverse], "written": outcome.written}
-        record_landing(store, run.run_id, "undone", detail)
-        if source is not run:
-            record_landing(store, source.run_id, "undone", {**detail, "for_run": run.run_id})
-        held_run = landed_by(store).get(run.run_id)
-        if held_run is not None:  # a subset run undone by its own id: its held run too
-            owner, owner_landed = _run(store, repo, held_run)
-            if change_state(owner, owner_landed) == "applied":
-                record_landing(store, held_run, "undone", {**detail, "by_run": run.run_id})
-        outcome.message = _done("undone", run.run_id, outcome)
+        outcome.by_run = by_run if isinstance(by_run, str) else None
+        if outcome.action == "undone":
+            maybe_crash("landing.before_record")
+            _record_undone(store, repo, run, source, inverse, outcome)
+            outcome.message = _done("undone", run.run_id, outcome)
     return outcome
+
+
+def _record_undone(
+    store: RunStore,
+    repo: Repository,
+    run: StoredRun,
+    source: StoredRun,
+    inverse: list[PathChange],
+    outcome: Landing,
+) -> None:
+    """Record the undo on the run, and on the other run of a subset landing (the subset's
+    own run, or the held run whose subset it landed)."""
+    detail = {"paths": [c.path for c in inverse], "written": outcome.written}
+    record_landing(store, run.run_id, "undone", detail)
+    if source is not run:
+        record_landing(store, source.run_id, "undone", {**detail, "for_run": run.run_id})
+    held_run = landed_by(store).get(run.run_id)
+    if held_run is not None:  # a subset run undone by its own id: its held run too
+        owner, owner_landed = _run(store, repo, held_run)
+        if change_state(owner, owner_landed) == "applied":
+            record_landing(store, held_run, "undone", {**detail, "by_run": run.run_id})
 
 
 def _done(action: str, run_id: str, outcome: Landing) -> str:

@@ -219,3 +219,23 @@ def test_a_result_ref_moved_to_another_change_is_refused(dirty: Repo) -> None:
     assert f"{ref} does not hold the change that was verified" in res.stderr
     assert len(res.stderr.splitlines()) == 1
     assert dirty.tree_state(with_mtimes=True) == before
+
+
+@pytest.mark.parametrize("verb", ["apply", "discard"])
+def test_nothing_lands_while_another_run_holds_the_lock(dirty: Repo, verb: str) -> None:
+    from tidegate.workspace.lock import RunLock
+    from tidegate.workspace.repo import discover
+
+    run_id = held(dirty)
+    before = dirty.tree_state(with_mtimes=True)
+    lock = RunLock(discover(dirty.root).runtime_dir, "another-run").acquire()
+    try:
+        res = tidegate_cli(verb, run_id, cwd=dirty.root)
+    finally:
+        lock.release()
+
+    assert res.returncode == 4
+    assert len(res.stderr.splitlines()) == 1 and "another-run" in res.stderr
+    assert dirty.tree_state(with_mtimes=True) == before
+    _, rows, _ = cli("runs", cwd=dirty.root)
+    assert isinstance(rows, list) and rows[0]["landing"] is None  # still held

@@ -12,7 +12,15 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m compileall -q src
 	touch $@
 
-demo: $(BIN)/.installed
+# The demo needs the core install and pytest (its verify command) only; pip shows progress.
+$(BIN)/.core: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	@echo "make demo: installing tidegate (core: the engine and the CLI) and pytest"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e . 'pytest>=8,<10'
+	$(BIN)/python -m compileall -q src
+	touch $@
+
+demo: $(BIN)/.core
 	bash examples/demo.sh
 
 lint: $(BIN)/.installed

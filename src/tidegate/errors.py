@@ -137,3 +137,36 @@ class UnknownOutcome(TidegateError):
     its output failed its schema after a write). Never retried; ends the run durably."""
 
     error_class = ErrorClass.UNKNOWN_OUTCOME
+
+
+EXTRAS = {
+    "openai": "models",
+    "anthropic": "models",
+    "httpx2": "models",
+    "tiktoken": "models",
+    "mcp": "mcp",
+    "mcp_types": "mcp",
+    "anyio": "mcp",
+    "pexpect": "terminal",
+    "ptyprocess": "terminal",
+    "pyte": "terminal",
+    "ray": "ray",
+    "opentelemetry": "otel",
+    "starlette": "inspect",
+    "uvicorn": "inspect",
+    "swebench": "gym",
+}
+"""The optional packages a command may need, by the extra that installs them (the core
+install is the engine and the CLI: pyproject.toml's optional-dependencies)."""
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install when ``exc`` is an optional package that is
+    not installed; None for any other missing module (a bug, reported as one)."""
+    top = (exc.name or "").partition(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (
+        f"this needs the [{extra}] extra ({top} is not installed): pip install 'tidegate[{extra}]'"
+    )

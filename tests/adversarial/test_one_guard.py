@@ -219,11 +219,15 @@ def test_a_benchmark_instances_tests_are_refused_uncontained(
     tmp_path: Path, no_bubblewrap: None
 ) -> None:
     from tidegate.errors import UsageError
-    from tidegate.gym.swe import _run_tests
+    from tidegate.exec.containment import policy_for
+    from tidegate.gym.swe_env import benchmark_run
 
     marker = tmp_path / "ran"
+    policy = policy_for("auto", network=False, writable=(tmp_path,))
+    assert policy is not None
     with pytest.raises(UsageError, match="benchmark"):
-        _run_tests(tmp_path, f"touch {marker}", "/usr/bin/python3", Clearance(Origin.BENCHMARK))
+        benchmark_run(["/bin/sh", "-c", f"touch {marker}"], tmp_path, policy,
+                      Clearance(Origin.BENCHMARK), "tests")  # fmt: skip
     assert not marker.exists()
 
 

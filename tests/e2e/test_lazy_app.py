@@ -47,6 +47,7 @@ CASES = [
     ["review", "read", "--help"],
     ["ledger", "--help"],
     ["mcp", "--help"],
+    ["inspect", "--help"],
 ]
 """Engine commands (the lazy application), and lines only the full one takes."""
 
@@ -55,6 +56,7 @@ GROUP_MODULES = (
     "tidegate.cli.tools",
     "tidegate.cli.mcp",
     "tidegate.cli.gym",
+    "tidegate.cli.inspector",
     "tidegate.cli.operator",
     "tidegate.cli.render",
     "tidegate.ledger",
@@ -62,6 +64,8 @@ GROUP_MODULES = (
     "tidegate.operator",
     "tidegate.tools",
     "tidegate.mcp.server",
+    "tidegate.inspector",
+    "http.server",
     "tidegate.models",
     "tidegate.agent",
     "mcp",

@@ -73,6 +73,7 @@ PLAIN = [
     ["run", "--objective", ""],
     ["run", "--objective-file", "-", "--max-attempts", "020"],
     ["run", "--objective", "x", "--verify-timeout", "1"],
+    ["run", "--objective", "x", "--otlp", "http://127.0.0.1:4318", "--json"],
 ]
 
 REFUSED = [
@@ -101,6 +102,7 @@ REFUSED = [
     ["review", "--objective", "x", "--max-attempts", "2"],
     ["review", "--objective", "x", "--mode", "patch"],
     ["debug", "--objective", "x", "--mode", "patch"],
+    ["review", "--objective", "x", "--otlp", "http://127.0.0.1:4318"],
     ["run", "--objective", "caf\udcc3"],
     ["runs"],
     [],

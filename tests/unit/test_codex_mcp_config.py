@@ -4,6 +4,7 @@ paths hold; a path TOML cannot hold is refused with one clear error."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tidegate.agents.mcp_registration import codex_mcp_table, tidegate_command
+from tidegate.agents.mcp_registration import claude_mcp_json, codex_mcp_table, tidegate_command
 from tidegate.errors import UsageError
 
 
@@ -137,3 +138,63 @@ def test_the_cli_creates_nothing_for_a_state_root_to_come(tmp_path: Path) -> Non
     done = _cli("--workspace", str(repo), "--state-root", str(tmp_path / "later" / "state"))
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "later").exists()
+
+
+# -- Claude Code: .mcp.json ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["plain", 'with "quotes" and \\ back', "tab\tnew\nline", "ünï ✓"])
+def test_the_claude_json_reads_back_as_the_argv_it_names(tmp_path: Path, name: str) -> None:
+    workspace, state = tmp_path / name / "repo", tmp_path / name / "state"
+    command = [str(tmp_path / name / "bin" / "python3"), "-m", "tidegate"]
+    text = claude_mcp_json(workspace, command=command, state_root=state, approval="balanced")
+    assert list(json.loads(text)) == ["mcpServers"]
+    server = json.loads(text)["mcpServers"]["tidegate"]
+    assert server == {
+        "type": "stdio",
+        "command": command[0],
+        "args": [
+            "-m", "tidegate", "mcp", "serve", "--workspace", str(workspace),
+            "--state-root", str(state), "--approval", "balanced",
+        ],
+        "env": {},
+    }  # fmt: skip
+
+
+def test_the_claude_json_refuses_a_path_that_is_not_utf8(tmp_path: Path) -> None:
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    with pytest.raises(UsageError, match=r"not valid UTF-8; Claude Code's \.mcp\.json"):
+        claude_mcp_json(odd)
+
+
+def test_the_cli_prints_claude_code_s_mcp_json(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidegate",
+            "mcp",
+            "claude-config",
+            "--workspace",
+            str(repo / "sub"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    server = json.loads(done.stdout)["mcpServers"]["tidegate"]
+    assert server["type"] == "stdio" and os.path.isabs(server["command"])
+    assert server["args"][-4:] == ["mcp", "serve", "--workspace", str(repo.resolve())]
+    bad = subprocess.run(
+        [sys.executable, "-m", "tidegate", "mcp", "claude-config", "--workspace", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: ")

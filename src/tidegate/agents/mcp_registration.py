@@ -1,6 +1,7 @@
 """Registering ``tidegate mcp serve`` with the Codex CLI: its ``[mcp_servers.tidegate]``
 table in ``$CODEX_HOME/config.toml``, so that Codex makes its edits through tidegate's
-guarded transaction (``change_propose``).
+guarded transaction (``change_propose``); and with Claude Code: its ``.mcp.json``
+(``claude_mcp_json``).
 
 Each key is there for a reason found by driving the real Codex CLI 0.171 against a
 scripted model server (``docs/agents.md``, "Codex calling change_propose"):
@@ -59,12 +60,7 @@ def codex_mcp_table(
 
     ``command`` defaults to ``tidegate_command()``; ``approval`` is passed on as
     ``--approval`` when given. Raises UsageError for a path TOML cannot hold (not UTF-8)."""
-    argv = list(command or tidegate_command())
-    args = [*argv[1:], "mcp", "serve", "--workspace", str(Path(workspace).absolute())]
-    if state_root is not None:
-        args += ["--state-root", str(Path(state_root).absolute())]
-    if approval is not None:
-        args += ["--approval", approval]
+    argv, args = _serve_argv(workspace, command, state_root, approval)
     lines = [
         f"[mcp_servers.{SERVER}]",
         f"command = {_string(argv[0])}",
@@ -80,14 +76,51 @@ def codex_mcp_table(
     return "\n".join(lines) + "\n"
 
 
+def claude_mcp_json(
+    workspace: Path,
+    *,
+    command: Sequence[str] | None = None,
+    state_root: Path | None = None,
+    approval: str | None = None,
+) -> str:
+    """The ``.mcp.json`` document (Claude Code's project-scope file, at the repository's
+    root) that registers ``tidegate mcp serve`` for ``workspace``: every tool, with the
+    annotations the server reports, so Claude Code asks before the writing ones only.
+
+    The one server entry is also what ``claude mcp add-json tidegate JSON`` takes."""
+    argv, args = _serve_argv(workspace, command, state_root, approval)
+    entry = {"type": "stdio", "command": argv[0], "args": args, "env": {}}
+    for text in (argv[0], *args):
+        _utf8(text, "Claude Code's .mcp.json")
+    return json.dumps({"mcpServers": {SERVER: entry}}, indent=2, ensure_ascii=False) + "\n"
+
+
+def _serve_argv(
+    workspace: Path,
+    command: Sequence[str] | None,
+    state_root: Path | None,
+    approval: str | None,
+) -> tuple[list[str], list[str]]:
+    """The command that starts ``mcp serve`` for ``workspace``, and its arguments."""
+    argv = list(command or tidegate_command())
+    args = [*argv[1:], "mcp", "serve", "--workspace", str(Path(workspace).absolute())]
+    if state_root is not None:
+        args += ["--state-root", str(Path(state_root).absolute())]
+    if approval is not None:
+        args += ["--approval", approval]
+    return argv, args
+
+
+def _utf8(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{text!r} is not valid UTF-8; {where} cannot name it") from None
+
+
 def _string(text: str) -> str:
     """A TOML basic string. JSON's escapes are all valid TOML escapes (DEL, which JSON
     leaves bare, is escaped too); a lone surrogate (a path that is not UTF-8) cannot be
     written, and is refused."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError(
-            f"{text!r} is not valid UTF-8; Codex's config.toml cannot name it"
-        ) from None
+    _utf8(text, "Codex's config.toml")
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")

@@ -44,10 +44,31 @@ _SETTINGS: dict[str, Any] = {
     "add_completion": False,
     "pretty_exceptions_enable": False,
     "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
 }
 app = typer.Typer(**_SETTINGS)
 """The engine commands alone (``full_app``: with the command groups)."""
 _full: typer.Typer | None = None
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"tidegate {version('tidegate')}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Show the version and exit.", callback=_show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    pass
 
 
 def full_app() -> typer.Typer:
@@ -56,6 +77,7 @@ def full_app() -> typer.Typer:
     if _full is None:
         full = typer.Typer(**_SETTINGS)
         full.registered_commands = app.registered_commands
+        full.registered_callback = app.registered_callback
         add_groups(full)
         _full = full
     return _full
@@ -171,6 +193,14 @@ def run(
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
+    otlp: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp",
+            help="Send the run's OpenTelemetry spans to this OTLP/HTTP collector as it goes "
+            "(the otel extra; docs/export.md).",
+        ),
+    ] = None,
 ) -> None:
     """Propose, verify in a shadow worktree, and merge the change back as unstaged edits."""
     raise typer.Exit(invoke("run", locals()))

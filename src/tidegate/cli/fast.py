@@ -26,7 +26,8 @@ Usage: tidegate [OPTIONS] COMMAND [ARGS]...
   index.
 
 Options:
-  --help  Show this message and exit.
+  --version   Show the version and exit.
+  -h, --help  Show this message and exit.
 
 Commands:
   run                   Propose, verify in a shadow worktree, and merge...
@@ -40,10 +41,12 @@ Commands:
   apply                 Land a held run's verified change (`run --hold`)...
   discard               Drop a held run's change; it can no longer be...
   undo                  Reverse an applied run's change with a three-way...
+  inspect               Browse recorded runs in a read-only local web page.
   ledger                Resumable task loops kept in markdown files:...
   tools                 The canonical tools: list them, call one with...
   mcp                   Serve the tools to an MCP client.
   gym                   Benchmark scenarios: the same tasks, the same...
+  export                Export a recorded run to other tools.
   bootstrap             Run an identity's mode with explicit values.
   engineer              One bounded, verified engineer action; its audit...
   meeting               Capture meeting decisions and goals; read the...
@@ -60,8 +63,13 @@ _FLAGS = {"--json", "--detail"}
 
 def dispatch(args: Sequence[str]) -> int | None:
     """Run ``args`` here when they are a plain --help, runs or read; None: not handled."""
-    if not args or list(args) == ["--help"]:
+    if not args or list(args) in (["--help"], ["-h"]):
         return _help()
+    if list(args) == ["--version"]:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"tidegate {version('tidegate')}\n")
+        return 0
     command, rest = args[0], args[1:]
     if command not in ("runs", "read"):
         return None

@@ -2,9 +2,9 @@
 
 The engine commands (run, review, debug, recover, runs, read, resume, diff, apply,
 discard, undo) are in
-``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, the operator's) is in a
-module of its own that imports what it uses (the store's writer, rich, the tools, the MCP
-SDK). A command line that names an engine command is given the engine commands alone; any
+``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, inspect, export,
+the operator's) is in a module of its own that imports what it uses (the store's writer, rich,
+the tools, the MCP SDK). A command line that names an engine command is given the engine commands alone; any
 other (no arguments, ``--help``, a group, an unknown command or option) the full command
 set, so the help, the error lines and the exit codes are typer's own for all of it
 (tests/e2e/test_lazy_app.py compares the two byte for byte). This module imports nothing.
@@ -50,7 +50,9 @@ def needs_groups(args: list[str]) -> bool:
 
 def add_groups(app: typer.Typer) -> None:
     """Add every command group to ``app``, in the order the help lists them."""
+    from tidegate.cli.export import export_app
     from tidegate.cli.gym import gym_app
+    from tidegate.cli.inspector import inspect_command
     from tidegate.cli.ledger import ledger_app
     from tidegate.cli.mcp import mcp_app
     from tidegate.cli.operator import operator_apps
@@ -60,5 +62,7 @@ def add_groups(app: typer.Typer) -> None:
     app.add_typer(tools_app, name="tools")
     app.add_typer(mcp_app, name="mcp")
     app.add_typer(gym_app, name="gym")
+    app.command(name="inspect")(inspect_command)
+    app.add_typer(export_app, name="export")
     for operator_app in operator_apps():
         app.add_typer(operator_app, hidden=operator_app.info.name == OPERATOR_REVIEW)

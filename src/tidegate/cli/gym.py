@@ -183,20 +183,29 @@ def gym_swe(
         "."
     ),
     oracle: Annotated[
-        bool, typer.Option("--oracle", help="Use each instance's gold patch.")
+        bool, typer.Option("--oracle", help="Grade each instance's gold patch.")
     ] = False,
+    predictions: Annotated[
+        Path | None,
+        typer.Option("--predictions", help="Grade an official predictions file (JSONL)."),
+    ] = None,
     contestant: ContestantOpt = None,
     instance: Annotated[
         list[str] | None, typer.Option("--instance", help="Only these ids.")
     ] = None,
     python: Annotated[
-        str | None, typer.Option("--python", help="The interpreter for the tests.")
+        str | None,
+        typer.Option("--python", help="Override: run the tests with this interpreter."),
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Name the run's directory.")
     ] = None,
     state_root: StateRootOpt = None,
     allow_uncontained: AllowUncontainedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run SWE-bench instances through the guarded engine: resolved / not-resolved."""
+    """Grade SWE-bench instances the way SWE-bench grades: resolved, partially resolved,
+    unresolved, error or empty patch, per instance, with swebench's report.json."""
     from tidegate.gym.contestants import absolute_contestant
     from tidegate.gym.swe import run_swe
 
@@ -206,9 +215,11 @@ def gym_swe(
         _gym_root(state_root),
         oracle=oracle,
         contestant=absolute_contestant(contestant),
+        predictions=predictions,
         only=instance or [],
         python=python,
         allow_uncontained=allow_uncontained,
+        run_id=run_id,
     )
     lines = [
         f"{r['instance_id']:<32} {r['status']}"
@@ -218,6 +229,7 @@ def gym_swe(
     lines.append(
         f"resolved {summary['resolved']}/{summary['instances']} (rate {summary['resolve_rate']})"
     )
+    lines.append(f"reports: {summary['run_dir']}")
     _out(
         summary,
         as_json,

@@ -114,6 +114,33 @@ def codex_config(
     typer.echo(table, nl=False)
 
 
+@mcp_app.command("claude-config")
+def claude_config(
+    workspace: Annotated[Path, typer.Option("--workspace", help="The workspace root.")],
+    approval: Annotated[
+        str | None, typer.Option("--approval", help="Passed on to `mcp serve --approval`.")
+    ] = None,
+    state_root: StateRootOpt = None,
+) -> None:
+    """Print the `.mcp.json` that registers the server with Claude Code (project scope).
+
+    Save it as `.mcp.json` at the repository's root (or merge its `mcpServers` entry into
+    one), or give the entry to `claude mcp add-json tidegate`. Refused, in one line, when
+    the server it registers would not start."""
+    from tidegate.agents.mcp_registration import claude_mcp_json
+    from tidegate.errors import UsageError
+
+    try:
+        root = would_serve(workspace, approval, state_root)
+        text = claude_mcp_json(
+            root, state_root=Path(state_root) if state_root else None, approval=approval
+        )
+    except UsageError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(text, nl=False)
+
+
 def would_serve(workspace: Path, approval: str | None, state_root: str | None) -> Path:
     """The repository root ``mcp serve --workspace WORKSPACE`` would serve with
     ``change_propose``, after the checks it makes before it answers a client (approval

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidegate.cli.output import dump_json
-from tidegate.errors import PersistenceError, TidegateError, UsageError
+from tidegate.errors import PersistenceError, TidegateError, UsageError, missing_extra
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.paths import is_utf8
 from tidegate.text.sanitize import sanitize
@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tidegate.cli.render import ProgressPrinter
+    from tidegate.export.live import LiveExport
     from tidegate.records.report import FlowReport
-    from tidegate.store import RunStore
+    from tidegate.store import RunStore, StoreRecorder
 
 EXIT_USAGE = 2
 finished_cleanly = False
@@ -67,7 +68,11 @@ _PATCHING: dict[str, tuple[Any, ...]] = {
     "--sub-agent": ("sub_agent", "multi"),
 }
 OPTIONS: dict[str, dict[str, tuple[Any, ...]]] = {
-    "run": {**_PATCHING, "--mode": ("mode", "choice", tuple(m.value for m in Mode))},
+    "run": {
+        **_PATCHING,
+        "--mode": ("mode", "choice", tuple(m.value for m in Mode)),
+        "--otlp": ("otlp", "str"),
+    },
     "review": _COMMON,
     "debug": _PATCHING,
 }
@@ -213,6 +218,7 @@ def invoke(command: str, values: dict[str, Any]) -> int:
         p.get("objective_file"),
         p["as_json"],
         p.get("state_root"),
+        otlp=p.get("otlp"),
         **fields,
     )
 
@@ -223,10 +229,11 @@ def run_command(
     objective_file: Path | None,
     as_json: bool,
     state_root: str | None,
+    otlp: str | None = None,
     **fields: Any,
 ) -> int:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render it;
-    the exit code."""
+    the exit code. ``otlp``: send the run's spans there as it goes (``export.live``)."""
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
     from tidegate.records.request import RunRequest
@@ -236,21 +243,43 @@ def run_command(
     request = RunRequest(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
+    if otlp is not None:  # no extra, a bad URL: refused before the run
+        from tidegate.export.otel import require_sdk, traces_url
+
+        require_sdk()
+        traces_url(otlp)
     store = open_store(request.repo, state_root)
     observer = progress_observer(as_json)
     recorder = StoreRecorder(store)
+    live = None if otlp is None else _live_export(store, recorder, otlp)
     planner = planner_for(request, recorder=recorder) if request.model or request.agent else None
     if observer is not None and hasattr(planner, "progress"):
         planner.progress = observer.activity  # type: ignore[union-attr]
+    failure = None
     try:
         report = execute(request, observer=observer, planner=planner, recorder=recorder)
     finally:
         getattr(planner, "close", lambda: None)()
+        if live is not None:
+            failure = live.close()  # the last spans, while the store is still open
         store.close()  # checkpoints SQLite's WAL into the store file: nothing is left to exit
+    if failure is not None:
+        sys.stderr.write(sanitize(f"tidegate: warning: live export stopped: {failure}") + "\n")
     print_report(report, as_json)
     global finished_cleanly
     finished_cleanly = True
     return report.exit_code
+
+
+def _live_export(store: RunStore, recorder: StoreRecorder, endpoint: str) -> LiveExport:
+    """``tidegate.export.live`` on this run's store, following the run the recorder begins."""
+    from tidegate.export.live import LiveExport
+
+    def run_id() -> str | None:
+        trace = getattr(recorder, "trace", None)
+        return None if trace is None else str(trace.run_id)
+
+    return LiveExport(store.path, store.key, endpoint, run_id).start()
 
 
 def print_report(report: FlowReport, as_json: bool) -> None:
@@ -330,6 +359,12 @@ def guarded(body: Callable[[], int]) -> int:
     except TidegateError as exc:
         sys.stderr.write(sanitize(f"tidegate: error: {exc}") + "\n")
         return int(getattr(exc, "exit_code", 1))
+    except ModuleNotFoundError as exc:
+        needed = missing_extra(exc)
+        if needed is None:
+            raise
+        sys.stderr.write(f"tidegate: error: {needed}\n")
+        return EXIT_USAGE
     except Exception as exc:
         problem = _bad_field(exc)
         if problem is None:

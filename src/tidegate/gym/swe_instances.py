@@ -28,6 +28,12 @@ class Instance:
     """tidegate's extension: what the gym installs into the instance's own venv."""
 
 
+_KEPT = ("version", "environment_setup_commit", "environment", "test_cmd", "log_parser")
+"""Kept as read: the public format's ``version`` and ``environment_setup_commit``, and
+tidegate's extensions (``environment``, ``test_cmd``, ``log_parser``: see ``swe_env`` and
+``swe_specs``)."""
+
+
 def _requirements(value: Any, where: str) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -85,7 +91,7 @@ def load_instances(path: Path) -> list[Instance]:
             patch=str(raw["patch"]), test_patch=str(raw["test_patch"]),
             fail_to_pass=_tests(raw["FAIL_TO_PASS"], f"{where}: FAIL_TO_PASS"),
             pass_to_pass=_tests(raw["PASS_TO_PASS"], f"{where}: PASS_TO_PASS"),
-            extra={k: raw[k] for k in ("version", "environment_setup_commit") if k in raw},
+            extra={k: raw[k] for k in _KEPT if k in raw},
             requirements=_requirements(raw.get("requirements"), where),
         ))  # fmt: skip
     return instances

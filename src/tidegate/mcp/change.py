@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tidegate.mcp.annotations import Traits
+
 NAME = "change_propose"
 DESCRIPTION = (
     "Propose a change to the workspace repository: a unified diff (`diff`) or SEARCH/REPLACE "
@@ -39,6 +41,8 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _MAX_CHARS = 5 * 1024 * 1024
+TRAITS = Traits(writes=True, keeps_state=True, runs_code=True, networked=False)
+"""It merges into the work tree, records a run and runs the client's verify command."""
 
 
 @dataclass(frozen=True)

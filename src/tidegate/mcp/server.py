@@ -38,16 +38,20 @@ from typing import Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
+from tidegate import __version__
 from tidegate.errors import PersistenceError
+from tidegate.mcp.annotations import hints, traits
 from tidegate.mcp.change import DESCRIPTION as CHANGE_DESCRIPTION
 from tidegate.mcp.change import NAME as CHANGE_NAME
 from tidegate.mcp.change import SCHEMA as CHANGE_SCHEMA
+from tidegate.mcp.change import TRAITS as CHANGE_TRAITS
 from tidegate.mcp.change import ChangeTool
 from tidegate.tools.calls import ToolCall, ToolError, ToolOutcomeUnknown, ToolResult
 from tidegate.tools.executor import ToolExecutor
+from tidegate.tools.policy import PolicyContext
 from tidegate.tools.recording import ToolRun
 
 SERVER_NAME = "tidegate-tools"
@@ -80,6 +84,7 @@ class ToolServer(MCPServer[Any]):
     ) -> None:
         super().__init__(
             name=SERVER_NAME,
+            version=__version__,
             instructions="Workspace tools with host-attested effects. Read a file before "
             "writing it and pass its sha256 as 'expect'.",
             log_level="WARNING",
@@ -95,15 +100,25 @@ class ToolServer(MCPServer[Any]):
         """``change_propose`` (tidegate.mcp.change), when the workspace is a repository."""
 
     async def list_tools(self) -> list[MCPTool]:
-        return [
-            MCPTool(
-                name=d.name,
-                description=d.description,
-                input_schema=d.input_schema,
-                _meta={"tidegate/canonical_id": d.canonical_id, "tidegate/label": d.label},
+        registry = self.executor.registry
+        # the containment probe may start a process: not on the event loop
+        policy = await anyio.to_thread.run_sync(self.thread.run, _policy, self.executor)
+        tools = []
+        for d in self.executor.definitions():
+            spec = registry.spec(d.canonical_id)
+            assert spec is not None  # a definition is an active spec's
+            tools.append(
+                MCPTool(
+                    name=d.name,
+                    description=d.description,
+                    input_schema=d.input_schema,
+                    annotations=hints(traits(spec), policy),
+                    _meta={"tidegate/canonical_id": d.canonical_id, "tidegate/label": d.label},
+                )
             )
-            for d in self.executor.definitions()
-        ] + ([] if self.change is None else [_change_definition()])
+        if self.change is not None:
+            tools.append(_change_definition(hints(CHANGE_TRAITS, policy)))
+        return tools
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -176,11 +191,16 @@ class ToolServer(MCPServer[Any]):
             raise failure
 
 
-def _change_definition() -> MCPTool:
+def _policy(executor: ToolExecutor) -> PolicyContext:
+    return executor.policy_context
+
+
+def _change_definition(annotations: ToolAnnotations) -> MCPTool:
     return MCPTool(
         name=CHANGE_NAME,
         description=CHANGE_DESCRIPTION,
         input_schema=CHANGE_SCHEMA,
+        annotations=annotations,
         _meta={"tidegate/canonical_id": "change.propose", "tidegate/label": "guarded change"},
     )
 

@@ -10,11 +10,10 @@ caller a retry would repeat them, so the failure is raised (``mid_stream``) inst
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from typing import Any
-
-import httpx2
 
 from tidegate.models.errors import (
     ContextOverflow,
@@ -116,9 +115,10 @@ def classify_failure(
 
 def classify_transport(provider: str, exc: BaseException, scrub: Scrubber) -> ModelError | None:
     """Errors below HTTP (connection, timeout, unparseable stream), or None if not one."""
-    if isinstance(exc, httpx2.TimeoutException):
+    httpx2 = sys.modules.get("httpx2")  # loaded by the adapter that raised, if any
+    if httpx2 is not None and isinstance(exc, httpx2.TimeoutException):
         return ModelUnavailable(f"{provider}: the request timed out")
-    if isinstance(exc, httpx2.TransportError):
+    if httpx2 is not None and isinstance(exc, httpx2.TransportError):
         return ModelUnavailable(f"{provider}: connection failed: {scrub(type(exc).__name__)}")
     if isinstance(exc, json.JSONDecodeError):
         return MalformedModelOutput(

@@ -24,12 +24,13 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx2
-
 from tidegate.models.errors import ModelCancelled, ModelConfigError, ModelNetworkForbidden
+
+if TYPE_CHECKING:
+    import httpx2  # the [models] extra: loaded by the provider adapters that use it
 
 FORBID_ENV = "TIDEGATE_FORBID_MODEL_NETWORK"
 _LOOPBACK_NAMES = {"localhost"}
@@ -99,6 +100,8 @@ def http_client(timeout_s: float, connect_timeout_s: float = 10.0) -> httpx2.Cli
     No keep-alive (see the module docstring), and no redirects: the credential header goes
     to the configured host and nowhere else.
     """
+    import httpx2
+
     return httpx2.Client(
         timeout=httpx2.Timeout(timeout_s, connect=connect_timeout_s),
         limits=httpx2.Limits(max_keepalive_connections=0),

@@ -151,6 +151,12 @@ def run_view(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
+def trace_events(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The run's trace as ``run_view`` reads it (each event's kind, attempt, phase and
+    payload, in order): what the run inspector shows as the transcript."""
+    return _events(store, run_id)
+
+
 _SHOWN = (
     "run_id", "repo", "task_id", "kind", "mode", "status", "stored_status", "error_class",
     "failure_phase", "attempts", "acknowledged", "execution_id", "pid", "started_ms",

@@ -172,7 +172,7 @@ def test_the_resolve_rate_is_over_every_instance_errors_included(
              "--state-root", str(tmp_path / "s"), "--json")  # fmt: skip
     summary = res.json()
     statuses = [r["status"] for r in summary["results"]]
-    assert statuses == ["resolved", "not-resolved", "error"], summary
+    assert statuses == ["resolved", "unresolved", "error"], summary
     assert (summary["instances"], summary["resolved"]) == (3, 1)
     assert summary["resolve_rate"] == 0.3333
     assert res.code == 1

@@ -93,7 +93,12 @@ ObjectiveFileOpt = Annotated[
     typer.Option("--objective-file", help="Read the objective from a file ('-': stdin)."),
 ]
 VerifyOpt = Annotated[
-    str | None, typer.Option("--verify", help="Command run in the shadow via /bin/sh -c.")
+    str | None,
+    typer.Option(
+        "--verify",
+        help="Command run in the shadow via /bin/sh -c (default: [run] verify in "
+        ".tidegate/config.toml, else one detected; 'none': no command).",
+    ),
 ]
 PlannerOpt = Annotated[
     str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
@@ -213,6 +218,14 @@ def review(
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
+    fail_on: Annotated[
+        Literal["error", "warning", "never"] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a finding of this severity or worse exists: error (default), "
+            "warning, never.",
+        ),
+    ] = None,
 ) -> None:
     """Review only: run the checks in a shadow and report findings. Changes nothing."""
     raise typer.Exit(invoke("review", locals()))

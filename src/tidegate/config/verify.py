@@ -46,6 +46,7 @@ def choose_verify(given: str | None, root: Path, loaded: LoadedConfig) -> Verify
     if given is not None:
         return VerifyChoice(given, "user", None)
     tail = "; --verify none to run without one"
+    theirs = f"{tail}, `tidegate init` to make it your own"
     mine = loaded.config.run.verify
     if mine is not None and mine.strip():
         return VerifyChoice(mine, "user", f"no --verify: using `{mine}` from {CONFIG_LOCAL}{tail}")
@@ -64,7 +65,7 @@ def choose_verify(given: str | None, root: Path, loaded: LoadedConfig) -> Verify
             command,
             "repository",
             f"no --verify: using `{command}` detected from {why}, a command the repository "
-            f"chose (it runs contained, or uncontained only with your approval){tail}",
+            f"chose (it runs contained, or uncontained only with your approval){theirs}",
         )
     return VerifyChoice(
         None,

@@ -200,3 +200,27 @@ def test_a_failed_runs_headline_is_validates_refusal(dirty: Repo) -> None:
     lines = res.stdout.splitlines()
     assert ".github/workflows/ci.yml" in lines[0], lines[0]
     assert "failed in VALIDATE" in lines[1], lines[1]
+
+
+def test_verify_timeout_is_the_users_default(dirty: Repo) -> None:
+    own = dirty.root / ".tidegate" / "config.toml"
+    own.parent.mkdir()
+    own.write_text('[run]\nverify = "sleep 30"\nverify_timeout = 1\n')
+    res = tidegate_cli("run", "--objective", FIX, "--max-attempts", "1", "--json", cwd=dirty.root)
+    assert res.returncode == 1, res.stdout + res.stderr
+    report = json.loads(res.stdout)
+    assert report["verify"]["timed_out"] is True
+    assert report["verify"]["duration_s"] < 20
+
+
+def test_the_repository_may_not_set_the_verify_timeout(dirty: Repo) -> None:
+    dirty.write(
+        "pyproject.toml", "[tool.pytest.ini_options]\n\n[tool.tidegate.run]\nverify_timeout = 1\n"
+    )
+    dirty.commit_all("a short timeout")
+    loaded = load_policy(dirty.root)
+    assert loaded.config.run.verify_timeout is None
+    assert loaded.repository_verify is None
+    assert [line.split(" ignored")[0] for line in loaded.ignored] == [
+        "pyproject.toml [tool.tidegate] run.verify_timeout = 1.0"
+    ]

@@ -105,7 +105,13 @@ PlannerOpt = Annotated[
 ]
 AttemptsOpt = Annotated[int, typer.Option("--max-attempts", min=1, max=20, help="Attempts (1-20).")]
 TimeoutOpt = Annotated[
-    float, typer.Option("--verify-timeout", min=1, help="Seconds before VERIFY is killed.")
+    float | None,
+    typer.Option(
+        "--verify-timeout",
+        min=1,
+        help="Seconds before VERIFY is killed (default: [run] verify_timeout, else "
+        f"{DEFAULT_VERIFY_TIMEOUT_S:g}).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final report as JSON.")]
 NetworkOpt = Annotated[
@@ -176,7 +182,7 @@ def run(
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
     max_attempts: AttemptsOpt = 3,
-    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
@@ -209,7 +215,7 @@ def review(
     objective_file: ObjectiveFileOpt = None,
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
-    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    verify_timeout: TimeoutOpt = None,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -239,7 +245,7 @@ def debug(
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
     max_attempts: AttemptsOpt = 3,
-    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,

@@ -83,7 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "repo": Path("."),
     "planner": "structured",
     "max_attempts": 3,
-    "verify_timeout": DEFAULT_VERIFY_TIMEOUT_S,
+    "verify_timeout": None,
     "keep_shadow": False,
     "warm_shadow": False,
     "network": False,
@@ -302,11 +302,16 @@ def default_verify(fields: dict[str, Any]) -> dict[str, Any]:
     from tidegate.workspace.repo import discover
 
     repo = headstart.repository(fields["repo"]) or discover(fields["repo"])
-    choice = choose_verify(fields.get("verify"), repo.root, load_policy(repo.root))
+    loaded = load_policy(repo.root)
+    choice = choose_verify(fields.get("verify"), repo.root, loaded)
+    timeout = fields.get("verify_timeout_s")
+    if timeout is None:
+        timeout = loaded.config.run.verify_timeout or DEFAULT_VERIFY_TIMEOUT_S
     if choice.note is not None and choice.command is not None:
         sys.stderr.write(sanitize(f"tidegate: note: {choice.note}") + "\n")
     notes = () if choice.note is None else (choice.note,)
-    return {**fields, "verify": choice.command, "origin": choice.origin, "notes": notes}
+    chosen = {"verify": choice.command, "origin": choice.origin, "notes": notes}
+    return {**fields, **chosen, "verify_timeout_s": timeout}
 
 
 def _live_export(store: RunStore, recorder: StoreRecorder, endpoint: str) -> LiveExport:

@@ -122,13 +122,13 @@ def load_policy(root: Path) -> LoadedConfig:
 
 
 def _without_run(table: dict[str, Any], source: str) -> tuple[dict[str, Any], str | None]:
-    """The repository's table without its ``[run]`` section, and the verify command that
-    section names. The repository may name a command (it then runs as the repository's,
+    """The repository's table without its ``[run] verify``, and the command it names. The repository may name a command (it then runs as the repository's,
     ``tidegate.exec.guard``); it never replaces the user's."""
     if "run" not in table:
         return table, None
     checked = validated({"run": table["run"]}, source)
-    return {k: v for k, v in table.items() if k != "run"}, checked.run.verify
+    rest = {k: v for k, v in table["run"].items() if k != "verify"}
+    return {**table, "run": rest}, checked.run.verify
 
 
 def _table(section: Any, source: str) -> dict[str, Any]:

@@ -111,6 +111,9 @@ class RunConfig(Checked):
     sets it as the user's own command; a repository's ``[tool.tidegate.run]`` may name one
     too, which then runs as a command the repository chose (contained, or uncontained only
     with the user's approval) and never overrides the user's."""
+    verify_timeout: Annotated[float, Meta(ge=1)] | None = None
+    """Seconds before VERIFY is killed when the command line gives no ``--verify-timeout``
+    (None: ``tidegate.records.modes.DEFAULT_VERIFY_TIMEOUT_S``)."""
 
 
 class TidegateConfig(Checked):

@@ -85,6 +85,7 @@ TIGHTEN: dict[str, Rule] = {
     # A repository's [run] verify is taken out before these rules (``load_policy``): it is
     # a command the repository chose, run as such, and never replaces the user's.
     "run.verify": _users_only,
+    "run.verify_timeout": _users_only,  # the user's patience, not the repository's
 }
 """How a setting from the repository's ``[tool.tidegate]`` combines with the user's value
 (the local file's, else the default), by dotted key; a nested key follows the nearest

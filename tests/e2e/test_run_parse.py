@@ -69,7 +69,7 @@ PLAIN = [
     ["review", "--verify", "none", "--fail-on", "warning"],
     ["review", "--fail-on=never", "--json"],
     ["run", "--objective", "x", "--verify", "none"],
-    ["debug", "--objective-file", "f.txt", "--max-attempts", "2", "--keep-shadow"],
+    ["debug", "--objective-file", "f.txt", "--max-attempts", "2", "--keep-shadow", "--hold"],
     ["run", "--objective", "a", "--objective", "b", "--repo", "x", "--repo", "y"],
     ["run", "--objective", "--json"],
     ["run", "--objective", "-", "--verify", "--network"],

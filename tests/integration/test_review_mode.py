@@ -109,7 +109,9 @@ def test_cli_review(project: Repo, command: list[str]) -> None:
     res = tidegate_cli(
         *command, "--objective", "Review calc.py", "--verify", PYTEST, "--json", cwd=project.root
     )
-    assert res.returncode == 0, res.stdout + res.stderr
+    # error findings: exit 1, as a linter does (the report itself succeeded)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "finding(s) of severity error (--fail-on error)" in res.stderr
     report = json.loads(res.stdout)
     assert report["status"] == "succeeded"
     assert report["mode"] == "review"
@@ -123,7 +125,7 @@ def test_cli_review_human_output_names_the_failing_test(project: Repo) -> None:
     res = tidegate_cli(
         "review", "--objective", "Review calc.py", "--verify", PYTEST, cwd=project.root
     )
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 1, res.stdout + res.stderr
     assert FAILING_TEST in res.stdout
     assert "nothing was changed" in res.stdout
     assert project.tree_state(with_mtimes=True) == before
@@ -132,12 +134,40 @@ def test_cli_review_human_output_names_the_failing_test(project: Repo) -> None:
 def test_cli_review_without_an_objective(project: Repo) -> None:
     """README: ``tidegate review --verify "pytest -q"`` reviews with no objective at all."""
     before = project.tree_state(with_mtimes=True)
-    res = tidegate_cli("review", "--verify", PYTEST, "--json", cwd=project.root)
-    assert res.returncode == 0, res.stdout + res.stderr
+    res = tidegate_cli(
+        "review", "--verify", PYTEST, "--json", "--fail-on", "never", cwd=project.root
+    )
+    assert res.returncode == 0, res.stdout + res.stderr  # --fail-on never: findings only
     report = json.loads(res.stdout)
     assert report["status"] == "succeeded"
     assert any(FAILING_TEST in f["message"] for f in report["findings"]), report["findings"]
     assert project.tree_state(with_mtimes=True) == before
+
+
+def test_cli_review_fail_on_chooses_the_severity(project: Repo) -> None:
+    """Error findings fail a review by default and with ``--fail-on warning``; a review
+    whose checks pass exits 0 under any choice."""
+    for choice, code in (("error", 1), ("warning", 1), ("never", 0)):
+        res = tidegate_cli(
+            "review", "--verify", PYTEST, "--fail-on", choice, "--json", cwd=project.root
+        )
+        assert res.returncode == code, (choice, res.stdout + res.stderr)
+        assert json.loads(res.stdout)["status"] == "succeeded"
+    project.write("calc.py", project.read("calc.py").replace("a - b", "a + b"))
+    for choice in ("error", "warning"):
+        res = tidegate_cli("review", "--verify", PYTEST, "--fail-on", choice, cwd=project.root)
+        assert res.returncode == 0, (choice, res.stdout + res.stderr)
+
+
+def test_cli_review_with_nothing_to_check_says_so(project: Repo) -> None:
+    before = project.tree_state(with_mtimes=True)
+    index = project.index_bytes()
+    res = tidegate_cli("review", "--verify", "none", cwd=project.root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    first = res.stdout.splitlines()[0]
+    assert "review checked nothing: no verify command" in first, res.stdout
+    assert project.tree_state(with_mtimes=True) == before
+    assert project.index_bytes() == index
 
 
 def test_read_only_fs_refuses_every_write(tmp_path: Path) -> None:

@@ -94,14 +94,25 @@ ObjectiveFileOpt = Annotated[
     typer.Option("--objective-file", help="Read the objective from a file ('-': stdin)."),
 ]
 VerifyOpt = Annotated[
-    str | None, typer.Option("--verify", help="Command run in the shadow via /bin/sh -c.")
+    str | None,
+    typer.Option(
+        "--verify",
+        help="Command run in the shadow via /bin/sh -c (default: [run] verify in "
+        ".tidegate/config.toml, else one detected; 'none': no command).",
+    ),
 ]
 PlannerOpt = Annotated[
     str, typer.Option("--planner", help="'structured' (default) or 'scripted:PATH'.")
 ]
 AttemptsOpt = Annotated[int, typer.Option("--max-attempts", min=1, max=20, help="Attempts (1-20).")]
 TimeoutOpt = Annotated[
-    float, typer.Option("--verify-timeout", min=1, help="Seconds before VERIFY is killed.")
+    float | None,
+    typer.Option(
+        "--verify-timeout",
+        min=1,
+        help="Seconds before VERIFY is killed (default: [run] verify_timeout, else "
+        f"{DEFAULT_VERIFY_TIMEOUT_S:g}).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only the final report as JSON.")]
 NetworkOpt = Annotated[
@@ -179,7 +190,7 @@ def run(
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
     max_attempts: AttemptsOpt = 3,
-    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
     warm_shadow: WarmOpt = False,
@@ -213,7 +224,7 @@ def review(
     objective_file: ObjectiveFileOpt = None,
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
-    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    verify_timeout: TimeoutOpt = None,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -222,6 +233,14 @@ def review(
     max_steps: MaxStepsOpt = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
+    fail_on: Annotated[
+        Literal["error", "warning", "never"] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a finding of this severity or worse exists: error (default), "
+            "warning, never.",
+        ),
+    ] = None,
 ) -> None:
     """Review only: run the checks in a shadow and report findings. Changes nothing."""
     raise typer.Exit(invoke("review", locals()))
@@ -235,7 +254,7 @@ def debug(
     verify: VerifyOpt = None,
     planner: PlannerOpt = "structured",
     max_attempts: AttemptsOpt = 3,
-    verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
+    verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
     warm_shadow: WarmOpt = False,

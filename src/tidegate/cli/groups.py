@@ -52,12 +52,14 @@ def add_groups(app: typer.Typer) -> None:
     """Add every command group to ``app``, in the order the help lists them."""
     from tidegate.cli.export import export_app
     from tidegate.cli.gym import gym_app
+    from tidegate.cli.init import init_command
     from tidegate.cli.inspector import inspect_command
     from tidegate.cli.ledger import ledger_app
     from tidegate.cli.mcp import mcp_app
     from tidegate.cli.operator import operator_apps
     from tidegate.cli.tools import tools_app
 
+    app.command(name="init")(init_command)
     app.add_typer(ledger_app, name="ledger")
     app.add_typer(tools_app, name="tools")
     app.add_typer(mcp_app, name="mcp")

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from tidegate.store import RunStore, StoreRecorder
 
 EXIT_USAGE = 2
+FAIL_ON = ("error", "warning", "never")
+"""``review --fail-on``: the least severe finding that makes a review exit 1."""
+EXIT_FINDINGS = 1
 finished_cleanly = False
 """Set once a run's body has closed its store and printed its report: the console script
 may then end the process without the interpreter's teardown (``tidegate.cli.entry``)."""
@@ -73,7 +76,7 @@ OPTIONS: dict[str, dict[str, tuple[Any, ...]]] = {
         "--mode": ("mode", "choice", tuple(m.value for m in Mode)),
         "--otlp": ("otlp", "str"),
     },
-    "review": _COMMON,
+    "review": {**_COMMON, "--fail-on": ("fail_on", "choice", FAIL_ON)},
     "debug": _PATCHING,
 }
 DEFAULTS: dict[str, Any] = {
@@ -81,7 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "repo": Path("."),
     "planner": "structured",
     "max_attempts": 3,
-    "verify_timeout": DEFAULT_VERIFY_TIMEOUT_S,
+    "verify_timeout": None,
     "keep_shadow": False,
     "hold": False,
     "warm_shadow": False,
@@ -212,6 +215,8 @@ def invoke(command: str, values: dict[str, Any]) -> int:
             agent_model=p.get("agent_model"),
             sub_agents=tuple(p.get("sub_agent") or ()),
         )
+    # a review fails on its error findings, as a linter does (``run --mode review`` too)
+    fail_on = (p.get("fail_on") or "error") if mode is Mode.REVIEW else "never"
     return run_command(
         mode,
         p.get("objective"),
@@ -219,6 +224,7 @@ def invoke(command: str, values: dict[str, Any]) -> int:
         p["as_json"],
         p.get("state_root"),
         otlp=p.get("otlp"),
+        fail_on=fail_on,
         **fields,
     )
 
@@ -230,6 +236,7 @@ def run_command(
     as_json: bool,
     state_root: str | None,
     otlp: str | None = None,
+    fail_on: str = "never",
     **fields: Any,
 ) -> int:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render it;
@@ -240,6 +247,7 @@ def run_command(
     from tidegate.store import StoreRecorder
 
     text, base, source = objective_text(objective, objective_file, required=mode is not Mode.REVIEW)
+    fields = default_verify(fields)
     request = RunRequest(
         mode=mode, objective=text, objective_base=base, objective_source=source, **fields
     )
@@ -268,7 +276,45 @@ def run_command(
     print_report(report, as_json)
     global finished_cleanly
     finished_cleanly = True
-    return report.exit_code
+    return findings_exit(report, fail_on)
+
+
+def findings_exit(report: FlowReport, fail_on: str) -> int:
+    """The run's exit code; a review that finished with a finding at ``fail_on`` or worse
+    exits 1, as a linter does (``never``: only a failed review does)."""
+    if report.exit_code != 0 or fail_on == "never":
+        return report.exit_code
+    counted = ("error",) if fail_on == "error" else ("error", "warning")
+    failing = [f for f in report.findings if f.severity in counted]
+    if failing:
+        sys.stderr.write(
+            f"tidegate: {len(failing)} finding(s) of severity {' or '.join(counted)} "
+            f"(--fail-on {fail_on})\n"
+        )
+        return EXIT_FINDINGS
+    return 0
+
+
+def default_verify(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with the verify command chosen (``tidegate.config.verify``): ``--verify
+    none``, else the given one, else the configuration's or a detected one with its origin
+    and a note, shown on stderr before the run."""
+    from tidegate.config import load_policy
+    from tidegate.config.verify import choose_verify
+    from tidegate.flow import headstart
+    from tidegate.workspace.repo import discover
+
+    repo = headstart.repository(fields["repo"]) or discover(fields["repo"])
+    loaded = load_policy(repo.root)
+    choice = choose_verify(fields.get("verify"), repo.root, loaded)
+    timeout = fields.get("verify_timeout_s")
+    if timeout is None:
+        timeout = loaded.config.run.verify_timeout or DEFAULT_VERIFY_TIMEOUT_S
+    if choice.note is not None and choice.command is not None:
+        sys.stderr.write(sanitize(f"tidegate: note: {choice.note}") + "\n")
+    notes = () if choice.note is None else (choice.note,)
+    chosen = {"verify": choice.command, "origin": choice.origin, "notes": notes}
+    return {**fields, **chosen, "verify_timeout_s": timeout}
 
 
 def _live_export(store: RunStore, recorder: StoreRecorder, endpoint: str) -> LiveExport:

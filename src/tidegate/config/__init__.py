@@ -29,6 +29,12 @@ one rule per key in ``TIGHTEN``)::
     readable_secrets = [".env.test"]  # secret-shaped files the model may read anyway
                                       # (the repository may only leave out)
 
+    [tool.tidegate.run]               # defaults for run/review/debug
+    verify = "python -m pytest -q"    # when no --verify is given: the user's file names
+                                      # the user's command; the repository's is a command
+                                      # the repository chose (it runs with origin
+                                      # "repository": contained, or with approval)
+
     [model]                           # only in .tidegate/config.toml: see
                                       # tidegate.models.settings
 
@@ -105,10 +111,24 @@ def load_policy(root: Path) -> LoadedConfig:
             users = validated(table, CONFIG_LOCAL)
         sources.append(ConfigSource(CONFIG_LOCAL, hashlib.sha256(local.data).hexdigest()))
     config = users
+    named: tuple[str, str] | None = None
     for table, source in repository:
+        table, verify = _without_run(table, source)
+        if verify is not None and named is None:
+            named = (verify, source)
         config, dropped = tighten(config, table, source)
         ignored += dropped
-    return LoadedConfig(config, tuple(sources), tuple(ignored))
+    return LoadedConfig(config, tuple(sources), tuple(ignored), repository_verify=named)
+
+
+def _without_run(table: dict[str, Any], source: str) -> tuple[dict[str, Any], str | None]:
+    """The repository's table without its ``[run] verify``, and the command it names. The repository may name a command (it then runs as the repository's,
+    ``tidegate.exec.guard``); it never replaces the user's."""
+    if "run" not in table:
+        return table, None
+    checked = validated({"run": table["run"]}, source)
+    rest = {k: v for k, v in table["run"].items() if k != "verify"}
+    return {**table, "run": rest}, checked.run.verify
 
 
 def _table(section: Any, source: str) -> dict[str, Any]:

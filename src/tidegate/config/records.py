@@ -103,7 +103,21 @@ class ToolsConfig(Checked):
     tools may read anyway: globs over root-relative paths, or bare names."""
 
 
+class RunConfig(Checked):
+    """Defaults for ``tidegate run``, ``review`` and ``debug``."""
+
+    verify: str | None = None
+    """The verify command when the command line gives no ``--verify``. The user's file
+    sets it as the user's own command; a repository's ``[tool.tidegate.run]`` may name one
+    too, which then runs as a command the repository chose (contained, or uncontained only
+    with the user's approval) and never overrides the user's."""
+    verify_timeout: Annotated[float, Meta(ge=1)] | None = None
+    """Seconds before VERIFY is killed when the command line gives no ``--verify-timeout``
+    (None: ``tidegate.records.modes.DEFAULT_VERIFY_TIMEOUT_S``)."""
+
+
 class TidegateConfig(Checked):
+    run: RunConfig = field(default_factory=RunConfig)
     validate_: ValidationConfig = field(default_factory=ValidationConfig, name="validate")
     shadow: ShadowConfig = field(default_factory=ShadowConfig)
     containment: ContainmentConfig = field(default_factory=ContainmentConfig)
@@ -129,6 +143,9 @@ class LoadedConfig:
     ignored: tuple[str, ...] = ()
     """One line for each setting of the repository's that was not applied because it would
     have loosened the policy, and for a local file that was not read (a symlink...)."""
+    repository_verify: tuple[str, str] | None = None
+    """The verify command a repository's table names (``[run] verify``), and which table:
+    a command the repository chose, never folded into ``config``."""
 
 
 def validated(table: Mapping[str, Any], source: str) -> TidegateConfig:

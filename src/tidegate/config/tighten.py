@@ -82,6 +82,10 @@ TIGHTEN: dict[str, Rule] = {
     # A committed base URL or key variable would send the user's API key elsewhere; a
     # price or a limit sets what --max-cost enforces. Only the user's file sets them.
     "model": _users_only,
+    # A repository's [run] verify is taken out before these rules (``load_policy``): it is
+    # a command the repository chose, run as such, and never replaces the user's.
+    "run.verify": _users_only,
+    "run.verify_timeout": _users_only,  # the user's patience, not the repository's
 }
 """How a setting from the repository's ``[tool.tidegate]`` combines with the user's value
 (the local file's, else the default), by dotted key; a nested key follows the nearest

@@ -150,6 +150,12 @@ def _verify_out(state: RunState, shown: AttemptState) -> VerifyOut | None:
 
 def _success_message(state: RunState) -> str:
     if state.request.mode is Mode.REVIEW:
+        request = state.request
+        if not (request.verify or state.findings or request.objective.strip() or request.model):
+            return (
+                "review checked nothing: no verify command (none given, configured or "
+                "detected) and no objective or model to find anything; nothing was changed"
+            )
         return f"review finished with {len(state.findings)} finding(s); nothing was changed"
     if state.request.hold:
         count = len(state.attempt.changes)

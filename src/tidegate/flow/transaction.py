@@ -92,7 +92,7 @@ def _execute(
     config = loaded.config
     policy = effective_policy(loaded, request)
     # What judged the run, on every report: the policy, and what of the repository's was not.
-    judged = {"effective_policy": policy, "notes": list(loaded.ignored)}
+    judged = {"effective_policy": policy, "notes": [*request.notes, *loaded.ignored]}
     if planner is None:
         planner = planner_for(request, recorder=recorder, config=config)
     run_id = head.run_id if head is not None else new_run_id()
@@ -200,7 +200,7 @@ def _run_locked(
         state = new_state(
             request, boot.run_id, repo, snapshot, shadow, boot.planner, scratch, config
         )
-        state.notes.extend(loaded.ignored)
+        state.notes.extend((*request.notes, *loaded.ignored))
         if not excluded:
             state.notes.append(
                 ".git/info/exclude is not a plain file (a symlink?): .tidegate/ was not added"

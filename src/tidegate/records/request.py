@@ -38,6 +38,9 @@ class RunRequest(Checked):
     command line), an MCP client (``change_propose``), a repository's files (a ledger task),
     a benchmark instance (the gym). Anything but the user's runs uncontained only with
     approval (``tidegate.exec.guard``)."""
+    notes: tuple[str, ...] = ()
+    """What the caller chose on the run's behalf and must not be silent (a verify command
+    taken from the configuration or detected): on the report's notes."""
     uncontained_approval: str | None = None
     """The user's approval to run VERIFY uncontained when bubblewrap is unusable, naming
     how it was given (``--allow-uncontained``); ``containment="none"`` is one too."""

@@ -367,6 +367,27 @@ def resume(
     raise typer.Exit(report.exit_code)
 
 
+@app.command("undo-call")
+def undo_call(
+    call_id: Annotated[
+        str | None,
+        typer.Option("--call", help="A tool call to undo (CALL, or SESSION:CALL)."),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session", help="Undo every call of this tool session, newest first."),
+    ] = None,
+    repo: RepoOpt = Path("."),
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Put back what tool calls replaced or deleted (three-way: your edits since are kept;
+    a conflict changes nothing and writes .rej; the index is never touched)."""
+    from tidegate.cli.undo_calls import undo_tool_calls_command
+
+    raise typer.Exit(undo_tool_calls_command(repo, state_root, call_id, session_id, as_json))
+
+
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     """Entry point: turns every usage error into one line on stderr and exit code 2.
 

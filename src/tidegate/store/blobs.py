@@ -49,7 +49,10 @@ class BlobTampered(UsageError):
 def check_id(value: str, what: str) -> str:
     """``value`` if it is a plain identifier (never a path: no ``/``, no ``..``)."""
     if not _ID.fullmatch(value) or ".." in value:
-        raise UsageError(f"{what} {value!r}: not an identifier (letters, digits, . _ : @ + -)")
+        raise UsageError(
+            f"{what} ID refused: an identifier has letters, digits and . _ : @ + - only, "
+            f"and no '..' ({value!r})"
+        )
     return value
 
 

@@ -1,0 +1,143 @@
+"""Undo covers the tool host (issue #25): the bytes every tool call replaces or deletes are
+kept in the state root, and ``tidegate undo-call --call ID`` / ``--session ID`` restore them
+three-way, on real repositories with staged, unstaged and untracked work; the index is
+byte-identical throughout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import Repo, requires_containment
+from tests.integration.tools.support import call, executor
+from tests.integration.tools.undo_support import (
+    dirty,
+    last_call,
+    repo_dir,
+    sessions,
+    sha,
+    tools_call,
+    undo,
+)
+from tidegate.store.blobs import ByteStore
+from tidegate.tools.undo import undo_calls
+from tidegate.tools.undo_keep import CallKeeper
+from tidegate.workspace.secret_files import SecretFiles
+
+LINES = "".join(f"line {i}\n" for i in range(1, 11))
+
+
+@requires_containment
+def test_a_command_that_overwrites_uncommitted_work_is_undone_byte_for_byte(
+    committed_repo: Repo,
+) -> None:
+    repo = committed_repo
+    dirty(repo)
+    before = repo.tree_state()
+    tools_call(
+        repo, "command.run", command="echo clobbered > calc.py; rm notes.txt; echo x > made.txt"
+    )
+    assert repo.read("calc.py") == "clobbered\n" and not (repo.root / "notes.txt").exists()
+    assert repo.tree_state()["<index>"] == before["<index>"]
+    proc = undo(repo, "--call", last_call())
+    assert proc.returncode == 0, proc.stderr
+    assert "restored  calc.py" in proc.stdout and "removed   made.txt" in proc.stdout
+    assert repo.tree_state() == before  # every byte, every mode, and .git/index
+    again = undo(repo, "--call", last_call())
+    assert again.returncode == 2 and "already undone" in again.stderr
+
+
+@requires_containment
+def test_a_deleted_file_comes_back_with_its_mode(committed_repo: Repo) -> None:
+    repo = committed_repo
+    repo.write("run.sh", "#!/bin/sh\necho hi\n", mode=0o755)
+    before = repo.tree_state()
+    tools_call(repo, "command.run", command="rm run.sh")
+    assert not (repo.root / "run.sh").exists()
+    proc = undo(repo, "--session", sessions()[-1]["session"])
+    assert proc.returncode == 0, proc.stderr
+    assert repo.tree_state() == before
+    assert (repo.root / "run.sh").stat().st_mode & 0o777 == 0o755
+
+
+def _write_line_two(repo: Repo) -> None:
+    data = (repo.root / "lines.txt").read_bytes()
+    tools_call(
+        repo,
+        "workspace.write",
+        path="lines.txt",
+        content=LINES.replace("line 2\n", "TOOL 2\n"),
+        expect=sha(data),
+    )
+
+
+def test_a_write_undone_after_an_edit_elsewhere_keeps_the_edit(committed_repo: Repo) -> None:
+    repo = committed_repo
+    dirty(repo)
+    repo.write("lines.txt", LINES)
+    index = repo.index_bytes()
+    _write_line_two(repo)
+    repo.write("lines.txt", repo.read("lines.txt").replace("line 9\n", "USER 9\n"))
+    proc = undo(repo, "--call", last_call())
+    assert proc.returncode == 0, proc.stderr
+    assert "merged    lines.txt" in proc.stdout
+    assert repo.read("lines.txt") == LINES.replace("line 9\n", "USER 9\n")
+    assert repo.index_bytes() == index
+
+
+def test_an_undo_that_conflicts_changes_nothing_and_writes_a_rej(committed_repo: Repo) -> None:
+    repo = committed_repo
+    dirty(repo)
+    repo.write("lines.txt", LINES)
+    _write_line_two(repo)
+    repo.write("lines.txt", repo.read("lines.txt").replace("TOOL 2\n", "USER 2\n"))
+    before = repo.tree_state()
+    proc = undo(repo, "--call", last_call())
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "nothing changed" in proc.stdout
+    rej = repo.root / "lines.txt.rej"
+    assert "-TOOL 2" in rej.read_text() and "+line 2" in rej.read_text()
+    rej.unlink()
+    assert repo.tree_state() == before  # nothing else changed, the index included
+    assert not sessions()[-1]["calls"][-1].get("undone")  # still undoable
+
+
+def test_a_secret_shaped_file_is_withheld_from_the_store(committed_repo: Repo) -> None:
+    repo = committed_repo
+    secret = b'{"token": "do-not-keep-me"}\n'
+    repo.write("secrets.json", secret)
+    tools_call(repo, "workspace.write", path="secrets.json", content="{}\n", expect=sha(secret))
+    [entry] = sessions()[-1]["calls"][-1]["paths"]
+    assert "secret-shaped" in entry["withheld"] and "kept" not in entry["before"]
+    blobs = [p.read_bytes() for p in (repo_dir() / "blobs").rglob("*") if p.is_file()]
+    assert secret not in blobs and b"{}\n" not in blobs
+    proc = undo(repo, "--call", last_call())
+    assert proc.returncode == 0 and "skipped   secrets.json" in proc.stdout
+    assert repo.read("secrets.json") == "{}\n"
+
+
+@requires_containment
+def test_a_session_is_undone_newest_call_first(committed_repo: Repo, tmp_path: Path) -> None:
+    repo = committed_repo
+    dirty(repo)
+    before = repo.tree_state()
+    (tmp_path / "store").mkdir()
+    store = ByteStore(tmp_path / "store")
+    with executor(repo.root, activate_all=True) as ex:
+        ex.keep_bytes(CallKeeper(store, "s1", repo.root, SecretFiles()))
+        first = sha((repo.root / "calc.py").read_bytes())
+        assert ex.execute(call("workspace_write", path="calc.py", content="one\n", expect=first)).ok
+        assert ex.execute(call("command_run", command="echo two >> calc.py; rm staged.txt")).ok
+        assert ex.execute(call("command_run", command="echo three > new.txt")).ok
+        assert ex.keep_failures == []
+    assert [c["tool"] for c in store.session("s1")["calls"]] == [
+        "workspace.write",
+        "command.run",
+        "command.run",
+    ]
+    report = undo_calls(store, repo.root, session_id="s1")
+    assert report.applied, report
+    assert repo.tree_state() == before
+    assert all(
+        c["undone"] for c in json.loads((tmp_path / "store/undo/s1.json").read_text())["calls"]
+    )

@@ -4,7 +4,9 @@ The executor hands the keeper each call's host-observed writes and the "before" 
 capture could still see: a target-path tool's file read just before dispatch (one file),
 or, for command.run under the overlay, each changed file read from the real tree before
 the upper layer is merged back (only what the overlay says changed). An inventory capture
-(no overlay) sees hashes only: those paths are indexed as ``not kept``. The "after" bytes
+(no overlay) sees hashes only: for those paths the bytes are taken from git's index when
+its blob has the observed "before" hash (a tracked file without unstaged changes), and
+the others are indexed as ``not kept``. The "after" bytes
 are read from the work tree after the call, when they still match the observed hash (the
 base of a later three-way undo). Secret-shaped files are never kept: indexed as withheld.
 """
@@ -21,6 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tidegate.disk.linksafe import WriteRefused, opened_dir
+from tidegate.errors import GitError
+from tidegate.git.command import Git
 from tidegate.store.blobs import ByteStore, Retention, check_id
 from tidegate.tools.effects import WriteEffect
 from tidegate.workspace.secret_files import SecretFiles
@@ -79,6 +83,19 @@ class CallKeeper:
     ) -> None:
         """Index ``call_id``'s writes, keeping the bytes it replaced or deleted."""
         paths: list[dict[str, Any]] = []
+        missing = {
+            w.path: w.before.sha256
+            for w in writes
+            if w.before.kind == "file"
+            and w.path not in before_bytes
+            and not self.secrets.withheld(w.path)
+        }
+        if missing:
+            indexed = from_index(self.root, list(missing))
+            before_bytes = {
+                **before_bytes,
+                **{rel: data for rel, data in indexed.items() if _digest(data) == missing[rel]},
+            }
         for write in writes:
             before, after = write.before, write.after
             if before.kind not in ("file", "missing") or after.kind not in ("file", "missing"):
@@ -97,7 +114,8 @@ class CallKeeper:
                         entry["before"]["kept"] = self.store.put(data)
                     else:
                         entry["before"]["not_kept"] = (
-                            f"the {method} capture saw only its hash"
+                            f"the {method} capture saw only its hash, and git's index "
+                            "holds other bytes"
                             if data is None
                             else "its bytes changed while they were read"
                         )
@@ -112,6 +130,29 @@ class CallKeeper:
             {"call_id": call_id, "tool": tool, "at": time.time(), "paths": paths}
         )
         self.store.save_session(self.index)
+
+
+def from_index(root: Path, rels: Sequence[str]) -> dict[str, bytes]:
+    """The bytes git's index holds for each of ``rels`` (relative to ``root``, a work tree
+    or a directory in one) that is a regular file at stage 0; nothing on any git error.
+    The caller checks them against the hash it observed."""
+    try:
+        git = Git(root)
+        listed = git.run(
+            "ls-files", "-s", "-z", "--", *(f":(literal){rel}" for rel in rels), check=False
+        )
+        if listed.returncode != 0:
+            return {}
+        oids: dict[str, str] = {}
+        for record in listed.stdout.split(b"\0"):
+            meta, _, name = record.partition(b"\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[2] == b"0" and fields[0] in (b"100644", b"100755"):
+                oids[name.decode("utf-8", "surrogateescape")] = fields[1].decode()
+        blobs = git.read_blobs(list(oids.values()))
+        return {rel: blobs[oid] for rel, oid in oids.items() if rel in rels}
+    except (GitError, OSError, ValueError):
+        return {}
 
 
 def _digest(data: bytes) -> str:

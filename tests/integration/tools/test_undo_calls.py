@@ -60,6 +60,33 @@ def test_a_deleted_file_comes_back_with_its_mode(committed_repo: Repo) -> None:
     assert (repo.root / "run.sh").stat().st_mode & 0o777 == 0o755
 
 
+@requires_containment
+def test_under_the_inventory_capture_only_what_git_holds_can_be_restored(
+    committed_repo: Repo,
+) -> None:
+    """The exact inventory sees hashes only: a clean tracked file's bytes come from git's
+    index (checked against the observed hash); an uncommitted file's are not kept, and its
+    undo is refused without changing anything."""
+    repo = committed_repo
+    dirty(repo)
+    before = repo.tree_state()
+    forced = {"TIDEGATE_EFFECT_CAPTURE": "inventory"}
+    tools_call(repo, "command.run", env=forced, command="echo x > README.md")
+    tools_call(repo, "command.run", env=forced, command="echo x > calc.py")
+    [readme] = sessions()[-2]["calls"][0]["paths"]
+    [calc] = sessions()[-1]["calls"][0]["paths"]
+    assert readme["before"]["kept"] == readme["before"]["sha256"]
+    assert "inventory capture saw only its hash" in calc["before"]["not_kept"]
+    refused = undo(repo, "--call", last_call())
+    assert refused.returncode == 3 and "cannot restore" in refused.stdout
+    (repo.root / "calc.py.rej").unlink()
+    assert repo.read("calc.py") == "x\n"
+    repo.write("calc.py", before["calc.py"][1])  # type: ignore[index]
+    proc = undo(repo, "--call", f"{sessions()[-2]['session']}:cli-1")
+    assert proc.returncode == 0, proc.stderr
+    assert repo.tree_state() == before
+
+
 def _write_line_two(repo: Repo) -> None:
     data = (repo.root / "lines.txt").read_bytes()
     tools_call(

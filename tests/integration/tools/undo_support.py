@@ -20,8 +20,12 @@ def sha(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def tools_call(repo: Repo, tool: str, **arguments: Any) -> dict[str, Any]:
-    proc = tidegate_cli("tools", "call", tool, "--args", json.dumps(arguments), cwd=repo.root)
+def tools_call(
+    repo: Repo, tool: str, env: dict[str, str] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    proc = tidegate_cli(
+        "tools", "call", tool, "--args", json.dumps(arguments), cwd=repo.root, env=env
+    )
     result: dict[str, Any] = json.loads(proc.stdout)
     assert result["ok"], (proc.stdout, proc.stderr)
     return result

@@ -16,9 +16,11 @@ a special file, a parent that is a link -- is a conflict: nothing in the work tr
 changes, a ``PATH.rej`` note is written next to each such path, and the calls stay
 undoable. A tampered blob refuses the whole undo. Secret-shaped files (never kept) are
 skipped with a note. No link is followed: every read and write goes through directory
-descriptors (``disk.linksafe``); each file is replaced atomically (temporary file, fsync,
-rename) -- there is no journal across files yet. The git index is never touched. Undone
-calls are marked in the session's index; a second undo is refused.
+descriptors (``disk.linksafe``, ``workspace.fs.LocalFS``). The writes go through
+APPLY_BACK's journal under the repository lock: compare-and-swap per path, all or none,
+and ``tidegate recover`` finishes (or ``--rollback`` undoes) one a crash interrupted. The
+git index is never touched. Undone calls are marked in the session's index; a second undo
+is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import difflib
 import errno
 import hashlib
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Sequence
@@ -39,6 +42,11 @@ from tidegate.disk.linksafe import WriteRefused, opened_dir, replace_file
 from tidegate.errors import UsageError
 from tidegate.git.command import Git
 from tidegate.store.blobs import ByteStore, check_id
+from tidegate.workspace.fs import Entry, LocalFS
+from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
+from tidegate.workspace.lock import RunLock
+from tidegate.workspace.merge_back import PlannedOp
+from tidegate.workspace.repo import discover
 
 _MISSING = "missing"
 
@@ -236,9 +244,12 @@ def undo_calls(
     *,
     call_id: str | None = None,
     session_id: str | None = None,
+    runtime_dir: Path | None = None,
 ) -> UndoReport:
     """Undo one call (``call_id``, in ``session_id`` when given) or a whole session, in
-    the work tree at or below ``root`` (the repository's) that the session ran in."""
+    the work tree at or below ``root`` (the repository's) that the session ran in.
+    ``runtime_dir``: the repository's (for its lock and the journal; found from ``root``
+    when not given)."""
     if call_id is None and session_id is None:
         raise UsageError("undo: give a call ID or a session ID")
     if call_id is not None:
@@ -262,7 +273,25 @@ def undo_calls(
         chosen = [c for c in calls if not c.get("undone")]
         if not chosen:
             raise UsageError(f"session {session_id}: nothing left to undo")
+    repo_root = root
     root = _workspace(index, root)
+    runtime = runtime_dir if runtime_dir is not None else discover(repo_root).runtime_dir
+    lock = RunLock(runtime, f"undo-{session_id}").acquire()  # no run lands meanwhile
+    try:
+        return _undo(store, index, chosen, session_id, repo_root, root, runtime)
+    finally:
+        lock.release()
+
+
+def _undo(
+    store: ByteStore,
+    index: dict[str, Any],
+    chosen: list[dict[str, Any]],
+    session_id: str,
+    repo_root: Path,
+    root: Path,
+    runtime: Path,
+) -> UndoReport:
     planner = _Planner(store, root)
     for call in reversed(chosen):
         planner.plan(call)
@@ -270,10 +299,7 @@ def undo_calls(
     if report.conflicts:
         report.rejects = _write_rejects(root, planner.rejects)
         return report
-    for rel, state in planner.view.items():
-        original = planner.original[rel]
-        if (state.kind, state.sha256) != (original.kind, original.sha256):
-            _write(root, rel, state)
+    _apply(planner, repo_root, root, runtime, f"undo-{session_id}-{secrets.token_hex(4)}")
     for call in chosen:
         call["undone"] = True
     store.save_session(index)
@@ -294,18 +320,36 @@ def _workspace(index: dict[str, Any], repo_root: Path) -> Path:
     return where
 
 
-def _write(root: Path, rel: str, state: _State) -> None:
-    parts = PurePosixPath(rel).parts
-    with opened_dir(root, *parts[:-1], create=state.kind == "file", mode=0o755) as fd:
-        if state.kind == _MISSING:
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode):
-                raise WriteRefused(f"{rel}: not a regular file; not removed")
-            os.unlink(parts[-1], dir_fd=fd)
-            os.fsync(fd)
-            return
-        assert state.data is not None
-        replace_file(fd, parts[-1], state.data, mode=state.mode, shown=rel)
+def _apply(planner: _Planner, repo_root: Path, root: Path, runtime: Path, journal: str) -> None:
+    """Write the plan through APPLY_BACK's journal (``workspace.journal``): each path is
+    compared-and-swapped against what was planned from, a failed write rolls back the
+    others, and a crash is finished or rolled back by ``tidegate recover``."""
+    prefix = PurePosixPath(os.path.relpath(root, repo_root))
+    ops = []
+    for rel, state in planner.view.items():
+        original = planner.original[rel]
+        if (state.kind, state.sha256, state.mode) == (
+            original.kind,
+            original.sha256,
+            original.mode,
+        ):
+            continue
+        path = str(prefix / rel) if str(prefix) != "." else rel
+        ops.append(PlannedOp(path, _entry(original), _entry(state)))
+    try:
+        apply_ops(LocalFS(repo_root), ops, runtime, journal)
+    except ApplyBackRace as exc:
+        raise UsageError(
+            f"undo: {exc.path} changed while it was being undone; nothing changed"
+        ) from exc
+    except ApplyBackWriteError as exc:
+        raise UsageError(f"undo: {str(exc).replace('apply-back', 'undo')}") from exc
+
+
+def _entry(state: _State) -> Entry:
+    if state.kind == _MISSING:
+        return Entry("missing")
+    return Entry("file", state.data, state.mode if state.mode is not None else 0o644)
 
 
 def _write_rejects(root: Path, rejects: dict[str, str]) -> list[str]:

@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Repo, requires_containment
+import pytest
+
+from tests.conftest import Repo, requires_containment, tidegate_cli
 from tests.integration.tools.support import call, executor
 from tests.integration.tools.undo_support import (
+    UNDO,
     dirty,
     last_call,
     repo_dir,
@@ -168,3 +171,43 @@ def test_a_session_is_undone_newest_call_first(committed_repo: Repo, tmp_path: P
     assert all(
         c["undone"] for c in json.loads((tmp_path / "store/undo/s1.json").read_text())["calls"]
     )
+
+
+@requires_containment
+@pytest.mark.parametrize("point", ["apply_back.before_write:2", "apply_back.after_write:1"])
+def test_an_undo_killed_between_writes_is_finished_by_recover(
+    committed_repo: Repo, point: str
+) -> None:
+    repo = committed_repo
+    dirty(repo)
+    before = repo.tree_state()
+    tools_call(repo, "command.run", command="echo a > calc.py; echo b > staged.txt; rm notes.txt")
+    killed = tidegate_cli(
+        *UNDO, "--call", last_call(), cwd=repo.root, env={"TIDEGATE_FAULT": point}
+    )
+    assert killed.returncode == -9, (killed.stdout, killed.stderr)
+    assert list((repo.root / ".git" / "tidegate" / "journal").iterdir())  # left for recover
+    assert repo.tree_state() != before
+    recovered = tidegate_cli("recover", cwd=repo.root)
+    assert recovered.returncode == 0, recovered.stderr
+    assert repo.tree_state() == before
+    assert undo(repo, "--call", last_call()).returncode == 0  # the record: still to mark
+    assert repo.tree_state() == before
+
+
+@requires_containment
+def test_a_write_that_fails_rolls_the_undo_back(committed_repo: Repo) -> None:
+    repo = committed_repo
+    dirty(repo)
+    tools_call(repo, "command.run", command="echo a > calc.py; echo b > staged.txt")
+    after = repo.tree_state()
+    failed = tidegate_cli(
+        *UNDO,
+        "--call",
+        last_call(),
+        cwd=repo.root,
+        env={"TIDEGATE_FAULT": "apply_back.before_write:2=ENOSPC"},
+    )
+    assert failed.returncode == 2 and "nothing was applied" in failed.stderr, failed.stderr
+    assert repo.tree_state() == after
+    assert not sessions()[-1]["calls"][-1].get("undone")

@@ -4,11 +4,13 @@ its hash is refused, and a call or session ID that is a path is refused."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, tidegate_cli
 from tests.integration.tools.undo_support import (
     dirty,
     last_call,
@@ -109,3 +111,31 @@ def test_an_id_that_is_a_path_is_refused(committed_repo: Repo, option: str, valu
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     _one_error_line(proc.stderr, "ID refused: an identifier has letters")
     assert repo.tree_state() == before
+
+
+def test_a_linked_blob_directory_is_not_written_through(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    """Someone links the store's ``blobs`` elsewhere: nothing is written there, the call
+    itself still runs, and stderr says it is not undoable."""
+    repo = committed_repo
+    dirty(repo)
+    _written(repo)  # creates the repository's directory in the state root
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    blobs = repo_dir() / "blobs"
+    shutil.rmtree(blobs)
+    blobs.symlink_to(elsewhere)
+    repo.write("more.txt", "mine\n")
+    proc = tidegate_cli(
+        "tools",
+        "call",
+        "workspace.write",
+        "--args",
+        json.dumps({"path": "more.txt", "content": "tool\n", "expect": sha(b"mine\n")}),
+        cwd=repo.root,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert repo.read("more.txt") == "tool\n"
+    assert "tidegate: note: not undoable: cli-1:" in proc.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -375,7 +375,11 @@ def undo_call(
     ] = None,
     session_id: Annotated[
         str | None,
-        typer.Option("--session", help="Undo every call of this tool session, newest first."),
+        typer.Option(
+            "--session",
+            help="Undo every call of this tool session ('latest' too), newest first; with "
+            "--call, the session the call is in.",
+        ),
     ] = None,
     repo: RepoOpt = Path("."),
     state_root: StateRootOpt = None,

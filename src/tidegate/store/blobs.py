@@ -146,6 +146,13 @@ class ByteStore:
             return []
         return sorted(n.removesuffix(".json") for n in names if n.endswith(".json"))
 
+    def latest_session(self) -> str:
+        """The session begun last; UsageError when there is none."""
+        indexes = [self.session(s) for s in self.sessions()]
+        if not indexes:
+            raise UsageError("no tool session has kept bytes here (none recorded, or pruned)")
+        return str(max(indexes, key=lambda i: float(i.get("created", 0)))["session"])
+
     def find_call(self, call_id: str) -> tuple[str, dict[str, Any]]:
         """The session and index entry of ``call_id`` (or ``SESSION:CALL``); UsageError when
         none or several."""

@@ -252,6 +252,8 @@ def undo_calls(
     when not given)."""
     if call_id is None and session_id is None:
         raise UsageError("undo: give a call ID or a session ID")
+    if session_id == "latest":
+        session_id = store.latest_session()
     if call_id is not None:
         check_id(call_id, "call")
         if session_id is None:

@@ -57,7 +57,7 @@ def test_a_deleted_file_comes_back_with_its_mode(committed_repo: Repo) -> None:
     before = repo.tree_state()
     tools_call(repo, "command.run", command="rm run.sh")
     assert not (repo.root / "run.sh").exists()
-    proc = undo(repo, "--session", sessions()[-1]["session"])
+    proc = undo(repo, "--session", "latest")
     assert proc.returncode == 0, proc.stderr
     assert repo.tree_state() == before
     assert (repo.root / "run.sh").stat().st_mode & 0o777 == 0o755

@@ -162,7 +162,11 @@ class _Planner:
             self.conflict(rel, f"call {call_id}: {self.unsafe[rel]}")
             return
         if cur.sha256 == before.get("sha256") and cur.kind == before["kind"]:
-            self.outcomes.append(PathOutcome(rel, "unchanged", "already as before the call"))
+            mode = _mode_back(before, after, cur)
+            if cur.kind == "file" and mode != cur.mode:
+                self.set(rel, _State("file", cur.data, mode), "restored", "its mode")
+            else:
+                self.outcomes.append(PathOutcome(rel, "unchanged", "already as before the call"))
             return
         if before["kind"] == "file":
             if not before.get("kept"):
@@ -178,7 +182,7 @@ class _Planner:
                     self.conflict(rel, f"call {call_id}: removed since the call; not restored")
                 return
             if after["kind"] == "file" and cur.sha256 == after["sha256"]:
-                self.set(rel, _State("file", old, cur.mode or mode), "restored", "")
+                self.set(rel, _State("file", old, _mode_back(before, after, cur)), "restored", "")
                 return
             if after["kind"] == "file" and after.get("kept"):
                 base = self.store.get(after["kept"])
@@ -223,6 +227,16 @@ class _Planner:
                 check=False,
             )  # fmt: skip
         return res.stdout, res.returncode == 0
+
+
+def _mode_back(before: dict[str, Any], after: dict[str, Any], cur: _State) -> int | None:
+    """The permission bits to restore: the call's "before" ones while the file still has
+    the ones the call left (or the call's are not known); else the file's own."""
+    if not before.get("mode") or cur.mode is None:
+        return cur.mode
+    if after.get("mode") and int(after["mode"], 8) != cur.mode:
+        return cur.mode  # changed since: yours
+    return int(before["mode"], 8)
 
 
 def _diff(rel: str, new: bytes, old: bytes) -> str:

@@ -211,3 +211,15 @@ def test_a_write_that_fails_rolls_the_undo_back(committed_repo: Repo) -> None:
     assert failed.returncode == 2 and "nothing was applied" in failed.stderr, failed.stderr
     assert repo.tree_state() == after
     assert not sessions()[-1]["calls"][-1].get("undone")
+
+
+@requires_containment
+def test_a_mode_the_command_changed_is_put_back(committed_repo: Repo) -> None:
+    repo = committed_repo
+    repo.write("tool.sh", "echo hi\n", mode=0o644)
+    before = repo.tree_state()
+    tools_call(repo, "command.run", command="chmod 755 tool.sh")
+    assert (repo.root / "tool.sh").stat().st_mode & 0o777 == 0o755
+    proc = undo(repo, "--session", "latest")
+    assert proc.returncode == 0, proc.stderr
+    assert repo.tree_state() == before

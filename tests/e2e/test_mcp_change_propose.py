@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 
-from tests.conftest import CALC, Repo, requires_containment
+from tests.conftest import CALC, Repo, requires_containment, tidegate_cli
 from tests.e2e.test_tools_recording import _session
 
 CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
@@ -50,6 +50,21 @@ def test_a_verified_change_is_merged_as_unstaged_edits(committed_repo: Repo) -> 
     assert result["verify"]["exit_code"] == 0
     assert "return a + b" in repo.read("calc.py")
     assert repo.index_bytes() == index and repo.read("README.md").endswith("unstaged\n")
+
+
+@requires_containment  # the client's verify runs contained, or not at all
+def test_a_held_change_is_verified_kept_and_applied_by_the_user(committed_repo: Repo) -> None:
+    repo = dirty(committed_repo)
+    tree, index = repo.tree_state(with_mtimes=True), repo.index_bytes()
+    (result,) = propose(repo, {"search_replace": FIX, "verify": CHECK, "hold": True})
+    assert result["ok"] is True and result["status"] == "held", result
+    assert result["applied_files"] == [] and "+    return a + b" in result["diff"]
+    assert repo.tree_state(with_mtimes=True) == tree
+    applied = tidegate_cli("apply", result["run_id"], cwd=repo.root)
+    assert applied.returncode == 0, applied.stderr
+    assert "return a + b" in repo.read("calc.py") and repo.index_bytes() == index
+    (refused,) = propose(repo, {"search_replace": FIX, "hold": "yes"})
+    assert refused["ok"] is False and refused["error"] == "hold must be a boolean"
 
 
 @requires_containment  # the client's verify runs contained, or not at all

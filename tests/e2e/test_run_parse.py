@@ -66,7 +66,7 @@ PLAIN = [
     ],
     ["review", "--objective", "x", "--verify", "true", "--warm-shadow", "--max-cost", "1.5"],
     ["review", "--verify", "true"],
-    ["debug", "--objective-file", "f.txt", "--max-attempts", "2", "--keep-shadow"],
+    ["debug", "--objective-file", "f.txt", "--max-attempts", "2", "--keep-shadow", "--hold"],
     ["run", "--objective", "a", "--objective", "b", "--repo", "x", "--repo", "y"],
     ["run", "--objective", "--json"],
     ["run", "--objective", "-", "--verify", "--network"],

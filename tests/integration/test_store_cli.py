@@ -54,7 +54,9 @@ def test_read_shows_phases_attempts_effects_and_evidence(committed_repo: Repo) -
     code, report, _ = cli("run", "--objective", FIX, cwd=repo.root)
     assert code == 0 and isinstance(report, dict)
     detail = json.loads(tidegate_cli("read", "latest", "--json", "--detail", cwd=repo.root).stdout)
-    assert list(detail) == ["run", "phases", "attempts", "effects", "evidence", "resume", "report"]
+    assert list(detail) == [
+        "run", "phases", "attempts", "effects", "evidence", "resume", "landings", "report",
+    ]  # fmt: skip
     assert detail["run"]["status"] == "succeeded" and detail["run"]["acknowledged"] is True
     assert [p["phase"] for p in detail["phases"]] == [p["phase"] for p in report["phases"]]
     assert [p["seq"] for p in detail["phases"]] == list(range(1, len(detail["phases"]) + 1))

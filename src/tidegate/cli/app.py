@@ -1,4 +1,5 @@
-"""Commands: run, review, debug, recover, runs, read, resume (the engine's); the command
+"""Commands: run, review, debug, recover, runs, read, resume, diff, apply, discard, undo (the
+engine's); the command
 groups are added by ``full_app`` only for a command line that needs them
 (``tidegate.cli.groups``).
 
@@ -115,6 +116,13 @@ ContainmentOpt = Annotated[
     ),
 ]
 KeepOpt = Annotated[bool, typer.Option("--keep-shadow", help="Keep the shadow worktree.")]
+HoldOpt = Annotated[
+    bool,
+    typer.Option(
+        "--hold",
+        help="Verify, then stop before merging: the run ends held; `tidegate apply` lands it.",
+    ),
+]
 StateRootOpt = Annotated[
     str | None,
     typer.Option(
@@ -173,6 +181,7 @@ def run(
     max_attempts: AttemptsOpt = 3,
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
+    hold: HoldOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -228,6 +237,7 @@ def debug(
     max_attempts: AttemptsOpt = 3,
     verify_timeout: TimeoutOpt = DEFAULT_VERIFY_TIMEOUT_S,
     keep_shadow: KeepOpt = False,
+    hold: HoldOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -273,8 +283,16 @@ def recover(
         ):
             out.print("nothing to recover")
         for j in summary.journals:
-            out.print(f"run {j.run_id}: apply-back {j.action}; {len(j.finished)} path(s) written")
-            if j.action == "completed":
+            run_id, _, kind = j.run_id.partition(".")
+            what = {"apply": "apply", "undo": "undo"}.get(kind, "apply-back")
+            out.print(f"run {run_id}: {what} {j.action}; {len(j.finished)} path(s) written")
+            if kind and j.action == "completed":
+                out.print(
+                    f"  run `tidegate {what} {run_id}` again to record it (nothing is written "
+                    "twice)",
+                    markup=False,
+                )
+            elif j.action == "completed":
                 out.print(
                     f"  its record says 'interrupted' until `tidegate resume {j.run_id}` "
                     "records the report (nothing is written twice)",
@@ -367,29 +385,135 @@ def resume(
     raise typer.Exit(report.exit_code)
 
 
-@app.command("undo-call")
-def undo_call(
+RunArg = Annotated[
+    str | None,
+    typer.Argument(help="A run id (default: the newest one the command applies to)."),
+]
+PathsOpt = Annotated[list[str] | None, typer.Option(help="A path of the change (repeatable).")]
+
+
+@app.command()
+def diff(
+    run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")] = "latest",
+    repo: RepoOpt = Path("."),
+    state_root: StateRootOpt = None,
+    stat: Annotated[bool, typer.Option("--stat", help="Files and line counts only.")] = False,
+) -> None:
+    """Show a recorded run's change as a diff (through your pager on a terminal)."""
+    from tidegate.cli.output import shown
+    from tidegate.cli.records import diff_output
+
+    shown(diff_output(run_id, str(repo), state_root, stat))
+
+
+@app.command()
+def apply(
+    run_id: RunArg = None,
+    repo: RepoOpt = Path("."),
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Apply only this path (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Leave this path out (repeatable).")
+    ] = None,
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Land a held run's verified change (`run --hold`) as unstaged edits, with the same
+    three-way merge as a run; a subset is verified again on its own first."""
+    from tidegate.flow.landing import apply_run
+
+    store = open_store(repo, state_root)
+    try:
+        outcome = apply_run(
+            repo, store, run_id, only or [], exclude or [], progress_observer(as_json)
+        )
+    finally:
+        store.close()
+    raise typer.Exit(_print_landings([outcome], as_json))
+
+
+@app.command()
+def discard(
+    run_id: RunArg = None,
+    repo: RepoOpt = Path("."),
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop a held run's change; it can no longer be applied (your files are not touched)."""
+    from tidegate.flow.landing import discard_run
+
+    store = open_store(repo, state_root)
+    try:
+        outcome = discard_run(repo, store, run_id)
+    finally:
+        store.close()
+    raise typer.Exit(_print_landings([outcome], as_json))
+
+
+@app.command()
+def undo(
+    run_id: RunArg = None,
+    repo: RepoOpt = Path("."),
+    last: Annotated[
+        int | None,
+        typer.Option("--last", min=1, help="Undo the last N applied runs, newest first."),
+    ] = None,
     call_id: Annotated[
         str | None,
-        typer.Option("--call", help="A tool call to undo (CALL, or SESSION:CALL)."),
+        typer.Option(
+            "--call", help="Undo one tool call instead (CALL, or SESSION:CALL): its bytes back."
+        ),
     ] = None,
     session_id: Annotated[
         str | None,
         typer.Option(
             "--session",
-            help="Undo every call of this tool session ('latest' too), newest first; with "
-            "--call, the session the call is in.",
+            help="Undo every call of a tool session instead ('latest' too), newest first; "
+            "with --call, the session the call is in.",
         ),
     ] = None,
-    repo: RepoOpt = Path("."),
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Put back what tool calls replaced or deleted (three-way: your edits since are kept;
-    a conflict changes nothing and writes .rej; the index is never touched)."""
-    from tidegate.cli.undo_calls import undo_tool_calls_command
+    """Reverse an applied run's change with a three-way merge: your edits since are kept,
+    a conflict changes nothing (.rej files), the index is never touched. --call/--session
+    put back what tool calls (tools call, MCP) replaced or deleted, the same way."""
+    from tidegate.errors import UsageError
+    from tidegate.flow.landing import undo_last, undo_run
 
-    raise typer.Exit(undo_tool_calls_command(repo, state_root, call_id, session_id, as_json))
+    if call_id is not None or session_id is not None:
+        from tidegate.cli.undo_calls import undo_tool_calls_command
+
+        if run_id is not None or last is not None:
+            raise UsageError("undo: give a run id, --last N, or --call/--session, not several")
+        raise typer.Exit(undo_tool_calls_command(repo, state_root, call_id, session_id, as_json))
+    if last is not None and run_id is not None:
+        raise UsageError("give a run id or --last N, not both")
+    store = open_store(repo, state_root)
+    try:
+        if last is not None:
+            outcomes = undo_last(repo, store, last)
+        else:
+            outcomes = [undo_run(repo, store, run_id)]
+    finally:
+        store.close()
+    raise typer.Exit(_print_landings(outcomes, as_json))
+
+
+def _print_landings(outcomes: list[Any], as_json: bool) -> int:
+    """Print what apply, discard or undo did; the exit code of the last one."""
+    if as_json:
+        shown: Any = [o.as_dict() for o in outcomes]
+        sys.stdout.write(dump_json(shown[0] if len(shown) == 1 else shown) + "\n")
+    else:
+        from tidegate.cli.runtext import landing_text
+
+        for outcome in outcomes:
+            if outcome.report is not None:
+                print_report(outcome.report, False)
+            sys.stdout.write(landing_text(outcome.as_dict()))
+    return int(outcomes[-1].exit_code)
 
 
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:

@@ -1,6 +1,7 @@
 """Which typer application a command line needs, so that a command imports only itself.
 
-The engine commands (run, review, debug, recover, runs, read, resume) are in
+The engine commands (run, review, debug, recover, runs, read, resume, diff, apply,
+discard, undo) are in
 ``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, inspect, export,
 the operator's) is in a module of its own that imports what it uses (the store's writer, rich,
 the tools, the MCP SDK). A command line that names an engine command is given the engine commands alone; any
@@ -15,7 +16,21 @@ TYPE_CHECKING = False  # as in tidegate.cli: importing typing is not free
 if TYPE_CHECKING:
     import typer
 
-ENGINE_COMMANDS = frozenset({"run", "review", "debug", "recover", "runs", "read", "resume"})
+ENGINE_COMMANDS = frozenset(
+    {
+        "run",
+        "review",
+        "debug",
+        "recover",
+        "runs",
+        "read",
+        "resume",
+        "diff",
+        "apply",
+        "discard",
+        "undo",
+    }
+)
 OPERATOR_REVIEW = "review-records"
 """The review records' group, which ``tidegate review run|read`` reach (``route_review``)."""
 

@@ -23,3 +23,31 @@ def dump_json(value: Any, *, indent: int | None = 2) -> str:
 def safe_line(text: str, *, stream: Any = None) -> None:
     """One line for a person: secrets redacted, control characters made visible."""
     (stream or sys.stdout).write(sanitize(text) + "\n")
+
+
+def shown(text: str) -> None:
+    """Text for a person on standard output: through the user's pager when it is a
+    terminal (``tidegate.exec.pager``, loaded only then), written as it is otherwise."""
+    if sys.stdout.isatty():
+        import os
+
+        from tidegate.exec.pager import named_by_environment, page
+
+        page(text, None if named_by_environment(os.environ) else _configured_pager())
+    else:
+        sys.stdout.write(text)
+
+
+def _configured_pager() -> str | None:
+    """The user's own ``core.pager`` (``git config --global``), or None: a repository's
+    configuration is never asked, since whoever wrote the repository could have set it."""
+    from pathlib import Path
+
+    from tidegate.errors import GitError
+    from tidegate.git.command import Git
+
+    try:
+        res = Git(Path("/")).run("config", "--global", "--get", "core.pager", check=False)
+    except (GitError, OSError):
+        return None
+    return res.text.rstrip("\n") if res.returncode == 0 else None

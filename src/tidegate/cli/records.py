@@ -57,3 +57,22 @@ def read_output(run_id: str, repo: str, state_root: str | None, as_json: bool, d
 
         text += report_text(view["report"], terminal_styles())
     return text
+
+
+def diff_output(run_id: str, repo: str, state_root: str | None, stat: bool) -> str:
+    """What ``tidegate diff RUN_ID`` prints: the run's change as the report keeps it, a
+    unified diff (coloured on a terminal), or with ``stat`` its files and line counts."""
+    from tidegate.cli.report_text import diff_stat, diff_text, terminal_styles
+
+    root, common = repository(repo)
+    store = repository_store(state_root, root, common)
+    if store is None:
+        raise UsageError(f"no recorded run {run_id!r} for this repository")
+    report = run_view(store, run_id)["report"]
+    if report is None:
+        raise UsageError(f"run {run_id} has no report yet (it has not finished)")
+    if not report["diff"]:
+        return f"run {report['run_id']}: no change\n"
+    if stat:
+        return diff_stat(report["diff"])
+    return diff_text(report["diff"], terminal_styles())

@@ -29,6 +29,8 @@ Styles = dict[str, str]
 _COLOURS = {"succeeded": 32, "failed": 31, "conflict": 33}
 _CYAN = 36
 _HEADERS = ("change", "path", "before sha256", "after sha256")
+DIFF_LINES = 2000
+"""Lines of the change's diff a report shows; ``tidegate diff RUN`` shows all of it."""
 FEEDBACK_LINES = 15
 """Lines of each attempt's feedback shown; the rest are in the ``--json`` report."""
 
@@ -50,6 +52,7 @@ def terminal_styles() -> Styles | None:
     styles = {"bold": "1"}
     for colour in (*_COLOURS.values(), _CYAN):
         styles[f"bold {colour}"] = "1" if plain else f"1;{colour}"
+        styles[str(colour)] = "" if plain else str(colour)
     return styles
 
 
@@ -84,7 +87,101 @@ def report_text(report: dict[str, Any], styles: Styles | None = None) -> str:
             more = len(lines) - FEEDBACK_LINES
             out.append(line(f"    ... ({more} more lines in the --json report)"))
     out.extend(line(f"  note: {visible(note)}") for note in report["notes"])
+    if report["diff"] and status != "paused":
+        out.append(diff_text(report["diff"], styles, limit=DIFF_LINES, run_id=report["run_id"]))
     return "".join(out).expandtabs(8)
+
+
+def diff_text(
+    diff: str, styles: Styles | None = None, *, limit: int | None = None, run_id: str = ""
+) -> str:
+    """A unified diff (``git diff --binary`` as the report keeps it) for a person, as git
+    colours it on a terminal: file headers bold, hunk headers cyan, removed lines red,
+    added lines green. A binary patch is one line, not its base85 data. Every line passes
+    the sanitiser; after ``limit`` lines the rest is counted, not shown."""
+    out: list[str] = []
+    shown = 0
+    binary = False
+    lines = diff.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, text in enumerate(lines):
+        if binary:
+            if text.startswith("diff --git "):
+                binary = False
+            else:
+                continue
+        if text == "GIT binary patch":
+            binary = True
+            out.append(_styled(_text("(binary change, not shown)"), "bold", styles) + "\n")
+            shown += 1
+            continue
+        if limit is not None and shown >= limit:
+            more = len(lines) - number
+            hint = f": tidegate diff {run_id}" if run_id else ""
+            out.append(line(f"... ({more} more diff lines{hint})"))
+            break
+        out.append(_styled(_text(text), _diff_style(text), styles) + "\n")
+        shown += 1
+    return "".join(out)
+
+
+def _diff_style(text: str) -> str | None:
+    if text.startswith(("diff --git ", "index ", "--- ", "+++ ", "new file", "deleted file")):
+        return "bold"
+    if text.startswith(("old mode", "new mode", "similarity", "rename ", "Binary files")):
+        return "bold"
+    if text.startswith("@@"):
+        return str(_CYAN)
+    if text.startswith("+"):
+        return str(_COLOURS["succeeded"])
+    if text.startswith("-"):
+        return str(_COLOURS["failed"])
+    return None
+
+
+def diff_stat(diff: str) -> str:
+    """``git diff --stat``'s summary of a unified diff, counted from the diff itself: one
+    line per file with its added and removed lines, then the totals."""
+    files: list[tuple[str, int, int, bool]] = []
+    binary = False
+    for text in diff.split("\n"):
+        if text.startswith("diff --git "):
+            name = text[len("diff --git ") :]
+            half = name[2:].split(" b/", 1)[0] if name.startswith("a/") else name
+            files.append((half, 0, 0, False))
+            binary = False
+        elif not files:
+            continue
+        elif text == "GIT binary patch" or text.startswith("Binary files"):
+            name, added, removed, _ = files[-1]
+            files[-1] = (name, added, removed, True)
+            binary = True
+        elif binary or text.startswith(("+++ ", "--- ")):
+            continue
+        elif text.startswith("+"):
+            name, added, removed, flag = files[-1]
+            files[-1] = (name, added + 1, removed, flag)
+        elif text.startswith("-"):
+            name, added, removed, flag = files[-1]
+            files[-1] = (name, added, removed + 1, flag)
+    if not files:
+        return line("no change")
+    width = max(len(f[0]) for f in files)
+    out = []
+    for name, added, removed, is_binary in files:
+        what = "Bin" if is_binary else f"{added + removed:>4} " + "+" * min(added, 40)
+        what += "" if is_binary else "-" * min(removed, 40)
+        out.append(line(f" {name.ljust(width)} | {what}"))
+    total_added = sum(f[1] for f in files)
+    total_removed = sum(f[2] for f in files)
+    out.append(
+        line(
+            f" {len(files)} file(s) changed, {total_added} insertion(s)(+), "
+            f"{total_removed} deletion(s)(-)"
+        )
+    )
+    return "".join(out)
 
 
 def _table(files: list[dict[str, Any]], styles: Styles | None) -> str:
@@ -120,7 +217,7 @@ def _text(text: str) -> str:
 
 
 def _styled(text: str, style: str | None, styles: Styles | None) -> str:
-    if style is None or styles is None or not text:
+    if style is None or styles is None or not text or not styles.get(style):
         return text
     return f"\x1b[{styles[style]}m{text}\x1b[0m"
 

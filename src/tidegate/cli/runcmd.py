@@ -62,6 +62,7 @@ _PATCHING: dict[str, tuple[Any, ...]] = {
     **_COMMON,
     "--max-attempts": ("max_attempts", "int", 1, 20),
     "--keep-shadow": ("keep_shadow", "flag"),
+    "--hold": ("hold", "flag"),
     "--agent": ("agent", "str"),
     "--agent-model": ("agent_model", "str"),
     "--sub-agent": ("sub_agent", "multi"),
@@ -82,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "max_attempts": 3,
     "verify_timeout": DEFAULT_VERIFY_TIMEOUT_S,
     "keep_shadow": False,
+    "hold": False,
     "warm_shadow": False,
     "network": False,
     "as_json": False,
@@ -205,6 +207,7 @@ def invoke(command: str, values: dict[str, Any]) -> int:
         fields.update(
             max_attempts=p["max_attempts"],
             keep_shadow=p["keep_shadow"],
+            hold=p["hold"],
             agent=p.get("agent"),
             agent_model=p.get("agent_model"),
             sub_agents=tuple(p.get("sub_agent") or ()),
@@ -283,9 +286,10 @@ def print_report(report: FlowReport, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
         return
+    from tidegate.cli.output import shown
     from tidegate.cli.report_text import report_text, terminal_styles
 
-    sys.stdout.write(report_text(report.model_dump(mode="json"), terminal_styles()))
+    shown(report_text(report.model_dump(mode="json"), terminal_styles()))
 
 
 def objective_text(

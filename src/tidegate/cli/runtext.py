@@ -24,23 +24,47 @@ def line(text: str) -> str:
 
 
 def runs_text(rows: list[dict[str, Any]]) -> str:
-    """The listing of ``tidegate runs``: one line per run, newest first."""
+    """The listing of ``tidegate runs``: one line per run, newest first, in fixed columns
+    (id, kind, mode, status, files changed, duration, when it started), then the
+    objective's first line, the failure's class, and the repository when there are
+    several. The status is what became of the change when something did (``applied``,
+    ``discarded``, ``undone``), else the run's own (``held``, ``interrupted``...)."""
     if not rows:
         return line("no recorded runs")
     several = len({r["repo"] for r in rows}) > 1
     out = []
     for r in rows:
-        failure = f" {r['error_class']}" if r["error_class"] else ""
-        failure += f" ({r['problem']})" if r.get("problem") else ""
-        where = f"  {r['repo']}" if several else ""
+        status = r.get("landing") or r["status"]
+        files = r.get("files_changed")
+        count = "-" if files is None else str(files)
+        tail = f"  {r['objective']}" if r.get("objective") else ""
+        tail += f"  [{r['error_class']}]" if r["error_class"] else ""
+        tail += f" ({r['problem']})" if r.get("problem") else ""
+        tail += f"  {r['repo']}" if several else ""
         out.append(
             line(
-                f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {r['status']:<11}"
-                f"{failure}  {r['attempts']} "
-                f"attempt(s)  {r['duration_s']:.1f}s{where}"
+                f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {status:<11} "
+                f"{count:>3} file(s) {_duration(r['duration_s']):>7}  "
+                f"{_when(r.get('started_ms', 0))}{tail}"
             )
         )
     return "".join(out)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m{rest:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def _when(started_ms: int) -> str:
+    """The local time a run started, to the minute (``-`` when unknown)."""
+    if not started_ms:
+        return "-".ljust(16)
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(started_ms / 1000))
 
 
 def view_text(view: dict[str, Any]) -> str:
@@ -86,8 +110,25 @@ def view_text(view: dict[str, Any]) -> str:
     )
     if evidence["replay_hash"]:
         out.append(line(f"  replay hash {evidence['replay_hash']}"))
+    for landing in view.get("landings", []):
+        by = landing["detail"].get("by_run")
+        how = f" (a subset, verified and landed by run {by})" if by else ""
+        out.append(line(f"  change {landing['action']} {_when(landing['at_ms'])}{how}"))
     if view["resume"]:
         r = view["resume"]
         after = f"after {r['after']}" if r["after"] else "at the start"
         out.append(line(f"  resumable {after} of attempt {r['attempt']}: {r['command']}"))
+    return "".join(out)
+
+
+def landing_text(outcome: dict[str, Any]) -> str:
+    """What ``tidegate apply``, ``discard`` or ``undo`` did to one run, for a person."""
+    out = [line(outcome["message"])]
+    for path in outcome["written"]:
+        how = "merged " if path in outcome["merged"] else "written"
+        how = "deleted" if path in outcome.get("deleted", ()) else how
+        out.append(line(f"  {how} {path}"))
+    if outcome["rejects"]:
+        out.append(line(f"  rejects written to {outcome['rejects_dir']}:"))
+        out.extend(line(f"    {rej}") for rej in outcome["rejects"])
     return "".join(out)

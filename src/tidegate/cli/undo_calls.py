@@ -60,18 +60,13 @@ def undo_tool_calls_command(
     call_id: str | None,
     session_id: str | None,
     as_json: bool,
-    *,
-    run_id: str | None = None,
 ) -> int:
-    """The command: checks that exactly one of a run, a call and a session is named
-    (``--call`` with ``--session`` names a call of that session), prints, returns the
-    exit code."""
+    """``tidegate undo --call/--session``: prints, returns the exit code (``--call`` with
+    ``--session`` names a call of that session)."""
     import sys
 
     from tidegate.errors import UsageError
 
-    if run_id is not None and (call_id is not None or session_id is not None):
-        raise UsageError("undo: give a run id, --call ID or --session ID, not several")
     if call_id is None and session_id is None:
         raise UsageError("undo: give --call ID or --session ID")
     text, code = undo_tool_calls(

@@ -90,7 +90,7 @@ class _Builder:
             SpanRecord("run", None, f"invoke_agent {AGENT_NAME}", min(run.started_ms, first))
         )
         span.attributes.update(run_attributes(self.records))
-        if run.status == "succeeded":
+        if run.status in ("succeeded", "held"):  # held: verified, kept for `tidegate apply`
             span.status = "ok"
         elif run.status in ("failed", "interrupted", "corrupt"):
             span.status, span.status_message = "error", text(run.error_class or run.status)

@@ -69,7 +69,7 @@ def run_report(
     one repeated. Its failure (phase, class, message), change and verification are the
     run's; the stop on the repeat is said after the message."""
     attempt = state.attempt
-    status = "succeeded"
+    status = "held" if state.request.hold and state.request.mode is not Mode.REVIEW else "succeeded"
     if error is not None:
         status = "conflict" if error.error_class is ErrorClass.CONFLICT else "failed"
     shown, error, message = _deciding_failure(state, error, deciding)
@@ -151,6 +151,13 @@ def _verify_out(state: RunState, shown: AttemptState) -> VerifyOut | None:
 def _success_message(state: RunState) -> str:
     if state.request.mode is Mode.REVIEW:
         return f"review finished with {len(state.findings)} finding(s); nothing was changed"
+    if state.request.hold:
+        count = len(state.attempt.changes)
+        what = "verified" if state.request.verify else "validated (unverified: no --verify)"
+        return (
+            f"{what} change held, not applied: {count} path(s); land it with `tidegate "
+            f"apply {state.run_id}`, drop it with `tidegate discard {state.run_id}`"
+        )
     written = sum(1 for f in state.applied_files if f.action != "unchanged")
     if not state.request.verify:
         # Validated (and its content checks passed), but no command verified it.

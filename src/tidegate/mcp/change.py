@@ -22,7 +22,8 @@ DESCRIPTION = (
     "Propose a change to the workspace repository: a unified diff (`diff`) or SEARCH/REPLACE "
     "blocks (`search_replace`), and optionally a `verify` shell command (run via /bin/sh -c in "
     "a shadow worktree; exit 0 means verified). tidegate validates it, verifies it in a shadow "
-    "worktree and merges it into the work tree as unstaged edits (never the index). One attempt."
+    "worktree and merges it into the work tree as unstaged edits (never the index); with "
+    "`hold` it keeps the verified change for the user to review and apply instead. One attempt."
 )
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -31,6 +32,11 @@ SCHEMA: dict[str, Any] = {
         "search_replace": {"type": "string", "description": "SEARCH/REPLACE edit blocks."},
         "verify": {"type": "string", "description": "A verification command."},
         "summary": {"type": "string", "description": "What the change is for (one line)."},
+        "hold": {
+            "type": "boolean",
+            "description": "Verify, then hold the change instead of merging it: the user "
+            "reviews it (`tidegate diff RUN`) and lands it (`tidegate apply RUN`) or drops it.",
+        },
     },
     "additionalProperties": False,
 }
@@ -59,7 +65,7 @@ class ChangeTool:
             if not isinstance(exc, TidegateError):
                 raise
             return {"ok": False, "status": "refused", "error": str(exc)}
-        return {"ok": report.status == "succeeded", **_summary(report)}
+        return {"ok": report.status in ("succeeded", "held"), **_summary(report)}
 
     def _refusal(self, arguments: dict[str, Any]) -> str | None:
         if self.mode == "review":
@@ -69,7 +75,11 @@ class ChangeTool:
         unknown = set(arguments) - set(SCHEMA["properties"])
         if unknown:
             return f"unknown argument(s): {', '.join(sorted(unknown))}"
+        if not isinstance(arguments.get("hold", False), bool):
+            return "hold must be a boolean"
         for key in SCHEMA["properties"]:
+            if key == "hold":
+                continue
             value = arguments.get(key)
             if value is not None and not isinstance(value, str):
                 return f"{key} must be a string"
@@ -99,6 +109,7 @@ class ChangeTool:
             verify=arguments.get("verify"),
             planner="given",
             max_attempts=1,
+            hold=bool(arguments.get("hold", False)),
             # the client chose the change and the command: contained, or refused
             origin="mcp-client",
         )
@@ -117,4 +128,7 @@ def _summary(report: Any) -> dict[str, Any]:
         "changed_files", "applied_files", "rejects", "rejects_dir", "feedback", "verify",
         "containment", "notes",
     )  # fmt: skip
-    return {k: data.get(k) for k in keep}
+    out = {k: data.get(k) for k in keep}
+    if data.get("status") == "held":
+        out["diff"] = data.get("diff")  # for the client to show; the user applies it
+    return out

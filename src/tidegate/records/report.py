@@ -10,8 +10,9 @@ from msgspec.structs import force_setattr
 from tidegate.records.checked import Checked
 from tidegate.text.paths import b64_bytes, utf8_text
 
-Status = Literal["succeeded", "failed", "conflict", "paused"]
-"""``paused``: stopped at a checkpoint (Ctrl-C); ``tidegate resume RUN_ID`` continues it."""
+Status = Literal["succeeded", "failed", "conflict", "paused", "held"]
+"""``paused``: stopped at a checkpoint (Ctrl-C); ``tidegate resume RUN_ID`` continues it.
+``held``: verified and kept, not applied (``run --hold``); ``tidegate apply RUN_ID`` lands it."""
 
 
 class _Model(Checked):
@@ -208,7 +209,7 @@ class FlowReport(_Model):
 
     @property
     def exit_code(self) -> int:
-        if self.status == "succeeded":
+        if self.status in ("succeeded", "held"):
             return 0
         if self.status == "conflict":
             return 3

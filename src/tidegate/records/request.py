@@ -24,6 +24,9 @@ class RunRequest(Checked):
     max_attempts: Annotated[int, Meta(ge=1, le=20)] = 3
     verify_timeout_s: Annotated[float, Meta(gt=0)] = DEFAULT_VERIFY_TIMEOUT_S
     keep_shadow: bool = False
+    hold: bool = False
+    """Verify, then stop before APPLY_BACK: the run ends ``held`` with the verified change
+    kept (``refs/tidegate/runs/<id>/result``); ``tidegate apply`` lands it later."""
     warm_shadow: bool = False
     """Reuse (and keep) the repository's warm shadow instead of a fresh worktree."""
     network: bool = False

@@ -44,14 +44,15 @@ except ImportError:  # pragma: no cover - an interpreter that only has the packa
     from sqlite3 import Error as SqliteError
     from sqlite3 import connect
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The store schema read directly (``store.schema.SCHEMA_VERSION``; a unit test keeps the
 two equal). An older store is migrated in memory; a newer one is refused."""
 STATE_ROOT_ENV = "TIDEGATE_STATE_ROOT"
 STORE_FILE = "runs.sqlite3"
 KEY_FILE = "checkpoint.key"
-TERMINAL = frozenset({"succeeded", "failed", "conflict"})
-"""Statuses of runs that ended (their final report is stored)."""
+TERMINAL = frozenset({"succeeded", "failed", "conflict", "held"})
+"""Statuses of runs that ended (their final report is stored); ``held``: verified and kept,
+not applied (``tidegate apply`` lands it later, ``store.landings`` says what became of it)."""
 RESUMABLE = frozenset({"paused", "interrupted"})
 KNOWN_STATUSES = TERMINAL | RESUMABLE | {"running"}
 """Every status the store writes; a row holding any other is corrupt."""
@@ -61,6 +62,11 @@ RUN_COLUMNS = (
     "started_ms, updated_ms, report_json, acknowledged"
 )
 """The ``runs`` columns every reader selects, in this order (``store.rows`` too)."""
+LAST_LANDING_SQL = (
+    "(SELECT action FROM landings l WHERE l.run_id = runs.run_id ORDER BY l.seq DESC LIMIT 1)"
+)
+"""The last landing action (``store.landings``) of the ``runs`` row a query selects, or
+NULL: applied, discarded or undone."""
 
 
 class Irregular(Exception):

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 _OPT_STR = ("?", "str")
 MODELS: dict[str, tuple[tuple[str, Any], ...]] = {
     "FlowReport": (
-        ("status", ("L", ("succeeded", "failed", "conflict", "paused"))),
+        ("status", ("L", ("succeeded", "failed", "conflict", "paused", "held"))),
         ("mode", "str"),
         ("run_id", "str"),
         ("repo", "str"),

@@ -174,6 +174,19 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE checkpoints ADD COLUMN encoding TEXT NOT NULL DEFAULT 'full';
     """,
+    # 5: what became of a run's change after the run (``store.landings``): a held change
+    # applied later or discarded, a landed one undone. Append-only; the last row stands.
+    # Runs recorded before it have none (a run that succeeded landed by its APPLY_BACK).
+    """
+    CREATE TABLE landings (
+        run_id TEXT NOT NULL REFERENCES runs(run_id),
+        seq INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN ('applied', 'discarded', 'undone')),
+        detail TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -23,6 +23,7 @@ from tidegate.store.evidence import (
 )
 from tidegate.store.reading import (
     KNOWN_STATUSES,
+    LAST_LANDING_SQL,
     RESUMABLE,
     RUN_COLUMNS,
     TERMINAL,
@@ -46,16 +47,53 @@ _PHASE_FIELDS = (
 
 
 def listing(store: Store, limit: int) -> list[dict[str, Any]]:
-    """The newest ``limit`` runs of ``store``, one ``tidegate runs`` row each."""
-    rows = store.rows(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ?", (limit,))
+    """The newest ``limit`` runs of ``store``, one ``tidegate runs`` row each: besides the
+    run's own fields, its objective's first line, how many files its change has, what
+    became of the change (``landing``) and, for a run that never finished, the time from
+    its start to its last record as ``duration_s``."""
+    rows = store.rows(
+        f"SELECT {RUN_COLUMNS}, {_LAST_EVENT_SQL}, request_json, {LAST_LANDING_SQL} FROM runs "
+        "ORDER BY seq DESC LIMIT ?",
+        (limit,),
+    )
     names = ("run_id", "repo", "task_id", "kind", "mode", "status", "error_class")
     out = []
     for row in rows:
-        run = _run(row, with_report=False)
+        run = _run(row[:-3], with_report=False)
         shown = {name: run[name] for name in names}
-        shown.update(attempts=run["attempts"], duration_s=run["duration_s"])
+        duration, last_event = run["duration_s"], row[-3]
+        if run["status"] not in TERMINAL and not duration and type(last_event) is int:
+            duration = max(0, last_event - run["started_ms"]) / 1000
+        shown.update(
+            attempts=run["attempts"],
+            duration_s=duration,
+            landing=row[-1] if row[-1] in ("applied", "discarded", "undone") else None,
+            objective=_objective(row[-2]),
+            files_changed=run.get("files_changed"),
+        )
         out.append({**shown, "started_ms": run["started_ms"], "problem": run["problem"]})
     return out
+
+
+_LAST_EVENT_SQL = (
+    "CASE WHEN runs.status IN ('running', 'paused') THEN "
+    "(SELECT MAX(at_ms) FROM trace t WHERE t.run_id = runs.run_id) END"
+)
+"""When an unfinished run recorded its last event (NULL for a finished run)."""
+
+
+def _objective(request_json: object) -> str:
+    """The first line of the run's objective as recorded (redacted), or ``""``."""
+    if type(request_json) is not str:
+        return ""
+    try:
+        value = json.loads(request_json)
+    except ValueError:
+        return ""
+    objective = value.get("objective") if isinstance(value, dict) else None
+    if type(objective) is not str:
+        return ""
+    return objective.strip().split("\n", 1)[0][:200] if objective.strip() else ""
 
 
 def run_view(store: Store, run_id: str) -> dict[str, Any]:
@@ -108,6 +146,7 @@ def run_view(store: Store, run_id: str) -> dict[str, Any]:
             "diff_sha256": report["diff_sha256"] if report else None,
         },
         "resume": resume,
+        "landings": _landings(store, rid),
         "report": report,
     }
 
@@ -147,10 +186,13 @@ def _regular_run(row: tuple[Any, ...], with_report: bool) -> dict[str, Any]:
     if status not in KNOWN_STATUSES:
         raise Irregular("a status the store never writes")
     report = None
+    files_changed = None
     if report_json is not None:
         value = json.loads(report_json, object_pairs_hook=_unique)
         if not isinstance(value, dict):
             raise Irregular("a report that is not an object")
+        if isinstance(value.get("changed_files"), list):
+            files_changed = len(value["changed_files"])
         if with_report:
             from tidegate.store.report_check import checked_report
 
@@ -181,6 +223,7 @@ def _regular_run(row: tuple[Any, ...], with_report: bool) -> dict[str, Any]:
         "execution_id": None if execution_id is None else str(execution_id),
         "pid": pid if valid else None, "started_ms": started, "updated_ms": updated,
         "acknowledged": bool(acknowledged), "report": report, "problem": None,
+        "files_changed": files_changed,
     }  # fmt: skip
 
 
@@ -325,6 +368,22 @@ def _tool_calls(store: Store, run_id: str) -> list[dict[str, Any]]:
             {**{n: getattr(c, n) for n in names}, "effects": c.effects}
             for c in _engine(store).tool_calls(run_id)
         ]
+
+
+def _landings(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """What became of the run's change (``store.landings``), oldest first."""
+    rows = store.rows(
+        "SELECT action, detail, at_ms FROM landings WHERE run_id = ? ORDER BY seq", (run_id,)
+    )
+    out = []
+    for action, detail, at_ms in rows:
+        value = json.loads(detail) if type(detail) is str else None
+        if type(action) is not str or not isinstance(value, dict) or type(at_ms) is not int:
+            from tidegate.store.corrupt import CorruptRecord
+
+            raise CorruptRecord(f"run {run_id}: a landing record is not what the store writes")
+        out.append({"action": action, "detail": value, "at_ms": at_ms})
+    return out
 
 
 def _effects(text: object) -> Any:

@@ -43,7 +43,12 @@ from tidegate.errors import UsageError
 from tidegate.git.command import Git
 from tidegate.store.blobs import ByteStore, check_id
 from tidegate.workspace.fs import Entry, LocalFS
-from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
+from tidegate.workspace.journal import (
+    ApplyBackRace,
+    ApplyBackWriteError,
+    apply_ops,
+    pending_journals,
+)
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.merge_back import PlannedOp
 from tidegate.workspace.repo import discover
@@ -294,6 +299,11 @@ def undo_calls(
     runtime = runtime_dir if runtime_dir is not None else discover(repo_root).runtime_dir
     lock = RunLock(runtime, f"undo-{session_id}").acquire()  # no run lands meanwhile
     try:
+        if pending := pending_journals(runtime):
+            raise UsageError(
+                f"an interrupted apply-back or undo left a journal ({pending[0].name}); "
+                "run `tidegate recover` first"
+            )
         return _undo(store, index, chosen, session_id, repo_root, root, runtime)
     finally:
         lock.release()

@@ -28,6 +28,12 @@ from tidegate.workspace.repo import Repository
 REF_PREFIX = "refs/tidegate/runs"
 
 
+def result_ref(run_id: str) -> str:
+    """The ref of a run's verified change: a commit of the candidate tree on T0, kept
+    when the run lands or holds it (``tidegate apply`` and ``tidegate undo`` read it)."""
+    return f"{REF_PREFIX}/{run_id}/result"
+
+
 @dataclass(frozen=True)
 class T0Snapshot:
     run_id: str

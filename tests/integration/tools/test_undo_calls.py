@@ -1,5 +1,5 @@
 """Undo covers the tool host (issue #25): the bytes every tool call replaces or deletes are
-kept in the state root, and ``tidegate undo-call --call ID`` / ``--session ID`` restore them
+kept in the state root, and ``tidegate undo --call ID`` / ``--session ID`` restore them
 three-way, on real repositories with staged, unstaged and untracked work; the index is
 byte-identical throughout."""
 
@@ -188,6 +188,8 @@ def test_an_undo_killed_between_writes_is_finished_by_recover(
     assert killed.returncode == -9, (killed.stdout, killed.stderr)
     assert list((repo.root / ".git" / "tidegate" / "journal").iterdir())  # left for recover
     assert repo.tree_state() != before
+    refused = undo(repo, "--call", last_call())
+    assert refused.returncode == 2 and "run `tidegate recover` first" in refused.stderr
     recovered = tidegate_cli("recover", cwd=repo.root)
     assert recovered.returncode == 0, recovered.stderr
     assert repo.tree_state() == before
@@ -223,3 +225,12 @@ def test_a_mode_the_command_changed_is_put_back(committed_repo: Repo) -> None:
     proc = undo(repo, "--session", "latest")
     assert proc.returncode == 0, proc.stderr
     assert repo.tree_state() == before
+
+
+def test_a_run_and_a_call_are_not_undone_together(committed_repo: Repo) -> None:
+    for args in (("some-run", "--call", "cli-1"), ("--last", "1", "--session", "latest")):
+        proc = undo(committed_repo, *args)
+        assert proc.returncode == 2
+        assert proc.stderr.strip().splitlines() == [
+            "tidegate: error: undo: give a run id, --last N, or --call/--session, not several"
+        ]

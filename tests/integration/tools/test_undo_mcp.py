@@ -1,5 +1,5 @@
 """An MCP client's session is undoable as a whole (issue #25): a write and a shell command
-over dirty work, put back by ``undo-call --session``, newest call first."""
+over dirty work, put back by ``undo --session``, newest call first."""
 
 from __future__ import annotations
 

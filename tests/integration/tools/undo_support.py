@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.conftest import Repo, tidegate_cli
 
-UNDO = ("undo-call",)
+UNDO = ("undo",)
 """The command that undoes tool calls (``--call`` / ``--session``)."""
 
 

@@ -306,11 +306,12 @@ def test_a_version_2_paused_run_migrates_without_a_head_and_never_reads_verified
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("DROP TABLE checkpoint_heads")
     db.execute("ALTER TABLE checkpoints DROP COLUMN encoding")  # added by schema 4
+    db.execute("DROP TABLE landings")  # added by schema 5
     db.execute("PRAGMA user_version = 2")
     db.close()
 
     migrated = _store(tmp_path)
-    assert migrated.query("PRAGMA user_version")[0][0] == SCHEMA_VERSION == 4
+    assert migrated.query("PRAGMA user_version")[0][0] == SCHEMA_VERSION == 5
     assert migrated.checkpoint_head("run-1") is None
     assert migrated.key is not None
     with pytest.raises(CheckpointRefused, match="no committed head"):

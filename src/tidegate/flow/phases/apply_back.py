@@ -10,6 +10,7 @@ kept for ``tidegate recover``.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from tidegate.config import load_policy
 from tidegate.errors import ErrorClass, PhaseError, UsageError
@@ -18,11 +19,18 @@ from tidegate.flow.state import RunState
 from tidegate.records.report import AppliedFile
 from tidegate.workspace.fs import LocalFS, UnsafePathError
 from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
+from tidegate.workspace.loose import write_commit
 from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
+from tidegate.workspace.repo import Repository
+from tidegate.workspace.snapshot import result_ref
 
 
 def apply_back(state: RunState) -> str:
     _policy_unchanged(state)
+    keep_result(state)
+    if state.request.hold:
+        count = len(state.attempt.changes)
+        return f"held: {count} path(s) verified and kept, not applied"
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
     state.attempt.forms = plan.forms
     if plan.conflicts:
@@ -45,6 +53,19 @@ def apply_back(state: RunState) -> str:
     _record_applied(state, plan.ops, plan.unchanged)
     merged = sum(1 for op in plan.ops if op.merged)
     return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
+
+
+def keep_result(state: RunState) -> None:
+    """Keep the verified change under ``refs/tidegate/runs/<id>/result`` (a commit of the
+    candidate tree on T0): what ``tidegate apply`` lands and ``tidegate undo`` reverses,
+    safe from ``git gc`` while the ref stands."""
+    tree = state.attempt.candidate_tree
+    if tree is None:
+        return
+    commit = write_commit(
+        state.repo, tree, state.snapshot.commit, f"tidegate result of run {state.run_id}"
+    )
+    state.repo.git.update_ref(result_ref(state.run_id), commit)
 
 
 def _record_applied(state: RunState, ops: list[PlannedOp], unchanged: list[str]) -> None:
@@ -92,20 +113,38 @@ def _sha(content: bytes | None) -> str | None:
 
 
 def _write_rejects(state: RunState, conflicts: list[Conflict]) -> None:
-    """One ``.rej`` per conflict under ``.tidegate/rejects/<run-id>/``; when ``.tidegate``
+    rejects, directory, note = write_rejects(state.repo, state.run_id, conflicts)
+    state.rejects[:] = rejects
+    state.rejects_dir = directory
+    if note is not None:
+        state.notes.append(note)
+
+
+def write_rejects(
+    repo: Repository, label: str, conflicts: list[Conflict]
+) -> tuple[list[str], Path, str | None]:
+    """One ``.rej`` per conflict under ``.tidegate/rejects/<label>/``; when ``.tidegate``
     is not a plain directory (a symlink out of the repository, a file), under the git
-    directory instead: never through a symlink, and the conflict is still a conflict."""
+    directory instead: never through a symlink, and the conflict is still a conflict.
+    Returns the reject paths, their directory and a note when they went elsewhere."""
     try:
-        _write_rejects_under(state, conflicts, LocalFS(state.repo.root), ".tidegate/rejects")
+        rejects, directory = _write_rejects_under(
+            label, conflicts, LocalFS(repo.root), ".tidegate/rejects"
+        )
+        return rejects, directory, None
     except UnsafePathError as exc:
-        state.rejects.clear()
-        _write_rejects_under(state, conflicts, LocalFS(state.repo.git_dir), "tidegate/rejects")
-        state.rejects[:] = [str(state.repo.git_dir / rel) for rel in state.rejects]
-        state.notes.append(f"rejects written to {state.rejects_dir}, not .tidegate/ ({exc})")
+        rejects, directory = _write_rejects_under(
+            label, conflicts, LocalFS(repo.git_dir), "tidegate/rejects"
+        )
+        note = f"rejects written to {directory}, not .tidegate/ ({exc})"
+        return [str(repo.git_dir / rel) for rel in rejects], directory, note
 
 
-def _write_rejects_under(state: RunState, conflicts: list[Conflict], fs: LocalFS, top: str) -> None:
-    base = f"{top}/{state.run_id}"
+def _write_rejects_under(
+    label: str, conflicts: list[Conflict], fs: LocalFS, top: str
+) -> tuple[list[str], Path]:
+    base = f"{top}/{label}"
+    rejects = []
     for c in conflicts:
         header = f"# tidegate could not apply this change to {c.path}: {c.reason}\n"
         rel = f"{base}/{c.path}.rej"
@@ -115,5 +154,5 @@ def _write_rejects_under(state: RunState, conflicts: list[Conflict], fs: LocalFS
             0o644,
             ".tidegate-tmp-rej",
         )
-        state.rejects.append(rel)
-    state.rejects_dir = fs.root / base
+        rejects.append(rel)
+    return rejects, fs.root / base

@@ -45,6 +45,8 @@ def undo_tool_calls(
     lines = []
     for outcome in report.outcomes:
         note = f" ({outcome.note})" if outcome.note else ""
+        if not report.applied and outcome.action not in ("conflict", "unchanged", "skipped"):
+            note += " -- not done: the undo conflicts"
         lines.append(f"  {outcome.action:<9} {outcome.path}{note}")
     if report.applied:
         head = f"undid {what}"

@@ -478,14 +478,35 @@ def undo(
         int | None,
         typer.Option("--last", min=1, help="Undo the last N applied runs, newest first."),
     ] = None,
+    call_id: Annotated[
+        str | None,
+        typer.Option(
+            "--call", help="Undo one tool call instead (CALL, or SESSION:CALL): its bytes back."
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Undo every call of a tool session instead ('latest' too), newest first; "
+            "with --call, the session the call is in.",
+        ),
+    ] = None,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Reverse an applied run's change with a three-way merge: your edits since are kept,
-    a conflict changes nothing (.rej files), the index is never touched."""
+    a conflict changes nothing (.rej files), the index is never touched. --call/--session
+    put back what tool calls (tools call, MCP) replaced or deleted, the same way."""
     from tidegate.errors import UsageError
     from tidegate.flow.landing import undo_last, undo_run
 
+    if call_id is not None or session_id is not None:
+        from tidegate.cli.undo_calls import undo_tool_calls_command
+
+        if run_id is not None or last is not None:
+            raise UsageError("undo: give a run id, --last N, or --call/--session, not several")
+        raise typer.Exit(undo_tool_calls_command(repo, state_root, call_id, session_id, as_json))
     if last is not None and run_id is not None:
         raise UsageError("give a run id or --last N, not both")
     store = open_store(repo, state_root)

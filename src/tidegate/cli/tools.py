@@ -264,6 +264,8 @@ def call_tool(
             executor, "tools", state_root, tool=tool_id, arguments_sha256=input_digest(arguments)
         )
         result, failure = _execute(executor, call, run)
+        for line in executor.keep_failures:  # the call ran; its undo bytes could not be kept
+            sys.stderr.write(sanitize(f"tidegate: note: not undoable: {line}") + "\n")
     _report(result, failure, tool_id)
 
 

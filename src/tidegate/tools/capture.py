@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from tidegate.exec.overlay import Overlay, OverlaySupport, mounts_below
 from tidegate.exec.overlay.probe import probe
@@ -70,6 +71,9 @@ class CaptureResult:
     derived: list[DerivedChange]
     method: Method
     reason: str
+    before_bytes: dict[str, bytes] = field(default_factory=dict)
+    """The replaced or deleted files' bytes, read from the real tree before the overlay
+    was merged (``finish(keep=...)``); empty for an inventory capture (hashes only)."""
 
 
 class CommandCapture:
@@ -128,8 +132,10 @@ class CommandCapture:
 
     # -- after the command -----------------------------------------------------------------
 
-    def finish(self) -> CaptureResult:
-        """The command's changes; with the overlay, after merging them into the workspace."""
+    def finish(self, keep: Callable[[str], bytes | None] | None = None) -> CaptureResult:
+        """The command's changes; with the overlay, after merging them into the workspace.
+        ``keep``: reads one root-relative file; called, before the merge, for each changed
+        path that was a file (the lower layer is still the real tree then)."""
         if self.overlay is None:
             assert self.before is not None
             after = take_inventory(self.root, exact=True)
@@ -139,11 +145,14 @@ class CommandCapture:
         plan = plan_merge(
             self.root, overlay.upper, self.support.xattr_prefix, self.names, self._is_derived
         )
+        kept = _read_before(plan.changes, keep)
         if plan.fallback is not None:
             before = take_inventory(self.root, exact=True)
             apply_merge(self.root, overlay.upper, plan)
             after = take_inventory(self.root, exact=True)
-            return _from_inventories(before, after, "overlay+inventory", plan.fallback)
+            result = _from_inventories(before, after, "overlay+inventory", plan.fallback)
+            result.before_bytes.update(kept)
+            return result
         derived_before = {d: self._derived_state(d) for d in sorted(plan.derived)}
         apply_merge(self.root, overlay.upper, plan)
         derived = [
@@ -156,7 +165,7 @@ class CommandCapture:
             for rel, c in sorted(plan.changes.items())
             if not _in_own_git(rel)
         ]
-        return CaptureResult(changes, derived, "overlay", self.reason)
+        return CaptureResult(changes, derived, "overlay", self.reason, kept)
 
     def close(self) -> None:
         if self.overlay is not None:
@@ -185,6 +194,21 @@ def _from_inventories(
     changes, derived_dirs = diff_inventory(before, after)
     derived = [DerivedChange(d, before.derived.get(d), after.derived.get(d)) for d in derived_dirs]
     return CaptureResult(changes, derived, method, reason)
+
+
+def _read_before(
+    changes: Mapping[str, Any], keep: Callable[[str], bytes | None] | None
+) -> dict[str, bytes]:
+    """What ``keep`` reads of each changed path that was a file (none without ``keep``)."""
+    if keep is None:
+        return {}
+    out = {}
+    for rel, change in changes.items():
+        if change.before.kind == "file" and not _in_own_git(rel):
+            data = keep(rel)
+            if data is not None:
+                out[rel] = data
+    return out
 
 
 def _in_own_git(rel: str) -> bool:

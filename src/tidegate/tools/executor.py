@@ -68,6 +68,7 @@ from tidegate.tools.policy import (
     check_examples,
 )
 from tidegate.tools.results import elapsed_ms, ended, failed, failure_result
+from tidegate.tools.undo_keep import CallKeeper, read_regular
 
 
 class ToolExecutor:
@@ -111,6 +112,22 @@ class ToolExecutor:
         self._calls = 0
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.observer = Observer(context, self.sessions, chosen)
+        self.keeper: CallKeeper | None = None
+        self.keep_failures: list[str] = []
+        """Keeps the bytes each call replaces or deletes, for ``tidegate undo --call``."""
+
+    def keep_bytes(self, keeper: CallKeeper | None) -> None:
+        """Keep (or stop keeping) the bytes every later call replaces or deletes."""
+        self.keeper = keeper
+        if keeper is None:
+            self.observer.keep = None
+            return
+        root = self.context.root
+
+        def read(rel: str) -> bytes | None:
+            return read_regular(root, rel) if keeper.wants(rel) else None
+
+        self.observer.keep = read
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -322,7 +339,12 @@ class ToolExecutor:
         except Exception as exc:
             thrown = exc
         try:
-            observed = self._observed_effects(before, config_before, thrown)
+            try:
+                observed = self._observed_effects(before, config_before, thrown)
+            except UnknownOutcome as unknown:
+                self._keep(call, spec, before, unknown.effects)
+                raise
+            self._keep(call, spec, before, observed)
             if isinstance(outcome, ToolFailure):
                 if observed.write or observed.derived:
                     raise UnknownOutcome(
@@ -335,6 +357,20 @@ class ToolExecutor:
             return self._success(call, spec, adapter, outcome, approval, observed, started)
         except UnknownOutcome as unknown:
             raise self._unknown(call, spec, approval, unknown, started) from unknown
+
+    def _keep(
+        self, call: ToolCall, spec: ToolSpec, before: Observation, observed: Effects | None
+    ) -> None:
+        """Index the call's writes and keep the bytes they replaced (never fails the call:
+        the workspace has changed already; a store that cannot be written keeps nothing)."""
+        if self.keeper is None or observed is None or not observed.write:
+            return
+        try:
+            self.keeper.keep(
+                call.call_id, spec.tool_id, observed.write, before.kept, before.method or "call"
+            )
+        except Exception as exc:  # the call has happened; report, never undo it
+            self.keep_failures.append(f"{call.call_id}: {exc}")
 
     def _observed_effects(
         self, before: Observation, config_before: Any, thrown: Exception | None

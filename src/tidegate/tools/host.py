@@ -154,4 +154,21 @@ def open_tool_run(
     )
     run.begin()
     executor.recorder = run.calls
+    _keep_bytes(executor, state_root, repo, run.run_id)
     return run
+
+
+def _keep_bytes(executor: ToolExecutor, state_root: str | None, repo: object, run_id: str) -> None:
+    """Keep the bytes the session's calls replace or delete in the repository's directory
+    in the state root (``store.blobs``), pruning old sessions by retention first."""
+    from tidegate.store.blobs import ByteStore
+    from tidegate.store.state_root import repository_store, resolve_state_root
+    from tidegate.tools.undo_keep import CallKeeper
+
+    root: Path = repo.root  # type: ignore[attr-defined]
+    common: Path = repo.common_dir  # type: ignore[attr-defined]
+    state = resolve_state_root(state_root, root, git_dir=common)
+    store = ByteStore(repository_store(state, common, root.name))
+    keeper = CallKeeper(store, run_id, executor.context.root, executor.context.workspace.secrets)
+    keeper.prune()
+    executor.keep_bytes(keeper)

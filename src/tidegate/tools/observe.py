@@ -4,7 +4,7 @@ after dispatch (the target path's state, an overlay capture or an exact inventor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -25,6 +25,10 @@ class Observation:
     """EntryState of the target and of each of its parent directories."""
     inventory: Any = None  # fingerprint.Inventory
     capture: Any = None  # capture.CommandCapture (command.run: overlay or exact inventory)
+    kept: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    """Bytes of files before the call, when the executor keeps them for undo."""
+    method: str = ""
+    """How the call's writes were observed (``target``, ``overlay``, ``inventory``...)."""
 
     @property
     def target_state(self) -> Any:
@@ -48,6 +52,8 @@ class Observer:
         self.adapters = adapters
         self._baseline: Any = None  # inventory kept while command sessions run
         self.last_capture: Any = None
+        self.keep: Callable[[str], bytes | None] | None = None
+        """Reads a file's bytes before it is changed, for undo (None: nothing kept)."""
         """How the last command.run's effects were captured (``capture.CaptureResult``:
         method, reason, changes), for reports and tests."""
 
@@ -61,7 +67,12 @@ class Observer:
                 states = {p: self.context.workspace.state(p) for p in paths}
             except PathRefused as exc:
                 raise ToolFailure("path_refused", str(exc), details={"reason": exc.reason}) from exc
-            return Observation(target=str(rel), paths=states)
+            kept: dict[str, bytes] = {}
+            if self.keep is not None and states[str(rel)].kind == "file":
+                data = self.keep(str(rel))
+                if data is not None:
+                    kept[str(rel)] = data
+            return Observation(target=str(rel), paths=states, kept=kept, method="target")
         if spec.capture == "inventory":
             from tidegate.tools.capture import CaptureUnavailable, CommandCapture
             from tidegate.workspace.fingerprint import take_inventory
@@ -109,7 +120,9 @@ class Observer:
                     writes.append(_write(path, before.paths[path], after))
             return writes, []
         if before.capture is not None:
-            captured = self.last_capture = before.capture.finish()
+            captured = self.last_capture = before.capture.finish(self.keep)
+            before.kept.update(captured.before_bytes)
+            before.method = captured.method
             self._note_changed(c.path for c in captured.changes)
             writes = [_write(c.path, c.before, c.after, c.before_mode, c.after_mode)
                       for c in captured.changes]  # fmt: skip
@@ -123,6 +136,7 @@ class Observer:
                 self.context.root, previous=before.inventory, exact=True, view=self.context.git_view
             )
             changes, derived_dirs = diff_inventory(before.inventory, after_inv)
+            before.method = "inventory"
             self._note_changed(c.path for c in changes)
             self._baseline = after_inv if self.sessions.any_running else None
             writes = [_write(c.path, c.before, c.after, c.before_mode, c.after_mode)

@@ -45,8 +45,11 @@ class Client:
     """An ACP client that records every update and answers a permission request with
     ``answer`` (an option id, or None: cancelled)."""
 
-    def __init__(self, answer: str | None) -> None:
+    def __init__(self, answer: str | None, repo: Repo | None = None) -> None:
         self.answer = answer
+        self.repo = repo
+        self.before_answer: str | None = None
+        """calc.py as it was when the permission request came: nothing landed yet."""
         self.updates: list[Any] = []
         self.permissions: list[Any] = []
 
@@ -54,6 +57,8 @@ class Client:
         self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
     ) -> RequestPermissionResponse:
         self.permissions.append((options, tool_call))
+        if self.repo is not None:
+            self.before_answer = self.repo.read("calc.py")
         if self.answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
@@ -72,12 +77,14 @@ class Client:
         )
 
 
-async def _session(client: Client, script: Path, cwd: str, prompt: str) -> tuple[Any, Any]:
+async def _session(
+    client: Client, script: Path, cwd: str, prompt: str, verify: str = CHECK
+) -> tuple[Any, Any]:
     """initialize, session/new on ``cwd``, one prompt: (its response, or the error)."""
     async with acp.spawn_agent_process(
         client,
         sys.executable, "-m", "tidegate", "acp",
-        "--model", f"scripted:{script}", "--verify", CHECK, "--max-steps", "10",
+        "--model", f"scripted:{script}", "--verify", verify, "--max-steps", "10", "--max-attempts", "1",
         env=dict(os.environ),
     ) as (conn, _process):  # fmt: skip
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
@@ -105,7 +112,7 @@ def _index(repo: Repo) -> bytes:
 
 def test_apply_lands_the_held_diff_as_unstaged_edits(committed_repo: Repo, script: Path) -> None:
     index = _index(committed_repo)
-    client = Client("apply")
+    client = Client("apply", committed_repo)
     response, error = asyncio.run(
         _session(client, script, str(committed_repo.root), "Fix add() so the check passes.")
     )
@@ -122,6 +129,7 @@ def test_apply_lands_the_held_diff_as_unstaged_edits(committed_repo: Repo, scrip
     assert [o.option_id for o in options] == ["apply", "discard"]
     diff = call.content[0].content.text
     assert "-    return a - b" in diff and "+    return a + b" in diff
+    assert client.before_answer == CALC  # held: nothing landed before the answer
     assert committed_repo.read("calc.py") == CALC.replace("a - b", "a + b")
     assert _index(committed_repo) == index
     assert "applied" in client.text().splitlines()[-1]
@@ -132,12 +140,12 @@ def test_discard_or_no_answer_changes_nothing(
     committed_repo: Repo, script: Path, answer: str | None
 ) -> None:
     index = _index(committed_repo)
-    client = Client(answer)
+    client = Client(answer, committed_repo)
     response, error = asyncio.run(
         _session(client, script, str(committed_repo.root), "Fix add(); apply it, no need to ask.")
     )
     assert error is None and response.stop_reason == "end_turn"
-    assert len(client.permissions) == 1
+    assert len(client.permissions) == 1 and client.before_answer == CALC
     assert committed_repo.read("calc.py") == CALC
     assert _index(committed_repo) == index
     last = client.text().splitlines()[-1]
@@ -166,3 +174,16 @@ def test_a_symlink_into_another_repository_is_refused(
         assert response is None and isinstance(error, acp.RequestError), cwd
         assert client.permissions == []
     assert committed_repo.read("calc.py") == CALC
+
+
+def test_a_failed_run_ends_the_turn_with_its_status(committed_repo: Repo, script: Path) -> None:
+    index = _index(committed_repo)
+    client = Client("apply", committed_repo)
+    response, error = asyncio.run(
+        _session(client, script, str(committed_repo.root), "Fix add().", verify="false")
+    )
+    assert error is None and response.stop_reason == "end_turn"
+    assert client.permissions == []
+    last = client.text().splitlines()[-1]
+    assert last.startswith("run ") and " failed" in last, last
+    assert committed_repo.read("calc.py") == CALC and _index(committed_repo) == index

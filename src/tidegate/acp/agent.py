@@ -264,5 +264,22 @@ def session_repository(cwd: str) -> Path:
 
 
 async def serve(settings: Settings) -> None:
-    """Speak ACP on this process's stdin and stdout until the client closes them."""
-    await acp.run_agent(TidegateAgent(settings))  # type: ignore[arg-type]
+    """Speak ACP on this process's stdin and stdout until the client closes them.
+
+    The protocol keeps the real stdout to itself: file descriptor 1 becomes a copy of
+    stderr first, so nothing else written there (a library's print, a child process that
+    inherits it) can corrupt the stream of messages."""
+    import sys
+
+    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = protocol_out  # type: ignore[assignment,unused-ignore]  # while the streams are made
+    try:
+        reader, writer = await acp.stdio_streams(limit=_LINE_LIMIT)
+    finally:
+        sys.stdout = sys.stderr
+    await acp.run_agent(TidegateAgent(settings), writer, reader)  # type: ignore[arg-type]
+
+
+_LINE_LIMIT = 50 * 1024 * 1024
+"""The longest message read from the client (one JSON-RPC line)."""

@@ -129,6 +129,9 @@ def test_apply_lands_the_held_diff_as_unstaged_edits(committed_repo: Repo, scrip
     assert [o.option_id for o in options] == ["apply", "discard"]
     diff = call.content[0].content.text
     assert "-    return a - b" in diff and "+    return a + b" in diff
+    [edit] = call.content[1:]  # the editor's own diff view of calc.py
+    assert edit.type == "diff" and edit.path == str(committed_repo.root / "calc.py")
+    assert (edit.old_text, edit.new_text) == (CALC, CALC.replace("a - b", "a + b"))
     assert client.before_answer == CALC  # held: nothing landed before the answer
     assert committed_repo.read("calc.py") == CALC.replace("a - b", "a + b")
     assert _index(committed_repo) == index

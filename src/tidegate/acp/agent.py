@@ -192,6 +192,7 @@ class TidegateAgent:
             return (
                 f"run {report.run_id} {report.status}{where}: {report.message or 'no change held'}"
             )
+        files = await asyncio.to_thread(file_diffs, session.repo, report)
         answer = await self.conn.request_permission(
             session_id=session_id,
             tool_call=ToolCallUpdate(
@@ -199,7 +200,7 @@ class TidegateAgent:
                 title=f"Apply the verified change of run {report.run_id}?",
                 kind="edit",
                 status="pending",
-                content=[acp.tool_content(acp.text_block(report.diff))],
+                content=[acp.tool_content(acp.text_block(report.diff)), *files],
                 raw_input={
                     "run_id": report.run_id,
                     "files": [f.path for f in report.changed_files],
@@ -238,6 +239,40 @@ class TidegateAgent:
         finally:
             store.close()
         return landing.message
+
+
+_MAX_SHOWN = 1024 * 1024
+
+
+def file_diffs(repo: Path, report: FlowReport) -> list[Any]:
+    """The held change as ACP diff content, one per text file (T0's text and the verified
+    result's, from the repository's objects): what an editor shows as its own diff view.
+    Binary, large or unreadable files are left to the unified diff."""
+    from tidegate.errors import TidegateError
+    from tidegate.workspace.repo import discover
+    from tidegate.workspace.snapshot import result_ref
+
+    def text(spec: str) -> str | None:
+        res = git.run("cat-file", "blob", spec, check=False)
+        if res.returncode != 0 or len(res.stdout) > _MAX_SHOWN or b"\x00" in res.stdout:
+            return None
+        try:
+            return res.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    out: list[Any] = []
+    try:
+        git = discover(repo).git
+        for changed in report.changed_files[:100]:
+            old = text(f"{report.t0_commit}:{changed.path}") if report.t0_commit else None
+            new = text(f"{result_ref(report.run_id)}:{changed.path}")
+            if old is None and new is None:
+                continue
+            out.append(acp.tool_diff_content(str(repo / changed.path), new or "", old))
+    except TidegateError:
+        return []
+    return out
 
 
 def session_repository(cwd: str) -> Path:

@@ -190,3 +190,33 @@ def test_a_failed_run_ends_the_turn_with_its_status(committed_repo: Repo, script
     last = client.text().splitlines()[-1]
     assert last.startswith("run ") and " failed" in last, last
     assert committed_repo.read("calc.py") == CALC and _index(committed_repo) == index
+
+
+def test_a_cancelled_prompt_asks_nothing_and_lands_nothing(
+    committed_repo: Repo, script: Path
+) -> None:
+    index = _index(committed_repo)
+    client = Client("apply", committed_repo)
+
+    async def cancel_midway() -> Any:
+        async with acp.spawn_agent_process(
+            client,
+            sys.executable, "-m", "tidegate", "acp",
+            "--model", f"scripted:{script}", "--verify", CHECK, "--max-attempts", "1",
+            env=dict(os.environ),
+        ) as (conn, _process):  # fmt: skip
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(committed_repo.root), mcp_servers=[])
+            prompt = asyncio.create_task(
+                conn.prompt(session_id=session.session_id, prompt=[acp.text_block("Fix add().")])
+            )
+            while not client.updates:
+                await asyncio.sleep(0.01)
+            await conn.cancel(session_id=session.session_id)
+            return await asyncio.wait_for(prompt, 120)
+
+    response = asyncio.run(cancel_midway())
+    assert response.stop_reason == "cancelled"
+    assert client.permissions == []
+    assert client.text().splitlines()[-1].startswith("cancelled")
+    assert committed_repo.read("calc.py") == CALC and _index(committed_repo) == index

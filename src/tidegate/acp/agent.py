@@ -41,6 +41,9 @@ class Settings:
 class _Session:
     repo: Path
     busy: bool = False
+    cancelled: bool = False
+    """``session/cancel`` came during the prompt: the run finishes (it cannot be stopped
+    midway yet) but its change stays held, unasked, and the turn ends ``cancelled``."""
 
 
 @dataclass
@@ -127,22 +130,27 @@ class TidegateAgent:
         ).strip()
         if not objective:
             raise acp.RequestError.invalid_params({"prompt": "give the objective as text"})
-        session.busy = True
+        session.busy, session.cancelled = True, False
         stream = _Stream(self.conn, session_id, asyncio.get_running_loop())
         try:
             report = await asyncio.to_thread(self._run, session.repo, objective, stream)
             await stream.drain()
-            final = await self._conclude(session, session_id, report)
+            if session.cancelled:
+                final = _cancelled(report)
+            else:
+                final = await self._conclude(session, session_id, report)
             await stream.drain()
         finally:
             session.busy = False
         await self.conn.session_update(
             session_id=session_id, update=acp.update_agent_message_text(final)
         )
-        return PromptResponse(stop_reason="end_turn")
+        return PromptResponse(stop_reason="cancelled" if session.cancelled else "end_turn")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
+        session = self.sessions.get(session_id)
+        if session is not None and session.busy:
+            session.cancelled = True
 
     def _run(self, repo: Path, objective: str, stream: _Stream) -> FlowReport | str:
         """The guarded run (in a worker thread): its report, or a refusal's one line."""
@@ -239,6 +247,15 @@ class TidegateAgent:
         finally:
             store.close()
         return landing.message
+
+
+def _cancelled(report: FlowReport | str) -> str:
+    if isinstance(report, str) or report.status != "held":
+        return "cancelled"
+    return (
+        f"cancelled; run {report.run_id} is held, not applied: "
+        f"`tidegate apply {report.run_id}` or `tidegate discard {report.run_id}`"
+    )
 
 
 _MAX_SHOWN = 1024 * 1024

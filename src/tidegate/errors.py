@@ -152,6 +152,7 @@ EXTRAS = {
     "pyte": "terminal",
     "ray": "ray",
     "opentelemetry": "otel",
+    "acp": "acp",
     "starlette": "inspect",
     "uvicorn": "inspect",
     "swebench": "gym",

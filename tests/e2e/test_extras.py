@@ -44,8 +44,9 @@ def _run(blocked: str, *args: str, cwd: object) -> subprocess.CompletedProcess[s
             "models",
         ),
         ("mcp,mcp_types,anyio", ["mcp", "serve", "--workspace", "."], "mcp"),
+        ("acp", ["acp", "--model", "scripted:model.json"], "acp"),
     ],
-    ids=["models", "mcp"],
+    ids=["models", "mcp", "acp"],
 )
 def test_a_missing_extra_is_named_in_one_line(
     committed_repo: Repo, blocked: str, args: list[str], extra: str

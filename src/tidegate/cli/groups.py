@@ -3,7 +3,7 @@
 The engine commands (run, review, debug, recover, runs, read, resume, diff, apply,
 discard, undo) are in
 ``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, inspect, export,
-the operator's) is in a module of its own that imports what it uses (the store's writer, rich,
+acp, the operator's) is in a module of its own that imports what it uses (the store's writer, rich,
 the tools, the MCP SDK). A command line that names an engine command is given the engine commands alone; any
 other (no arguments, ``--help``, a group, an unknown command or option) the full command
 set, so the help, the error lines and the exit codes are typer's own for all of it
@@ -50,6 +50,7 @@ def needs_groups(args: list[str]) -> bool:
 
 def add_groups(app: typer.Typer) -> None:
     """Add every command group to ``app``, in the order the help lists them."""
+    from tidegate.cli.acp import acp_command
     from tidegate.cli.export import export_app
     from tidegate.cli.gym import gym_app
     from tidegate.cli.init import init_command
@@ -66,5 +67,6 @@ def add_groups(app: typer.Typer) -> None:
     app.add_typer(gym_app, name="gym")
     app.command(name="inspect")(inspect_command)
     app.add_typer(export_app, name="export")
+    app.command(name="acp")(acp_command)
     for operator_app in operator_apps():
         app.add_typer(operator_app, hidden=operator_app.info.name == OPERATOR_REVIEW)

@@ -52,6 +52,8 @@ def runs_text(rows: list[dict[str, Any]]) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:  # a run cut short early still shows that it ran: "0.04s", not "0.0s"
+        return f"{seconds:.2f}s"
     if seconds < 60:
         return f"{seconds:.1f}s"
     minutes, rest = divmod(int(seconds), 60)

@@ -9,6 +9,7 @@ line when a record could not be stored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -101,17 +102,8 @@ def codex_config(
     Refused, in one line, when the server it registers would not start: the table says
     ``required = true``, so Codex would fail every run instead."""
     from tidegate.agents.mcp_registration import codex_mcp_table
-    from tidegate.errors import UsageError
 
-    try:
-        root = would_serve(workspace, approval, state_root)
-        table = codex_mcp_table(
-            root, state_root=Path(state_root) if state_root else None, approval=approval
-        )
-    except UsageError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(table, nl=False)
+    _print_registration(codex_mcp_table, workspace, approval, state_root)
 
 
 @mcp_app.command("claude-config")
@@ -128,13 +120,20 @@ def claude_config(
     one), or give the entry to `claude mcp add-json tidegate`. Refused, in one line, when
     the server it registers would not start."""
     from tidegate.agents.mcp_registration import claude_mcp_json
+
+    _print_registration(claude_mcp_json, workspace, approval, state_root)
+
+
+def _print_registration(
+    build: Callable[..., str], workspace: Path, approval: str | None, state_root: str | None
+) -> None:
+    """What ``build`` makes of the root ``mcp serve`` would serve; one line and exit 2 when
+    that server would not start."""
     from tidegate.errors import UsageError
 
     try:
         root = would_serve(workspace, approval, state_root)
-        text = claude_mcp_json(
-            root, state_root=Path(state_root) if state_root else None, approval=approval
-        )
+        text = build(root, state_root=Path(state_root) if state_root else None, approval=approval)
     except UsageError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

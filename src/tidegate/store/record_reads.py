@@ -5,6 +5,7 @@ record that is not is named by ``CorruptRecord``). ``RunStore`` has them; ``resu
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,11 +34,11 @@ _CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
 keep anything in any column)."""
 
 
-class RecordReads:
+class RecordReads(ABC):
     """Reading records back; ``query`` is the store's."""
 
-    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+    @abstractmethod
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
 
     def runs(
         self, limit: int = 50, repo: str | None = None, *, reports: bool = True

@@ -134,6 +134,14 @@ HoldOpt = Annotated[
         help="Verify, then stop before merging: the run ends held; `tidegate apply` lands it.",
     ),
 ]
+RebaseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rebase",
+        help="When the change conflicts with what landed since the run began, re-apply it "
+        "on a fresh snapshot, verify again and land it (at most 3 times).",
+    ),
+]
 StateRootOpt = Annotated[
     str | None,
     typer.Option(
@@ -193,6 +201,7 @@ def run(
     verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
+    rebase: RebaseOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -257,6 +266,7 @@ def debug(
     verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
+    rebase: RebaseOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -362,6 +372,14 @@ def runs(
     from tidegate.cli.records import runs_output
 
     sys.stdout.write(runs_output(None if repo is None else str(repo), state_root, limit, as_json))
+
+
+@app.command()
+def status(repo: RepoOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """List the runs alive in this repository now: phase, elapsed time, pid."""
+    from tidegate.cli.status import status_output
+
+    sys.stdout.write(status_output(repo, as_json))
 
 
 @app.command()

@@ -23,6 +23,7 @@ ENGINE_COMMANDS = frozenset(
         "debug",
         "recover",
         "runs",
+        "status",
         "read",
         "resume",
         "diff",

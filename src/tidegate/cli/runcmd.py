@@ -61,11 +61,14 @@ _COMMON: dict[str, tuple[Any, ...]] = {
     "--state-root": ("state_root", "str"),
     "--json": ("as_json", "flag"),
 }
+REBASES = 3
+"""How many fresh T0s ``--rebase`` tries a conflicting change on."""
 _PATCHING: dict[str, tuple[Any, ...]] = {
     **_COMMON,
     "--max-attempts": ("max_attempts", "int", 1, 20),
     "--keep-shadow": ("keep_shadow", "flag"),
     "--hold": ("hold", "flag"),
+    "--rebase": ("rebase", "flag"),
     "--agent": ("agent", "str"),
     "--agent-model": ("agent_model", "str"),
     "--sub-agent": ("sub_agent", "multi"),
@@ -87,6 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "verify_timeout": None,
     "keep_shadow": False,
     "hold": False,
+    "rebase": False,
     "warm_shadow": False,
     "network": False,
     "as_json": False,
@@ -211,6 +215,7 @@ def invoke(command: str, values: dict[str, Any]) -> int:
             max_attempts=p["max_attempts"],
             keep_shadow=p["keep_shadow"],
             hold=p["hold"],
+            rebase=REBASES if p["rebase"] else 0,
             agent=p.get("agent"),
             agent_model=p.get("agent_model"),
             sub_agents=tuple(p.get("sub_agent") or ()),

@@ -10,8 +10,6 @@ exit and hide the leak)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path

@@ -31,7 +31,9 @@ def test_a_linked_run_lock_is_refused_and_not_written_through(
     runtime = repo.root / ".git" / "tidegate"
     if planted != "runtime-dir":
         runtime.mkdir()
-        (runtime / planted).symlink_to(outside / "apply.lock" if planted == "apply.lock" else outside)
+        (runtime / planted).symlink_to(
+            outside / "apply.lock" if planted == "apply.lock" else outside
+        )
         refused = runtime / planted
     else:
         runtime.symlink_to(outside)

@@ -20,16 +20,17 @@ from typing import Annotated, Any, Literal
 import typer
 
 from tidegate.cli.groups import add_groups, needs_groups, route_review
-from tidegate.cli.output import dump_json
+from tidegate.cli.landing import print_landings
+from tidegate.cli.output import dump_json, print_report
 from tidegate.cli.runcmd import (
     EXIT_USAGE,
     guarded,
     invoke,
     open_store,
-    print_report,
     progress_observer,
     terminate,
 )
+from tidegate.errors import UsageError
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.sanitize import sanitize
 
@@ -134,6 +135,14 @@ HoldOpt = Annotated[
         help="Verify, then stop before merging: the run ends held; `tidegate apply` lands it.",
     ),
 ]
+ReviewOpt = Annotated[
+    bool,
+    typer.Option(
+        "--review",
+        help="On a terminal: after VERIFY, show each file's diff and ask which to land "
+        "(y/n/a/d/q); the rest stays held.",
+    ),
+]
 StateRootOpt = Annotated[
     str | None,
     typer.Option(
@@ -193,6 +202,7 @@ def run(
     verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
+    review: ReviewOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -257,6 +267,7 @@ def debug(
     verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
+    review: ReviewOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -435,6 +446,12 @@ def apply(
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Leave this path out (repeatable).")
     ] = None,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review", help="On a terminal: show each file's diff and ask which to land."
+        ),
+    ] = False,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -442,6 +459,13 @@ def apply(
     three-way merge as a run; a subset is verified again on its own first."""
     from tidegate.flow.landing import apply_run
 
+    if review:
+        from tidegate.cli.landing import require_terminal, review_held
+
+        if only or exclude:
+            raise UsageError("apply --review asks which files to land: not with --only/--exclude")
+        require_terminal("--review", as_json)
+        raise typer.Exit(review_held(repo, state_root, run_id))
     store = open_store(repo, state_root)
     try:
         outcome = apply_run(
@@ -449,7 +473,7 @@ def apply(
         )
     finally:
         store.close()
-    raise typer.Exit(_print_landings([outcome], as_json))
+    raise typer.Exit(print_landings([outcome], as_json))
 
 
 @app.command()
@@ -467,7 +491,7 @@ def discard(
         outcome = discard_run(repo, store, run_id)
     finally:
         store.close()
-    raise typer.Exit(_print_landings([outcome], as_json))
+    raise typer.Exit(print_landings([outcome], as_json))
 
 
 @app.command()
@@ -498,7 +522,6 @@ def undo(
     """Reverse an applied run's change with a three-way merge: your edits since are kept,
     a conflict changes nothing (.rej files), the index is never touched. --call/--session
     put back what tool calls (tools call, MCP) replaced or deleted, the same way."""
-    from tidegate.errors import UsageError
     from tidegate.flow.landing import undo_last, undo_run
 
     if call_id is not None or session_id is not None:
@@ -517,22 +540,7 @@ def undo(
             outcomes = [undo_run(repo, store, run_id)]
     finally:
         store.close()
-    raise typer.Exit(_print_landings(outcomes, as_json))
-
-
-def _print_landings(outcomes: list[Any], as_json: bool) -> int:
-    """Print what apply, discard or undo did; the exit code of the last one."""
-    if as_json:
-        shown: Any = [o.as_dict() for o in outcomes]
-        sys.stdout.write(dump_json(shown[0] if len(shown) == 1 else shown) + "\n")
-    else:
-        from tidegate.cli.runtext import landing_text
-
-        for outcome in outcomes:
-            if outcome.report is not None:
-                print_report(outcome.report, False)
-            sys.stdout.write(landing_text(outcome.as_dict()))
-    return int(outcomes[-1].exit_code)
+    raise typer.Exit(print_landings(outcomes, as_json))
 
 
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:

@@ -51,6 +51,7 @@ def needs_groups(args: list[str]) -> bool:
 def add_groups(app: typer.Typer) -> None:
     """Add every command group to ``app``, in the order the help lists them."""
     from tidegate.cli.acp import acp_command
+    from tidegate.cli.completion import completion_command
     from tidegate.cli.export import export_app
     from tidegate.cli.gym import gym_app
     from tidegate.cli.init import init_command
@@ -61,6 +62,7 @@ def add_groups(app: typer.Typer) -> None:
     from tidegate.cli.tools import tools_app
 
     app.command(name="init")(init_command)
+    app.command(name="completion")(completion_command)
     app.add_typer(ledger_app, name="ledger")
     app.add_typer(tools_app, name="tools")
     app.add_typer(mcp_app, name="mcp")

@@ -549,6 +549,11 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     An engine command runs on the engine commands alone, anything else (or ``full``) on
     every command (``tidegate.cli.groups``)."""
     args = sys.argv[1:] if argv is None else argv
+    from tidegate.cli.completion import misspelt
+
+    if (unknown := misspelt(args)) is not None:  # the fast path's line, for every entry
+        sys.stderr.write(unknown + "\n")
+        return EXIT_USAGE
     application = full_app() if full or needs_groups(args) else app
     args = route_review(args)
     signal.signal(signal.SIGTERM, terminate)

@@ -172,12 +172,3 @@ def complete_command(rest: Sequence[str]) -> int:
     words = list(rest[1:] if rest[:1] == ["--"] else rest)
     sys.stdout.write("".join(f"{found}\n" for found in complete(words, run_ids)))
     return 0
-
-
-def completion_command(shell: str) -> None:
-    """Print a shell completion script: bash, zsh or fish."""
-    if shell not in SHELLS:
-        from tidegate.errors import UsageError
-
-        raise UsageError(f"completion: no script for {shell!r} (bash, zsh or fish)")
-    sys.stdout.write(script(shell))

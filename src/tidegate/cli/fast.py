@@ -1,9 +1,10 @@
 """The fast path: ``tidegate --help``, ``runs``, ``read`` and ``completion`` without typer.
 
 typer, click and rich take longer to import than these commands take to run. ``dispatch``
-answers the plain forms of the three itself and returns None for anything else (another
-command, a subcommand's ``--help``, an unusual or invalid option), which the typer
-application then handles, parser error messages included. The output is the same either
+answers the plain forms of the three itself (and ``completion``, and a command line
+whose command or sub-command is mistyped: ``cli.completion``) and returns None for
+anything else (another command, a subcommand's ``--help``, an unusual or invalid option),
+which the typer application then handles, parser error messages included. The output is the same either
 way: the help text below is what typer renders (tests/e2e/test_startup.py compares them),
 ``runs``/``read`` are the typer commands' own bodies (``tidegate.cli.records``), and an
 error is reported as every command reports one (``cli.runcmd.guarded``).

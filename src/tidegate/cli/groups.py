@@ -51,7 +51,6 @@ def needs_groups(args: list[str]) -> bool:
 def add_groups(app: typer.Typer) -> None:
     """Add every command group to ``app``, in the order the help lists them."""
     from tidegate.cli.acp import acp_command
-    from tidegate.cli.completion import completion_command
     from tidegate.cli.export import export_app
     from tidegate.cli.gym import gym_app
     from tidegate.cli.init import init_command
@@ -59,6 +58,7 @@ def add_groups(app: typer.Typer) -> None:
     from tidegate.cli.ledger import ledger_app
     from tidegate.cli.mcp import mcp_app
     from tidegate.cli.operator import operator_apps
+    from tidegate.cli.shell import completion_command
     from tidegate.cli.tools import tools_app
 
     app.command(name="init")(init_command)

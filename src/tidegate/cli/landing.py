@@ -47,8 +47,9 @@ def review_held(repo: Path, state_root: str | None, run_id: str | None) -> int:
     try:
         run = held_run(repo, store, run_id)
         assert run.report is not None
-        files = diff_files(run.report.diff)
-        chosen = choose([(path, diff_text(text, terminal_styles())) for path, text in files])
+        parts, styles = dict(diff_files(run.report.diff)), terminal_styles()
+        files = [f.path for f in run.report.changed_files]  # what --only names
+        chosen = choose([(path, diff_text(parts.get(path, ""), styles)) for path in files])
         if not chosen:
             _still_held(run.run_id, "stopped" if chosen is None else "nothing chosen")
             return 0

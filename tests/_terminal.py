@@ -21,19 +21,23 @@ def on_a_terminal(
     columns: int = 80,
     *,
     stderr: Path | None = None,
-    env: dict[str, str] | None = None,
+    env: dict[str, str | None] | None = None,
     prompt: bytes = b"",
     answers: Sequence[bytes] = (),
     code: int = 0,
     timeout_s: float = 60,
 ) -> bytes:
     """What ``argv`` writes to a pseudo-terminal ``columns`` wide, stdin, stdout and stderr
-    (or stderr to the file ``stderr``); each time ``prompt`` appears once more, the next of
+    (or stderr to the file ``stderr``), with ``env`` over the environment (None: unset);
+    each time ``prompt`` appears once more, the next of
     ``answers`` is typed. The command must exit with ``code``."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
-    environ.update(env or {})
+    for name, value in (env or {}).items():  # None: not set
+        environ.pop(name, None)
+        if value is not None:
+            environ[name] = value
     err = slave if stderr is None else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o600)
     proc = subprocess.Popen(argv, cwd=cwd, env=environ, stdin=slave, stdout=slave, stderr=err)
     os.close(slave)

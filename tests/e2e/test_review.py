@@ -18,7 +18,7 @@ __all__ = ["dirty"]  # the fixture
 TIDEGATE = [sys.executable, "-m", "tidegate"]
 RUN = [*TIDEGATE, "run", "--review", "--objective", FIX, "--verify", CHECK]
 PROMPT = b"[y,n,a,d,q,?]? "
-PAGED = {"TIDEGATE_PAGER": "sed s/^/PAGED:/", "TERM": "xterm"}
+PAGED: dict[str, str | None] = {"TIDEGATE_PAGER": "sed s/^/PAGED:/", "TERM": "xterm"}
 FIXED = CALC.replace("return a - b", "return a + b")
 
 

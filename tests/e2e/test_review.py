@@ -75,9 +75,11 @@ def test_stopping_or_choosing_nothing_changes_nothing_and_keeps_the_run_held(
 
     stopped = _asked([*TIDEGATE, "apply", "--review", run_id], dirty, b"y\n", b"q\n")
     none = _asked([*TIDEGATE, "apply", "--review"], dirty, b"d\n")
+    ended = _asked([*TIDEGATE, "apply", "--review"], dirty, b"y\n", b"\x04")  # Ctrl-D
 
     assert f"stopped: run {run_id} stays held; `tidegate apply {run_id}` lands it" in stopped
     assert f"nothing chosen: run {run_id} stays held" in none
+    assert f"stopped: run {run_id} stays held" in ended  # the end of input stops too
     assert f"`tidegate discard {run_id}` drops it" in none
     assert dirty.tree_state(with_mtimes=True) == before
     assert _statuses(dirty) == [(run_id, "held", None)]

@@ -20,16 +20,17 @@ from typing import Annotated, Any, Literal
 import typer
 
 from tidegate.cli.groups import add_groups, needs_groups, route_review
-from tidegate.cli.output import dump_json
+from tidegate.cli.landing import print_landings
+from tidegate.cli.output import dump_json, print_report
 from tidegate.cli.runcmd import (
     EXIT_USAGE,
     guarded,
     invoke,
     open_store,
-    print_report,
     progress_observer,
     terminate,
 )
+from tidegate.errors import UsageError
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.sanitize import sanitize
 
@@ -142,6 +143,14 @@ RebaseOpt = Annotated[
         "on a fresh snapshot, verify again and land it (at most 3 times).",
     ),
 ]
+ReviewOpt = Annotated[
+    bool,
+    typer.Option(
+        "--review",
+        help="On a terminal: after VERIFY, show each file's diff and ask which to land "
+        "(y/n/a/d/q); the rest stays held.",
+    ),
+]
 StateRootOpt = Annotated[
     str | None,
     typer.Option(
@@ -202,6 +211,7 @@ def run(
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
     rebase: RebaseOpt = False,
+    review: ReviewOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -267,6 +277,7 @@ def debug(
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
     rebase: RebaseOpt = False,
+    review: ReviewOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -453,6 +464,12 @@ def apply(
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Leave this path out (repeatable).")
     ] = None,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review", help="On a terminal: show each file's diff and ask which to land."
+        ),
+    ] = False,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -460,6 +477,13 @@ def apply(
     three-way merge as a run; a subset is verified again on its own first."""
     from tidegate.flow.landing import apply_run
 
+    if review:
+        from tidegate.cli.landing import require_terminal, review_held
+
+        if only or exclude:
+            raise UsageError("apply --review asks which files to land: not with --only/--exclude")
+        require_terminal("--review", as_json)
+        raise typer.Exit(review_held(repo, state_root, run_id))
     store = open_store(repo, state_root)
     try:
         outcome = apply_run(
@@ -467,7 +491,7 @@ def apply(
         )
     finally:
         store.close()
-    raise typer.Exit(_print_landings([outcome], as_json))
+    raise typer.Exit(print_landings([outcome], as_json))
 
 
 @app.command()
@@ -485,7 +509,7 @@ def discard(
         outcome = discard_run(repo, store, run_id)
     finally:
         store.close()
-    raise typer.Exit(_print_landings([outcome], as_json))
+    raise typer.Exit(print_landings([outcome], as_json))
 
 
 @app.command()
@@ -516,7 +540,6 @@ def undo(
     """Reverse an applied run's change with a three-way merge: your edits since are kept,
     a conflict changes nothing (.rej files), the index is never touched. --call/--session
     put back what tool calls (tools call, MCP) replaced or deleted, the same way."""
-    from tidegate.errors import UsageError
     from tidegate.flow.landing import undo_last, undo_run
 
     if call_id is not None or session_id is not None:
@@ -535,22 +558,7 @@ def undo(
             outcomes = [undo_run(repo, store, run_id)]
     finally:
         store.close()
-    raise typer.Exit(_print_landings(outcomes, as_json))
-
-
-def _print_landings(outcomes: list[Any], as_json: bool) -> int:
-    """Print what apply, discard or undo did; the exit code of the last one."""
-    if as_json:
-        shown: Any = [o.as_dict() for o in outcomes]
-        sys.stdout.write(dump_json(shown[0] if len(shown) == 1 else shown) + "\n")
-    else:
-        from tidegate.cli.runtext import landing_text
-
-        for outcome in outcomes:
-            if outcome.report is not None:
-                print_report(outcome.report, False)
-            sys.stdout.write(landing_text(outcome.as_dict()))
-    return int(outcomes[-1].exit_code)
+    raise typer.Exit(print_landings(outcomes, as_json))
 
 
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:
@@ -559,6 +567,11 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     An engine command runs on the engine commands alone, anything else (or ``full``) on
     every command (``tidegate.cli.groups``)."""
     args = sys.argv[1:] if argv is None else argv
+    from tidegate.cli.completion import misspelt
+
+    if (unknown := misspelt(args)) is not None:  # the fast path's line, for every entry
+        sys.stderr.write(unknown + "\n")
+        return EXIT_USAGE
     application = full_app() if full or needs_groups(args) else app
     args = route_review(args)
     signal.signal(signal.SIGTERM, terminate)

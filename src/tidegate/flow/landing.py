@@ -311,10 +311,7 @@ def apply_run(
 ) -> Landing:
     """``tidegate apply``: land a held run's change (the newest held one by default)."""
     repo = discover(repo_path)
-    run, landed = _chosen(store, repo, run_id, "apply", "held")
-    state = change_state(run, landed)
-    if state != "held":
-        raise _refusal(run.run_id, state, "apply")
+    run = _held(store, repo, run_id)
     _policy_unchanged(repo, run)
     t0, tree = _change(repo, run)
     changes = diff_trees(repo.git, t0, tree)
@@ -336,6 +333,20 @@ def apply_run(
             )
             outcome.message = _done("applied", run.run_id, outcome)
     return outcome
+
+
+def held_run(repo_path: Path, store: RunStore, run_id: str | None) -> StoredRun:
+    """The held run ``apply`` would land (the newest held one by default), refused as
+    ``apply`` refuses it."""
+    return _held(store, discover(repo_path), run_id)
+
+
+def _held(store: RunStore, repo: Repository, run_id: str | None) -> StoredRun:
+    run, landed = _chosen(store, repo, run_id, "apply", "held")
+    state = change_state(run, landed)
+    if state != "held":
+        raise _refusal(run.run_id, state, "apply")
+    return run
 
 
 def _apply_subset(

@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,9 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from tidegate.records.report import FlowReport, PhaseEvent
+from tidegate.acp.foreground import Foreground
+from tidegate.acp.updates import Stream
+from tidegate.records.report import FlowReport
 
 APPLY, DISCARD = "apply", "discard"
 
@@ -42,54 +44,18 @@ class _Session:
     repo: Path
     busy: bool = False
     cancelled: bool = False
-    """``session/cancel`` came during the prompt: the run finishes (it cannot be stopped
-    midway yet) but its change stays held, unasked, and the turn ends ``cancelled``."""
-
-
-@dataclass
-class _Stream:
-    """Sends a run's progress from its worker thread as session updates, in order."""
-
-    conn: Any
-    session_id: str
-    loop: asyncio.AbstractEventLoop
-    pending: list[concurrent.futures.Future[Any]] = field(default_factory=list)
-    tools: int = 0
-
-    def send(self, update: Any) -> None:
-        coro = self.conn.session_update(session_id=self.session_id, update=update)
-        self.pending.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-    def phase_started(self, attempt: int, phase: Any) -> None:
-        name = getattr(phase, "value", phase)
-        self.send(acp.update_agent_message_text(f"[attempt {attempt}] {name} ...\n"))
-
-    def phase_finished(self, event: PhaseEvent) -> None:
-        detail = f": {event.detail}" if event.detail else ""
-        self.send(
-            acp.update_agent_message_text(
-                f"[attempt {event.attempt}] {event.phase} {event.status}{detail}\n"
-            )
-        )
-
-    def activity(self, text: str) -> None:
-        """A model's tool call (the planner's progress line): one completed tool call."""
-        self.tools += 1
-        call_id = f"tool-{self.tools}"
-        self.send(acp.start_tool_call(call_id, text, kind="other", status="in_progress"))
-        self.send(acp.update_tool_call(call_id, status="completed"))
-
-    async def drain(self) -> None:
-        pending, self.pending = self.pending, []
-        for future in pending:
-            await asyncio.wrap_future(future)
+    """``session/cancel`` came during the prompt: the run stops as on Ctrl-C (paused at
+    its last checkpoint), or, once it is held, stays held, unasked; the turn ends
+    ``cancelled``."""
+    job: concurrent.futures.Future[Any] | None = None
 
 
 class TidegateAgent:
     """The agent side; one per connection."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, foreground: Foreground) -> None:
         self.settings = settings
+        self.foreground = foreground
         self.sessions: dict[str, _Session] = {}
         self.conn: Any = None
 
@@ -131,9 +97,10 @@ class TidegateAgent:
         if not objective:
             raise acp.RequestError.invalid_params({"prompt": "give the objective as text"})
         session.busy, session.cancelled = True, False
-        stream = _Stream(self.conn, session_id, asyncio.get_running_loop())
+        stream = Stream(self.conn, session_id, asyncio.get_running_loop(), session.repo)
+        session.job = self.foreground.submit(lambda: self._run(session.repo, objective, stream))
         try:
-            report = await asyncio.to_thread(self._run, session.repo, objective, stream)
+            report = await _outcome(session.job)
             await stream.drain()
             if session.cancelled:
                 final = _cancelled(report)
@@ -141,7 +108,7 @@ class TidegateAgent:
                 final = await self._conclude(session, session_id, report)
             await stream.drain()
         finally:
-            session.busy = False
+            session.busy, session.job = False, None
         await self.conn.session_update(
             session_id=session_id, update=acp.update_agent_message_text(final)
         )
@@ -151,15 +118,18 @@ class TidegateAgent:
         session = self.sessions.get(session_id)
         if session is not None and session.busy:
             session.cancelled = True
+            if session.job is not None:
+                self.foreground.interrupt(session.job)  # Ctrl-C for the run in progress
 
-    def _run(self, repo: Path, objective: str, stream: _Stream) -> FlowReport | str:
-        """The guarded run (in a worker thread): its report, or a refusal's one line."""
+    def _run(self, repo: Path, objective: str, stream: Stream) -> FlowReport | str:
+        """The guarded run (on the main thread): its report, or a refusal's one line."""
+        from tidegate.acp.updates import StreamingRecorder
         from tidegate.errors import TidegateError
         from tidegate.flow.transaction import execute
         from tidegate.planners import planner_for
         from tidegate.records.modes import Mode
         from tidegate.records.request import RunRequest
-        from tidegate.store import StoreRecorder, open_run_store
+        from tidegate.store import open_run_store
 
         s = self.settings
         try:
@@ -179,16 +149,18 @@ class TidegateAgent:
         except TidegateError as exc:
             return str(exc)
         try:
-            recorder = StoreRecorder(store)
+            recorder = StreamingRecorder(store, stream)
             planner = planner_for(request, recorder=recorder)
             if hasattr(planner, "progress"):
-                planner.progress = stream.activity
+                planner.progress = stream.asked_for
             try:
                 return execute(request, observer=stream, planner=planner, recorder=recorder)
             finally:
                 getattr(planner, "close", lambda: None)()
         except TidegateError as exc:
             return str(exc)
+        except KeyboardInterrupt:  # cancelled before the run could pause
+            return "the run was stopped before its first checkpoint; nothing was changed"
         finally:
             store.close()
 
@@ -200,7 +172,13 @@ class TidegateAgent:
             return (
                 f"run {report.run_id} {report.status}{where}: {report.message or 'no change held'}"
             )
-        files = await asyncio.to_thread(file_diffs, session.repo, report)
+        from tidegate.acp.diffs import text_diffs
+        from tidegate.workspace.snapshot import result_ref
+
+        paths = [f.path for f in report.changed_files]
+        files = await asyncio.to_thread(
+            text_diffs, session.repo, report.t0_commit, result_ref(report.run_id), paths
+        )
         answer = await self.conn.request_permission(
             session_id=session_id,
             tool_call=ToolCallUpdate(
@@ -249,47 +227,25 @@ class TidegateAgent:
         return landing.message
 
 
-def _cancelled(report: FlowReport | str) -> str:
-    if isinstance(report, str) or report.status != "held":
-        return "cancelled"
-    return (
-        f"cancelled; run {report.run_id} is held, not applied: "
-        f"`tidegate apply {report.run_id}` or `tidegate discard {report.run_id}`"
-    )
-
-
-_MAX_SHOWN = 1024 * 1024
-
-
-def file_diffs(repo: Path, report: FlowReport) -> list[Any]:
-    """The held change as ACP diff content, one per text file (T0's text and the verified
-    result's, from the repository's objects): what an editor shows as its own diff view.
-    Binary, large or unreadable files are left to the unified diff."""
-    from tidegate.errors import TidegateError
-    from tidegate.workspace.repo import discover
-    from tidegate.workspace.snapshot import result_ref
-
-    def text(spec: str) -> str | None:
-        res = git.run("cat-file", "blob", spec, check=False)
-        if res.returncode != 0 or len(res.stdout) > _MAX_SHOWN or b"\x00" in res.stdout:
-            return None
-        try:
-            return res.stdout.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-
-    out: list[Any] = []
+async def _outcome(job: concurrent.futures.Future[Any]) -> FlowReport | str:
     try:
-        git = discover(repo).git
-        for changed in report.changed_files[:100]:
-            old = text(f"{report.t0_commit}:{changed.path}") if report.t0_commit else None
-            new = text(f"{result_ref(report.run_id)}:{changed.path}")
-            if old is None and new is None:
-                continue
-            out.append(acp.tool_diff_content(str(repo / changed.path), new or "", old))
-    except TidegateError:
-        return []
-    return out
+        report: FlowReport | str = await asyncio.wrap_future(job)
+        return report
+    except asyncio.CancelledError:
+        if job.cancelled():  # cancelled while waiting for another session's run
+            return "the run had not started; nothing was changed"
+        raise
+
+
+def _cancelled(report: FlowReport | str) -> str:
+    if isinstance(report, str):
+        return f"cancelled; {report}"
+    if report.status == "held":
+        return (
+            f"cancelled; run {report.run_id} is held, not applied: "
+            f"`tidegate apply {report.run_id}` or `tidegate discard {report.run_id}`"
+        )
+    return f"cancelled; run {report.run_id} {report.status}: {report.message}"
 
 
 def session_repository(cwd: str) -> Path:
@@ -315,22 +271,40 @@ def session_repository(cwd: str) -> Path:
     return given
 
 
-async def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> None:
     """Speak ACP on this process's stdin and stdout until the client closes them.
 
+    The protocol runs on a thread of its own and the guarded runs on this one, the main
+    thread, so that ``session/cancel`` stops a run as Ctrl-C does (``acp.foreground``).
     The protocol keeps the real stdout to itself: file descriptor 1 becomes a copy of
     stderr first, so nothing else written there (a library's print, a child process that
     inherits it) can corrupt the stream of messages."""
-    import sys
+    import threading
 
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
-    sys.stdout = protocol_out  # type: ignore[assignment,unused-ignore]  # while the streams are made
+    foreground = Foreground()
+    agent = TidegateAgent(settings, foreground)
+
+    def speak() -> None:
+        try:
+            asyncio.run(_speak(agent, protocol_out))
+        finally:
+            foreground.close()
+
+    threading.Thread(target=speak, name="tidegate-acp-protocol", daemon=True).start()
+    foreground.work()
+
+
+async def _speak(agent: TidegateAgent, protocol_out: Any) -> None:
+    import sys
+
+    sys.stdout = protocol_out  # while the streams are made
     try:
         reader, writer = await acp.stdio_streams(limit=_LINE_LIMIT)
     finally:
         sys.stdout = sys.stderr
-    await acp.run_agent(TidegateAgent(settings), writer, reader)  # type: ignore[arg-type]
+    await acp.run_agent(agent, writer, reader)  # type: ignore[arg-type]
 
 
 _LINE_LIMIT = 50 * 1024 * 1024

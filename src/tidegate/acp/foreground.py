@@ -1,0 +1,96 @@
+"""The guarded runs of ``tidegate acp`` execute on the main thread, where Ctrl-C lands.
+
+The engine already knows how to stop a run halfway: Ctrl-C raises ``KeyboardInterrupt``
+on the main thread, the runner kills the running command's whole process group on the way
+out (``exec.supervise``), the model call is abandoned with its socket, phases that write
+the work tree hold the interrupt until they are done (``flow.pipeline.deferred_interrupts``)
+and the run pauses at its last checkpoint (``flow.driver``). ``session/cancel`` reuses
+exactly that: the protocol runs on a thread of its own, the runs on the main thread, and
+cancelling the run in progress is a SIGINT sent to the main thread alone
+(``signal.pthread_kill``), so a blocking wait (a command's output, a model's answer) is
+interrupted as a terminal's Ctrl-C would interrupt it. There is no second stop path.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+Job = tuple[Callable[[], Any], "concurrent.futures.Future[Any]"]
+
+
+class Foreground:
+    """Runs one job at a time on the main thread for the protocol's thread. ``interrupt``
+    is a Ctrl-C for the job that is running, and for nothing else."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._current: concurrent.futures.Future[Any] | None = None
+        self._asked = False
+        """An interrupt was sent: a SIGINT arriving once no job runs is its late echo."""
+        self._main = threading.main_thread().ident
+
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._jobs.put((fn, future))
+        return future
+
+    def interrupt(self, future: concurrent.futures.Future[Any]) -> bool:
+        """Stop ``future``'s job: not started yet, it never starts; running, it gets a
+        Ctrl-C. False when it had already finished."""
+        if future.cancel():
+            return True
+        with self._lock:
+            if self._current is not future or self._main is None:
+                return False
+            self._asked = True
+            signal.pthread_kill(self._main, signal.SIGINT)
+        return True
+
+    def close(self) -> None:
+        """``work`` returns once the jobs before this call are done."""
+        self._jobs.put(None)
+
+    def work(self) -> None:
+        """On the main thread: run the submitted jobs in order until ``close``."""
+        assert threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            while (job := self._jobs.get()) is not None:
+                self._run(*job)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _run(self, fn: Callable[[], Any], future: concurrent.futures.Future[Any]) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        result: Any = None
+        error: BaseException | None = None
+        with self._lock:
+            self._current = future
+        try:
+            try:
+                result = fn()
+            finally:
+                self._current = None  # from here on a late SIGINT is ignored
+        except BaseException as exc:  # handed to the protocol's thread
+            # A Ctrl-C that came just after the job returned does not undo its result.
+            error = None if result is not None and isinstance(exc, KeyboardInterrupt) else exc
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self._current is not None:
+            raise KeyboardInterrupt
+        if self._asked:
+            self._asked = False  # the cancel of a job that had just ended
+            return
+        raise KeyboardInterrupt  # the user's own Ctrl-C on an idle server ends it

@@ -1,15 +1,16 @@
 """One run's page, from ``store.views.run_view`` and the run's trace: the run and its
 report's message, the evidence (the checkpoint chain as verified or refused, the replay
 hash recomputed), the phases of each attempt on a timeline, then the sections of
-``inspector.sections`` (attempts with their feedback, VERIFY, the changes with their
-hashes and diff, tool calls with their host-attested effects, the transcript). A running
-run's page refreshes itself."""
+``inspector.sections`` (attempts with their feedback, each attempt's proposal text
+(``inspector.proposals``), VERIFY, the changes with their hashes and diff, tool calls with
+their host-attested effects, the transcript). A running run's page refreshes itself."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tidegate.inspector.markup import block, page, rows, status, table, text, when
+from tidegate.inspector.proposals import proposals_section
 from tidegate.inspector.runs import REFRESH_S
 from tidegate.inspector.sections import (
     attempts_section,
@@ -25,8 +26,14 @@ _MIN_SHARE = 8
 """The narrowest phase on a timeline, in SVG units, so a fast phase stays visible."""
 
 
-def run_page(base: str, view: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    """The page of the run ``view`` describes; ``events``: its trace."""
+def run_page(
+    base: str,
+    view: dict[str, Any],
+    events: list[dict[str, Any]],
+    proposals: list[tuple[int, bytes]] | None = None,
+) -> str:
+    """The page of the run ``view`` describes; ``events``: its trace; ``proposals``: each
+    attempt's kept proposal blob."""
     run, report = view["run"], view["report"]
     live = run["status"] == "running"
     parts = [
@@ -34,6 +41,7 @@ def run_page(base: str, view: dict[str, Any], events: list[dict[str, Any]]) -> s
         _evidence(view),
         _timeline(view["phases"]),
         attempts_section(view["attempts"], report),
+        proposals_section(proposals or []),
         verify_section(view["phases"], report),
         changes_section(view["effects"], report),
         tool_calls_section(view["effects"]["tool_calls"]),

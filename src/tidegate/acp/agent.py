@@ -15,6 +15,7 @@ from acp.schema import (
     AgentCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
@@ -48,6 +49,8 @@ class _Session:
     its last checkpoint), or, once it is held, stays held, unasked; the turn ends
     ``cancelled``."""
     job: concurrent.futures.Future[Any] | None = None
+    held: FlowReport | None = None
+    """Loaded with the session: its last run, held and unanswered; the next prompt asks."""
 
 
 class TidegateAgent:
@@ -73,7 +76,7 @@ class TidegateAgent:
 
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(),
+            agent_capabilities=AgentCapabilities(load_session=True),
             agent_info=Implementation(name="tidegate", version=__version__),
         )
 
@@ -84,6 +87,27 @@ class TidegateAgent:
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = _Session(repo)
         return NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Reopen a session: its runs replayed from the repository's store (``history``)."""
+        from tidegate.acp.history import load
+        from tidegate.errors import TidegateError
+
+        repo = session_repository(cwd)
+        if session_id in self.sessions:
+            raise acp.RequestError.invalid_request({"sessionId": "the session is open already"})
+        try:
+            past = await asyncio.to_thread(load, repo, self.settings.state_root, session_id)
+        except TidegateError as exc:
+            raise acp.RequestError.invalid_params({"sessionId": str(exc)}) from None
+        if past is None:
+            raise acp.RequestError.invalid_params({"sessionId": "no run of this session here"})
+        for update in past.updates:
+            await self.conn.session_update(session_id=session_id, update=update)
+        self.sessions[session_id] = _Session(repo, held=past.held)
+        return LoadSessionResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         session = self.sessions.get(session_id)
@@ -97,22 +121,34 @@ class TidegateAgent:
         if not objective:
             raise acp.RequestError.invalid_params({"prompt": "give the objective as text"})
         session.busy, session.cancelled = True, False
-        stream = Stream(self.conn, session_id, asyncio.get_running_loop(), session.repo)
-        session.job = self.foreground.submit(lambda: self._run(session.repo, objective, stream))
         try:
-            report = await _outcome(session.job)
-            await stream.drain()
-            if session.cancelled:
-                final = _cancelled(report)
-            else:
-                final = await self._conclude(session, session_id, report)
-            await stream.drain()
+            if session.held is not None:  # a reopened session's held change: answered first
+                held, session.held = session.held, None
+                await self._say(session_id, await self._conclude(session, session_id, held) + "\n")
+                if session.cancelled:
+                    return PromptResponse(stop_reason="cancelled")
+            final = await self._turn(session, session_id, objective)
         finally:
             session.busy, session.job = False, None
-        await self.conn.session_update(
-            session_id=session_id, update=acp.update_agent_message_text(final)
-        )
+        await self._say(session_id, final)
         return PromptResponse(stop_reason="cancelled" if session.cancelled else "end_turn")
+
+    async def _turn(self, session: _Session, session_id: str, objective: str) -> str:
+        """The prompt's run, streamed; its held change asked for: the turn's last line."""
+        stream = Stream(self.conn, session_id, asyncio.get_running_loop(), session.repo)
+        session.job = self.foreground.submit(lambda: self._run(stream, objective))
+        report = await _outcome(session.job)
+        await stream.drain()
+        if session.cancelled:
+            return _cancelled(report)
+        final = await self._conclude(session, session_id, report)
+        await stream.drain()
+        return final
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self.conn.session_update(
+            session_id=session_id, update=acp.update_agent_message_text(text)
+        )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -121,8 +157,10 @@ class TidegateAgent:
             if session.job is not None:
                 self.foreground.interrupt(session.job)  # Ctrl-C for the run in progress
 
-    def _run(self, repo: Path, objective: str, stream: Stream) -> FlowReport | str:
-        """The guarded run (on the main thread): its report, or a refusal's one line."""
+    def _run(self, stream: Stream, objective: str) -> FlowReport | str:
+        """The guarded run of a session's prompt (on the main thread): its report, or a
+        refusal's one line."""
+        from tidegate.acp.history import task_id
         from tidegate.acp.updates import StreamingRecorder
         from tidegate.errors import TidegateError
         from tidegate.flow.transaction import execute
@@ -131,7 +169,7 @@ class TidegateAgent:
         from tidegate.records.request import RunRequest
         from tidegate.store import open_run_store
 
-        s = self.settings
+        s, repo = self.settings, stream.repo
         try:
             request = RunRequest(
                 repo=repo,
@@ -149,7 +187,7 @@ class TidegateAgent:
         except TidegateError as exc:
             return str(exc)
         try:
-            recorder = StreamingRecorder(store, stream)
+            recorder = StreamingRecorder(store, stream, task_id=task_id(stream.session_id))
             planner = planner_for(request, recorder=recorder)
             if hasattr(planner, "progress"):
                 planner.progress = stream.asked_for
@@ -199,7 +237,17 @@ class TidegateAgent:
         )
         outcome = answer.outcome
         choice = getattr(outcome, "option_id", None) if outcome.outcome == "selected" else None
-        return await asyncio.to_thread(self._land, session.repo, report.run_id, choice)
+        said = await asyncio.to_thread(self._land, session.repo, report.run_id, choice)
+        if choice in (APPLY, DISCARD):  # the edit the editor shows is settled
+            await self.conn.session_update(
+                session_id=session_id,
+                update=acp.update_tool_call(
+                    f"held-{report.run_id}",
+                    status="completed",
+                    content=[acp.tool_content(acp.text_block(said))],
+                ),
+            )
+        return said
 
     def _land(self, repo: Path, run_id: str, choice: str | None) -> str:
         from tidegate.errors import TidegateError

@@ -225,8 +225,8 @@ class StreamingRecorder(StoreRecorder):
     """The run's ``StoreRecorder``, which also tells ``stream`` of each tool call and of
     the proposal's candidate tree as they are recorded."""
 
-    def __init__(self, store: RunStore, stream: Stream) -> None:
-        super().__init__(store)
+    def __init__(self, store: RunStore, stream: Stream, *, task_id: str | None = None) -> None:
+        super().__init__(store, task_id=task_id)
         self.stream = stream
 
     def event(

@@ -38,6 +38,7 @@ def run_page(
     live = run["status"] == "running"
     parts = [
         _header(base, run, report),
+        _held(run, view["landings"]),
         _evidence(view),
         _timeline(view["phases"]),
         attempts_section(view["attempts"], report),
@@ -83,6 +84,25 @@ def _header(base: str, run: dict[str, Any], report: dict[str, Any] | None) -> st
         f'<h1>run <span class="id">{text(run["run_id"])}</span></h1>'
         f"<p>{status(run['status'])}{failure}</p>{message}{_facts(facts)}</header><main>"
     )
+
+
+def _held(run: dict[str, Any], landings: list[dict[str, Any]]) -> str:
+    """What became of a held run's change: still held (and how to answer), or the
+    landings recorded since (applied, discarded, undone)."""
+    if run["status"] != "held" and not landings:
+        return ""
+    if not landings:
+        rid = text(run["run_id"])
+        return (
+            '<section id="held"><p class="verdict unknown">Held: verified, not applied. '
+            f"Accept it with <code>tidegate apply {rid}</code> or drop it with "
+            f"<code>tidegate discard {rid}</code> (or answer it in the editor).</p></section>"
+        )
+    items = "".join(
+        f"<li>{text(landing['action'])} at {text(when(landing['at_ms']))}</li>"
+        for landing in landings
+    )
+    return f'<section id="held"><h2>Landing</h2><ul>{items}</ul></section>'
 
 
 def _facts(facts: list[tuple[str, str]]) -> str:

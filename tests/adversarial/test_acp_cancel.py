@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import acp
+import pytest
 
 from tests.conftest import Repo, requires_containment
 from tests.e2e._acp import CHECK, SCRIPT, Client, tidegate_acp, until
@@ -110,4 +112,50 @@ def test_cancel_during_a_model_request_abandons_it_and_pauses(
     assert client.permissions == []
     last = client.text().splitlines()[-1]
     assert last.startswith("cancelled; run ") and "paused after EXPLORE" in last, last
+    assert committed_repo.tree_state(with_mtimes=True) == before
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM"])
+def test_a_client_that_goes_away_mid_run_leaves_it_paused(
+    committed_repo: Repo, tmp_path: Path, how: str
+) -> None:
+    """The editor closes the connection, or stops its agent with SIGTERM, while the model
+    is asked: the prompt's run pauses (nobody waits for it; it is resumable) and ``tidegate
+    acp`` exits by itself, with 0."""
+    from tidegate.store.locate import repository, repository_store
+    from tidegate.store.views import listing
+
+    before = _dirty(committed_repo)
+    stalled = {**SCRIPT, "turns": [{"text": "Thinking about add()...", "stall_s": 120}]}
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(stalled))
+    client = Client("apply", committed_repo)
+
+    async def session() -> tuple[float, int]:
+        async with tidegate_acp(client, script) as conn:
+            new = await conn.new_session(cwd=str(committed_repo.root), mcp_servers=[])
+            prompt = [acp.text_block("Fix add().")]
+            pending = asyncio.create_task(conn.prompt(session_id=new.session_id, prompt=prompt))
+            await until(lambda: "[attempt 1] PLAN ..." in client.text())
+            await asyncio.sleep(0.3)
+            left = time.monotonic()
+            if how == "SIGTERM":
+                client.process.send_signal(signal.SIGTERM)
+            else:
+                client.process.stdin.close()  # the editor goes; no signal is sent
+            code = await asyncio.wait_for(client.process.wait(), 60)
+            took = time.monotonic() - left
+        pending.cancel()
+        return took, code
+
+    took, code = asyncio.run(session())
+    assert took < PROMPTLY_S and code == 0, (took, code)
+    root, common = repository(str(committed_repo.root))
+    store = repository_store(None, root, common)
+    assert store is not None
+    try:
+        [run] = listing(store, 10)
+    finally:
+        store.db.close()
+    assert run["status"] == "paused", run
     assert committed_repo.tree_state(with_mtimes=True) == before

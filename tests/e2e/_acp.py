@@ -47,6 +47,9 @@ class Client:
         """calc.py as it was when the permission request came: nothing landed yet."""
         self.updates: list[Any] = []
         self.wire: list[str] = []
+        self.exit_code: int | None = None
+        self.process: Any = None
+        """How ``tidegate acp`` ended, once ``tidegate_acp`` is left."""
         """Every JSON-RPC message, one line each: ``outgoing`` from the client."""
         self.permissions: list[Any] = []
 
@@ -91,9 +94,10 @@ async def tidegate_acp(
         "--model", f"scripted:{script}", "--verify", verify, "--max-attempts", "1", *args,
         env=dict(os.environ),
         observers=[observe],
-    ) as (conn, _process):  # fmt: skip
+    ) as (conn, process):  # fmt: skip
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         assert init.agent_info is not None and init.agent_info.name == "tidegate"
+        client.process = process
         yield conn
 
 

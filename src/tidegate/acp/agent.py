@@ -136,8 +136,12 @@ class TidegateAgent:
     async def _turn(self, session: _Session, session_id: str, objective: str) -> str:
         """The prompt's run, streamed; its held change asked for: the turn's last line."""
         stream = Stream(self.conn, session_id, asyncio.get_running_loop(), session.repo)
-        session.job = self.foreground.submit(lambda: self._run(stream, objective))
-        report = await _outcome(session.job)
+        session.job = job = self.foreground.submit(lambda: self._run(stream, objective))
+        try:
+            report = await _outcome(job)
+        except asyncio.CancelledError:  # the client is gone: nobody waits for the run
+            self.foreground.interrupt(job)
+            raise
         await stream.drain()
         if session.cancelled:
             return _cancelled(report)
@@ -280,8 +284,9 @@ async def _outcome(job: concurrent.futures.Future[Any]) -> FlowReport | str:
         report: FlowReport | str = await asyncio.wrap_future(job)
         return report
     except asyncio.CancelledError:
-        if job.cancelled():  # cancelled while waiting for another session's run
-            return "the run had not started; nothing was changed"
+        task = asyncio.current_task()
+        if job.cancelled() and (task is None or not task.cancelling()):
+            return "the run had not started; nothing was changed"  # session/cancel, queued
         raise
 
 

@@ -9,6 +9,8 @@ exactly that: the protocol runs on a thread of its own, the runs on the main thr
 cancelling the run in progress is a SIGINT sent to the main thread alone
 (``signal.pthread_kill``), so a blocking wait (a command's output, a model's answer) is
 interrupted as a terminal's Ctrl-C would interrupt it. There is no second stop path.
+SIGTERM (an editor stopping its agent) pauses the run in progress the same way, as it does
+for ``tidegate run``, and then ends the server.
 """
 
 from __future__ import annotations
@@ -60,12 +62,13 @@ class Foreground:
     def work(self) -> None:
         """On the main thread: run the submitted jobs in order until ``close``."""
         assert threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             while (job := self._jobs.get()) is not None:
                 self._run(*job)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def _run(self, fn: Callable[[], Any], future: concurrent.futures.Future[Any]) -> None:
         if not future.set_running_or_notify_cancel():
@@ -87,10 +90,13 @@ class Foreground:
         else:
             future.set_result(result)
 
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGTERM:
+            self._jobs.put(None)  # (reentrant) ``work`` ends once the job in progress is over
         if self._current is not None:
             raise KeyboardInterrupt
-        if self._asked:
-            self._asked = False  # the cancel of a job that had just ended
-            return
-        raise KeyboardInterrupt  # the user's own Ctrl-C on an idle server ends it
+        if signum == signal.SIGINT:
+            if self._asked:
+                self._asked = False  # the cancel of a job that had just ended
+                return
+            raise KeyboardInterrupt  # the user's own Ctrl-C on an idle server ends it

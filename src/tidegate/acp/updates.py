@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,14 @@ class Stream:
     t0_commit: str | None = None
 
     def send(self, update: Any) -> None:
+        """Queue ``update``; once the client is gone (the loop closed) nothing is sent."""
+        if self.loop.is_closed():
+            return
         coro = self.conn.session_update(session_id=self.session_id, update=update)
-        self.pending.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
+        try:
+            self.pending.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
+        except RuntimeError:  # closed between the check and the call
+            coro.close()
 
     async def drain(self) -> None:
         pending, self.pending = self.pending, []
@@ -243,8 +250,8 @@ class StreamingRecorder(StoreRecorder):
             self.stream.t0_commit = str(meta.get("t0_commit") or "") or None
         facts = payload or {}
         if kind == "phase.finished" and phase == "VALIDATE" and facts.get("candidate_tree"):
-            changed = facts.get("changed")
-            self.stream.proposal(attempt or 0, str(facts["candidate_tree"]), _items(changed))
+            changed = _items(facts.get("changed"))
+            _told(self.stream.proposal, attempt or 0, str(facts["candidate_tree"]), changed)
 
     def tool_call_requested(
         self,
@@ -255,7 +262,7 @@ class StreamingRecorder(StoreRecorder):
         attempt: int | None = None,
     ) -> None:
         super().tool_call_requested(tool_call_id, canonical_tool, input_sha256, attempt=attempt)
-        self.stream.dispatched_call(tool_call_id, canonical_tool)
+        _told(self.stream.dispatched_call, tool_call_id, canonical_tool)
 
     def tool_call_finished(
         self,
@@ -269,4 +276,13 @@ class StreamingRecorder(StoreRecorder):
         super().tool_call_finished(
             tool_call_id, status, effects, result_sha256=result_sha256, attempt=attempt
         )
-        self.stream.finished_call(tool_call_id, status, effects)
+        _told(self.stream.finished_call, tool_call_id, status, effects)
+
+
+def _told(tell: Callable[..., None], *args: Any) -> None:
+    """Tell the editor; what the editor is shown never breaks the run or its record (the
+    record was written first): a failure to tell is one line on stderr."""
+    try:
+        tell(*args)
+    except Exception as exc:
+        sys.stderr.write(sanitize(f"tidegate acp: an update was not sent: {exc}") + "\n")

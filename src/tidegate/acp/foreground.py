@@ -36,6 +36,8 @@ class Foreground:
         self._current: concurrent.futures.Future[Any] | None = None
         self._asked = False
         """An interrupt was sent: a SIGINT arriving once no job runs is its late echo."""
+        self._stopping: concurrent.futures.Future[Any] | None = None
+        """The job an interrupt was sent to: a second cancel sends no second Ctrl-C."""
         self._main = threading.main_thread().ident
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -51,7 +53,9 @@ class Foreground:
         with self._lock:
             if self._current is not future or self._main is None:
                 return False
-            self._asked = True
+            if self._stopping is future:
+                return True
+            self._asked, self._stopping = True, future
             signal.pthread_kill(self._main, signal.SIGINT)
         return True
 
@@ -83,8 +87,11 @@ class Foreground:
             finally:
                 self._current = None  # from here on a late SIGINT is ignored
         except BaseException as exc:  # handed to the protocol's thread
-            # A Ctrl-C that came just after the job returned does not undo its result.
-            error = None if result is not None and isinstance(exc, KeyboardInterrupt) else exc
+            error = exc
+            if isinstance(exc, KeyboardInterrupt):
+                # One that came just after the job returned does not undo its result; one
+                # the job did not handle is its error, never a KeyboardInterrupt in the loop.
+                error = None if result is not None else RuntimeError("the run was interrupted")
         if error is not None:
             future.set_exception(error)
         else:

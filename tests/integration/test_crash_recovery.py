@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import Repo, tidegate_cli
 from tidegate.errors import UsageError
+from tidegate.workspace.lock import live_runs
 
 OLD: dict[str, tuple[bytes, int] | None] = {
     "a.txt": (b"one\ntwo\nthree\n", 0o644),
@@ -105,7 +106,8 @@ def _journal_dirs(repo: Repo) -> list[Path]:
 
 
 def _crash(repo: Repo, tmp_path: Path, n: int) -> dict[str, Any]:
-    """Run the change in a subprocess killed after the n-th write; return the lock holder."""
+    """Run the change in a subprocess killed after the n-th write; return the landing
+    lock's holder (it died holding it)."""
     res = tidegate_cli(
         "run",
         "--repo",
@@ -117,7 +119,9 @@ def _crash(repo: Repo, tmp_path: Path, n: int) -> dict[str, Any]:
     )
     assert res.returncode == -9, (res.returncode, res.stdout, res.stderr)
     assert res.stdout == ""
-    holder: dict[str, Any] = json.loads((repo.root / ".git" / "tidegate" / "run.lock").read_text())
+    holder: dict[str, Any] = json.loads(
+        (repo.root / ".git" / "tidegate" / "apply.lock").read_text()
+    )
     assert holder["pid"] != os.getpid()
     return holder
 
@@ -251,7 +255,7 @@ def test_next_run_is_refused_until_the_interrupted_apply_back_is_recovered(
     assert repo.index_bytes() == index
 
 
-def test_a_run_killed_before_apply_back_leaves_the_tree_alone_and_its_lock_is_taken_over(
+def test_a_run_killed_before_apply_back_leaves_the_tree_alone_and_is_not_live(
     crash_repo: Repo, tmp_path: Path
 ) -> None:
     repo = crash_repo
@@ -267,11 +271,13 @@ def test_a_run_killed_before_apply_back_leaves_the_tree_alone_and_its_lock_is_ta
     )
     assert res.returncode == -signal.SIGKILL, res.stderr
     assert repo.tree_state(with_mtimes=True) == before
-    holder = json.loads((repo.root / ".git" / "tidegate" / "run.lock").read_text())
+    (registration,) = (repo.root / ".git" / "tidegate" / "live").iterdir()
+    assert json.loads(registration.read_text())["phase"] in ("APPLY", "VERIFY")
+    assert live_runs(repo.root / ".git" / "tidegate") == []  # dead: not live, and removed
+    assert not registration.exists()
 
     report = repo.run("edit-file: unrelated.txt\nreplace: unrelated\nwith: related\n")
     assert report.status == "succeeded", report.message
-    assert f"took over a stale run lock left by pid {holder['pid']}" in report.notes
     summary = _recover(repo, tmp_path)
     assert summary["journals"] == []
     assert _shadows(repo) == []

@@ -126,10 +126,17 @@ def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Rep
     root = discover(repo.root)
     root.runtime_dir.mkdir(exist_ok=True)  # a run's lock makes it
     first = ShadowWorktree.acquire(root, first_commit, "run-1", pool=True)
+    first.unknown()  # a command writes in it directly: the next cleaning is the full one
     (first.path / "f.txt").write_text("scribbled\n")
     (first.path / "stray.txt").write_text("left behind\n")
     repo.write("f.txt", "two\n")
     second_commit = repo.commit_all()
+    # While run-1 uses the warm shadow, another run gets a shadow of its own.
+    busy = ShadowWorktree.acquire(discover(repo.root), second_commit, "run-x", pool=True)
+    assert not busy.pooled and busy.path != first.path
+    busy.release(keep=False)
+    assert not busy.path.exists()
+    first.release(keep=False)  # the pool is free again
 
     second = ShadowWorktree.acquire(discover(repo.root), second_commit, "run-2", pool=True)
 

@@ -141,14 +141,19 @@ def test_eight_runs_on_disjoint_files_all_land(shared: Repo) -> None:
     # T0 and its own landing, and those all landed before it.
     landings = {str(r["run_id"]): r["landing"] for _, r in results}
     order = sorted(landings, key=lambda run: landings[run]["seq"])  # type: ignore[index]
-    assert sorted(lan["seq"] for lan in landings.values()) == sorted(  # type: ignore[index]
-        {lan["seq"] for lan in landings.values()}  # type: ignore[index]
-    )
+    assert sorted(lan["seq"] for lan in landings.values()) == list(range(1, N + 1))  # type: ignore[index]
     for run_id, landing in landings.items():
         assert isinstance(landing, dict)
         earlier = order[: order.index(run_id)]
         assert set(landing["landed_between"]) <= set(earlier)
         assert landing["held_s"] >= 0 and landing["waited_s"] >= 0
+    # `runs` shows the landing order.
+    listing = tidegate_cli("runs", "--repo", str(shared.root), "--json")
+    shown = {r["run_id"]: r["landed_seq"] for r in json.loads(listing.stdout)}
+    assert shown == {run: landings[run]["seq"] for run in landings}  # type: ignore[index]
+    text = tidegate_cli("runs", "--repo", str(shared.root)).stdout
+    for run in landings:
+        assert f"succeeded #{landings[run]['seq']}" in text  # type: ignore[index]
     # Nothing of the runs is left alive or behind.
     assert (
         json.loads(tidegate_cli("status", "--repo", str(shared.root), "--json").stdout)["runs"]

@@ -28,13 +28,16 @@ def runs_text(rows: list[dict[str, Any]]) -> str:
     (id, kind, mode, status, files changed, duration, when it started), then the
     objective's first line, the failure's class, and the repository when there are
     several. The status is what became of the change when something did (``applied``,
-    ``discarded``, ``undone``), else the run's own (``held``, ``interrupted``...)."""
+    ``discarded``, ``undone``), else the run's own (``held``, ``interrupted``...); a
+    change that landed carries its place in the work tree's landing order (``#3``)."""
     if not rows:
         return line("no recorded runs")
     several = len({r["repo"] for r in rows}) > 1
     out = []
     for r in rows:
         status = r.get("landing") or r["status"]
+        if r.get("landed_seq"):
+            status = f"{status} #{r['landed_seq']}"
         files = r.get("files_changed")
         count = "-" if files is None else str(files)
         tail = f"  {r['objective']}" if r.get("objective") else ""
@@ -43,7 +46,7 @@ def runs_text(rows: list[dict[str, Any]]) -> str:
         tail += f"  {r['repo']}" if several else ""
         out.append(
             line(
-                f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {status:<11} "
+                f"{r['run_id']}  {r.get('kind', 'engine'):<7}{r['mode']:<6} {status:<14} "
                 f"{count:>3} file(s) {_duration(r['duration_s']):>7}  "
                 f"{_when(r.get('started_ms', 0))}{tail}"
             )

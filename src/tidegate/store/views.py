@@ -50,16 +50,18 @@ def listing(store: Store, limit: int) -> list[dict[str, Any]]:
     """The newest ``limit`` runs of ``store``, one ``tidegate runs`` row each: besides the
     run's own fields, its objective's first line, how many files its change has, what
     became of the change (``landing``) and, for a run that never finished, the time from
-    its start to its last record as ``duration_s``."""
+    its start to its last record as ``duration_s``; ``landed_seq``: its APPLY_BACK's place
+    in the work tree's landing order (concurrent runs land one at a time)."""
     rows = store.rows(
-        f"SELECT {RUN_COLUMNS}, {_LAST_EVENT_SQL}, request_json, {LAST_LANDING_SQL} FROM runs "
+        f"SELECT {RUN_COLUMNS}, {_LANDED_SQL}, {_LAST_EVENT_SQL}, request_json, "
+        f"{LAST_LANDING_SQL} FROM runs "
         "ORDER BY seq DESC LIMIT ?",
         (limit,),
     )
     names = ("run_id", "repo", "task_id", "kind", "mode", "status", "error_class")
     out = []
     for row in rows:
-        run = _run(row[:-3], with_report=False)
+        run = _run(row[:-4], with_report=False)
         shown = {name: run[name] for name in names}
         duration, last_event = run["duration_s"], row[-3]
         if run["status"] not in TERMINAL and not duration and type(last_event) is int:
@@ -70,11 +72,16 @@ def listing(store: Store, limit: int) -> list[dict[str, Any]]:
             landing=row[-1] if row[-1] in ("applied", "discarded", "undone") else None,
             objective=_objective(row[-2]),
             files_changed=run.get("files_changed"),
+            landed_seq=row[-4] if type(row[-4]) is int else None,
         )
         out.append({**shown, "started_ms": run["started_ms"], "problem": run["problem"]})
     return out
 
 
+_LANDED_SQL = (
+    "CASE WHEN json_valid(report_json) THEN json_extract(report_json, '$.landing.seq') END"
+)
+"""The run's place in its work tree's landing order (``workspace.landed``), or NULL."""
 _LAST_EVENT_SQL = (
     "CASE WHEN runs.status IN ('running', 'paused') THEN "
     "(SELECT MAX(at_ms) FROM trace t WHERE t.run_id = runs.run_id) END"

@@ -272,7 +272,7 @@ def test_killed_runs_are_recovered_while_others_run(shared: Repo, tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("round_", range(int(os.environ.get("TIDEGATE_CONCURRENCY_ROUNDS", "5"))))
+@pytest.mark.parametrize("round_", range(int(os.environ.get("TIDEGATE_CONCURRENCY_ROUNDS", "3"))))
 def test_rounds_of_concurrent_runs_with_random_kills(shared: Repo, round_: int) -> None:
     """Eight runs at once, two of them SIGKILLed at a random moment, then `recover`; the
     survivors land, the killed ones leave nothing half-written, the user's work stays."""

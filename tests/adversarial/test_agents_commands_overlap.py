@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 from tests.conftest import Repo, requires_containment
 from tests.integration.tools.support import call, executor
@@ -42,12 +43,9 @@ def _sha(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _writes(result: dict[str, object]) -> dict[str, tuple[str | None, str | None]]:
-    effects = result["effects"]
-    assert isinstance(effects, dict)
+def _writes(result: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
     return {
-        w["path"]: (w["before"]["sha256"], w["after"]["sha256"])  # type: ignore[index]
-        for w in effects["write"]  # type: ignore[union-attr]
+        w["path"]: (w["before"]["sha256"], w["after"]["sha256"]) for w in result["effects"]["write"]
     }
 
 

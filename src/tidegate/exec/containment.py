@@ -41,7 +41,8 @@ from typing import Literal
 
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.guard import Clearance, admit, hidden_state_roots
-from tidegate.exec.sandbox_dirs import discard, private_dir
+from tidegate.exec.sandbox_dirs import private_dir
+from tidegate.exec.trees import remove_later
 from tidegate.exec.view import Bind, system_binds, toolchain_dirs
 
 Backend = Literal["bubblewrap", "none"]
@@ -294,7 +295,7 @@ def launch(
     try:
         yield _bubblewrap(exe, policy, cwd, private, found.reason, path)
     finally:
-        discard(private)
+        remove_later(private)
 
 
 def host_launch(clearance: Clearance) -> Launch:

@@ -3,17 +3,15 @@
 One directory per command, made in one directory per process under the OS temp dir (its
 name carries the process's pid and start time, ``disk.owners.owned_prefix``): `recover`
 removes a dead process's directory with whatever a kill left in it, never a live one's.
-A command's directory is removed after it by a worker thread (``discard``): deleting
-directories on ext4 costs milliseconds (5 ms for three empty ones, measured), which no
-command step needs to wait for; whatever is left at exit goes with the process's
-directory.
+A command's directory is removed after it in the background (``trees.remove_later``:
+5 ms for three empty directories on ext4, measured); whatever is left at exit goes with
+the process's directory.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import queue
 import tempfile
 import threading
 from pathlib import Path
@@ -50,37 +48,3 @@ def private_dir() -> Path:
 def _remove_parent(key: tuple[int, str]) -> None:
     if key[0] == os.getpid() and (parent := _PARENTS.pop(key, None)) is not None:
         remove_tree(parent)
-
-
-_TRASH: dict[int, queue.SimpleQueue[Path | threading.Event]] = {}
-
-
-def discard(path: Path | threading.Event) -> None:
-    """Remove a command's private directory, in this process's worker thread (an event:
-    set once everything discarded before it is removed)."""
-    pid = os.getpid()
-    with _PARENTS_LOCK:
-        trash = _TRASH.get(pid)
-        if trash is None:  # first use in this process (a fork has no worker)
-            trash = _TRASH[pid] = queue.SimpleQueue()
-            worker = threading.Thread(
-                target=_empty, args=(trash,), name="tidegate-sandbox-trash", daemon=True
-            )
-            worker.start()
-    trash.put(path)
-
-
-def flush(timeout: float = 30.0) -> bool:
-    """Wait until every directory discarded so far is removed."""
-    done = threading.Event()
-    discard(done)
-    return done.wait(timeout)
-
-
-def _empty(trash: queue.SimpleQueue[Path | threading.Event]) -> None:
-    while True:
-        item = trash.get()
-        if isinstance(item, threading.Event):
-            item.set()
-        else:
-            remove_tree(item)

@@ -167,7 +167,7 @@ def test_etc_is_matched_again_only_when_its_stat_moves(monkeypatch: pytest.Monke
         return real(path)
 
     monkeypatch.setattr(view, "_ETC_SEEN", {})
-    monkeypatch.setattr(view.os, "listdir", counting)
+    monkeypatch.setattr(os, "listdir", counting)
     first = system_binds(network=False)
     assert system_binds(network=False) == first
     assert listed.count("/etc") <= 1  # 0 more when /etc changed within the last 2 s

@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/command_step.py [--repo DIR] [--files 50000 --ignored 20000]
                                            [--steps 40] [--rounds 3] [--msa-venv DIR]
-                                           [--fallback-steps 3] [--json]
+                                           [--fallback-steps 3] [--agents 1] [--json]
 
 A step is one model response with one ``cat FILE`` command, executed and answered; the
 model is scripted and answers instantly, so what is measured is the agent and its host.
@@ -33,7 +33,17 @@ The same workload, on the same synthetic repository, in the same run:
   full inventory), only ``--fallback-steps`` steps since each walks the repository twice.
 
 Columns are measured in ``--rounds`` interleaved rounds (the machine may be shared);
-medians are over all steps of all rounds. Ratios are against mini-swe-agent's median.
+medians and p95 are over all steps of all rounds. Ratios are against mini-swe-agent's
+median. The goal of issue #26: over MCP, contained, at most 2 x (mini-swe-agent's step +
+the containment's start cost).
+
+``--agents N`` (N > 1): N agents at once on the same repository. Every column runs N
+copies concurrently -- N ``bare sh`` and N ``bare bwrap`` loops (threads, each waiting
+on its own processes), N mini-swe-agent drivers (processes), N ``tidegate mcp serve``
+servers (processes, one client session each, one state root shared by all) -- each
+copy reading its own files; the in-process loop columns and the fallback are not run.
+Medians and p95 are over every step of every agent, so the goal compares tidegate with
+its peers under the same load.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_overhead import TimedModel, ensure_repo, module_paths
+from msa_peer import msa, msa_python
 
 from tidegate.agent import (
     AgentSession,
@@ -68,35 +79,6 @@ from tidegate.tools.effects import sha256_json
 from tidegate.tools.executor import ToolExecutor
 from tidegate.tools.schemas.command import RunInput
 from tidegate.workspace.port import WorkspacePort
-
-MSA_DRIVER = r"""
-import json, sys, time
-from minisweagent.agents.default import DefaultAgent
-from minisweagent.environments.local import LocalEnvironment
-from minisweagent.models.test_models import DeterministicModel, make_output
-repo, files = sys.argv[1], json.loads(sys.argv[2])
-outputs = [make_output("step", [{"command": f"cat {f}"}], cost=0.0) for f in files]
-agent = DefaultAgent(
-    DeterministicModel(outputs=outputs, cost_per_call=0.0),
-    LocalEnvironment(cwd=repo),
-    system_template="You are a benchmark.", instance_template="{{task}}",
-    step_limit=0, cost_limit=0,
-)
-agent.extra_template_vars |= {"task": "read files"}
-agent.add_messages(
-    agent.model.format_message(role="system", content=agent._render_template(agent.config.system_template)),
-    agent.model.format_message(role="user", content=agent._render_template(agent.config.instance_template)),
-)
-times = []
-for _ in files:
-    start = time.perf_counter()
-    agent.step()
-    times.append((time.perf_counter() - start) * 1000)
-assert all("<returncode>0</returncode>" in m["content"] for m in agent.messages[3::2]), "a cat failed"
-import minisweagent
-print(json.dumps({"version": minisweagent.__version__, "times": times}))
-"""
-
 
 MCP_COLUMNS = {"tidegate over MCP, contained": "auto", "tidegate over MCP, uncontained": "none"}
 
@@ -123,10 +105,8 @@ def bare(repo: Path, files: list[str], prefix: list[str], env: dict[str, str]) -
     return times
 
 
-def bare_bwrap(repo: Path, files: list[str]) -> list[float] | str:
-    found = probe()
-    if not found.verified:
-        return f"skipped: {found.reason}"
+def bare_bwrap(repo: Path, files: list[str]) -> list[float]:
+    """``bare`` under tidegate's bubblewrap command line (its probe passed)."""
     policy = policy_for("required", network=False, writable=(repo.resolve(),))
     times = []
     for path in files:  # per command, as tidegate does: its private TMPDIR/HOME included
@@ -135,44 +115,6 @@ def bare_bwrap(repo: Path, files: list[str]) -> list[float] | str:
             bare(repo, [path], sandbox.prefix, sandbox.env)
         times.append((time.perf_counter() - start) * 1000)
     return times
-
-
-def msa_python(venv: Path) -> tuple[Path | None, str]:
-    """The venv's python with mini-swe-agent importable, installing it when missing."""
-    python = venv / "bin" / "python"
-
-    def importable() -> bool:
-        if not python.exists():
-            return False
-        check = [str(python), "-c", "import minisweagent"]
-        return subprocess.run(check, capture_output=True, check=False).returncode == 0
-
-    if importable():
-        return python, ""
-    steps = [
-        [sys.executable, "-m", "venv", str(venv)],
-        [str(venv / "bin" / "pip"), "install", "-q", "mini-swe-agent"],
-    ]
-    for argv in steps:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
-            return None, f"{' '.join(argv[:3])} failed: {tail[0]}"
-    return (python, "") if importable() else (None, "mini-swe-agent not importable after install")
-
-
-def msa(python: Path, repo: Path, files: list[str]) -> tuple[list[float], str]:
-    done = subprocess.run(
-        [str(python), "-c", MSA_DRIVER, str(repo), json.dumps(files)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "MSWEA_SILENT_STARTUP": "1", "MSWEA_CONFIGURED": "true"},
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"mini-swe-agent driver failed: {done.stderr.strip()[-400:]}")
-    data = json.loads(done.stdout.strip().splitlines()[-1])
-    return list(data["times"])[1:], str(data["version"])  # the first step warms imports
 
 
 def tidegate(repo: Path, files: list[str], containment: str) -> list[float]:
@@ -225,9 +167,12 @@ def tidegate(repo: Path, files: list[str], containment: str) -> list[float]:
     return gaps[1:]  # the first step warms the probe and imports
 
 
-def tidegate_mcp(repo: Path, files: list[str], containment: str, state: Path) -> list[float] | str:
-    """Per-call times of ``command_run`` through ``tidegate mcp serve``, or why the server
-    did not run the command (its first answer's status and message)."""
+def tidegate_mcp(
+    repo: Path, lists: list[list[str]], containment: str, state: Path
+) -> list[float] | str:
+    """Per-call times of ``command_run`` through ``tidegate mcp serve`` (one server per
+    file list, all at once), or why a server did not run the command (its first answer's
+    status and message)."""
     import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -238,30 +183,63 @@ def tidegate_mcp(repo: Path, files: list[str], containment: str, state: Path) ->
               "--containment", containment, "--state-root", str(state)],
         env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")},
     )  # fmt: skip
+    times: list[float] = []
+    refused: list[str] = []
 
-    async def calls() -> list[float] | str:
-        times = []
+    async def agent(files: list[str], ready: anyio.Event, go: anyio.Event) -> None:
         with open(os.devnull, "w") as errlog:
             async with (
                 stdio_client(server, errlog=errlog) as streams,
                 ClientSession(*streams) as session,
             ):
                 await session.initialize()
-                for path in [files[0], *files]:  # the first call warms the probe and imports
+                for n, path in enumerate([files[0], *files]):  # call 0 warms probe, imports
+                    if n == 1:
+                        ready.set()
+                        await go.wait()  # every server warm before the timed calls
                     start = time.perf_counter()
                     result = await session.call_tool("command_run", {"command": f"cat {path}"})
-                    times.append((time.perf_counter() - start) * 1000)
+                    if n:
+                        times.append((time.perf_counter() - start) * 1000)
                     data = result.structured_content or {}
                     if result.is_error or data.get("ok") is not True:
                         why = (data.get("error") or {}).get("message") or data.get("status")
-                        return f"the server answered {data.get('status')!r}: {why}"
-        return times[1:]
+                        refused.append(f"the server answered {data.get('status')!r}: {why}")
+                        ready.set()
+                        return
 
-    return anyio.run(calls)
+    async def agents() -> None:
+        go = anyio.Event()
+        readies = [anyio.Event() for _ in lists]
+        async with anyio.create_task_group() as group:
+            for files, ready in zip(lists, readies, strict=True):
+                group.start_soon(agent, files, ready, go)
+            for ready in readies:
+                await ready.wait()
+            go.set()
+
+    anyio.run(agents)
+    return refused[0] if refused else times
+
+
+def together(work: Any, lists: list[list[str]]) -> list[float]:
+    """``work(files)`` for each list at once, in threads (each waits on its own child
+    processes); all their times."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(lists) == 1:
+        return list(work(lists[0]))
+    with ThreadPoolExecutor(max_workers=len(lists)) as pool:
+        return [t for times in pool.map(work, lists) for t in times]
 
 
 def med(values: list[float]) -> float:
     return round(statistics.median(values), 2)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2)
 
 
 def main() -> int:
@@ -273,62 +251,89 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--msa-venv", type=Path, default=Path("/tmp/msa"))
     parser.add_argument("--fallback-steps", type=int, default=3)
+    parser.add_argument("--agents", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    columns: dict[str, list[float]] = {}
-    skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="tidegate-bench-step-") as tmp:
         repo = ensure_repo(args.repo, args.files, args.ignored, Path(tmp)).resolve()
-        files = command_files(repo, args.steps)
-        python, why = msa_python(args.msa_venv)
-        if python is None:
-            skipped["mini-swe-agent"] = why
-        version = ""
-        for _ in range(args.rounds):
-            columns.setdefault("bare sh", []).extend(bare(repo, files, [], {}))
-            got = bare_bwrap(repo, files)
-            if isinstance(got, str):
-                skipped["bare bwrap"] = got
-            else:
-                columns.setdefault("bare bwrap", []).extend(got)
-            if python is not None:
-                times, version = msa(python, repo, files)
-                columns.setdefault("mini-swe-agent", []).extend(times)
-            columns.setdefault("tidegate uncontained", []).extend(tidegate(repo, files, "none"))
-            if "bare bwrap" not in skipped:
-                columns.setdefault("tidegate contained", []).extend(tidegate(repo, files, "auto"))
-            for name, containment in MCP_COLUMNS.items():
-                if name in skipped or (containment == "auto" and "bare bwrap" in skipped):
-                    continue
-                got = tidegate_mcp(repo, files, containment, Path(tmp) / "state")
-                if isinstance(got, str):
-                    skipped[name] = got
-                else:
-                    columns.setdefault(name, []).extend(got)
-        if args.fallback_steps:
-            os.environ["TIDEGATE_EFFECT_CAPTURE"] = "inventory"
-            try:
-                picked = files[: args.fallback_steps + 1]
-                columns["tidegate fallback (inventory)"] = tidegate(repo, picked, "none")
-            finally:
-                del os.environ["TIDEGATE_EFFECT_CAPTURE"]
+        columns, skipped, version = measure(repo, args, Path(tmp))
     medians = {name: med(values) for name, values in columns.items()}
     report = summary(medians, skipped, version)
+    report["p95_ms"] = {name: p95(values) for name, values in columns.items()}
+    report["agents"] = args.agents
     report["repo"] = {"path": str(repo), "files": args.files, "ignored": args.ignored}
     report["steps"] = {name: len(values) for name, values in columns.items()}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"one command step (cat FILE), {args.rounds} rounds x {args.steps} steps, on {repo}")
+    print(
+        f"one command step (cat FILE), {args.rounds} rounds x {args.steps} steps"
+        f" x {args.agents} agent(s) at once, on {repo}"
+    )
     for name, value in medians.items():
         ratio = report["ratio_to_msa"].get(name)
         shown = f"  {ratio:6.2f}x mini-swe-agent" if ratio is not None else ""
-        print(f"  {name:<30} median {value:9.2f} ms{shown}")
+        tail = report["p95_ms"][name]
+        print(f"  {name:<30} median {value:9.2f} ms  p95 {tail:9.2f} ms{shown}")
     for name, why in skipped.items():
         print(f"  {name:<30} SKIPPED: {why}")
     for line in report["targets"]:
         print("  " + line)
     return 0
+
+
+def measure(
+    repo: Path, args: argparse.Namespace, tmp: Path
+) -> tuple[dict[str, list[float]], dict[str, str], str]:
+    """Every column's step times (``--agents`` copies of each at once), what was skipped
+    and why, mini-swe-agent's version."""
+    columns: dict[str, list[float]] = {}
+    skipped: dict[str, str] = {}
+    agents = max(1, args.agents)
+    every = command_files(repo, args.steps * agents)
+    lists = [every[n::agents] for n in range(agents)]
+    files = lists[0]
+    python, why = msa_python(args.msa_venv)
+    if python is None:
+        skipped["mini-swe-agent"] = why
+    found = probe()
+    if not found.verified:
+        skipped["bare bwrap"] = found.reason
+    version: list[str] = [""]
+
+    def peer(files: list[str]) -> list[float]:
+        assert python is not None
+        times, version[0] = msa(python, repo, files)
+        return times
+
+    def add(name: str, got: list[float] | str) -> None:
+        if isinstance(got, str):
+            skipped[name] = got
+        else:
+            columns.setdefault(name, []).extend(got)
+
+    for _ in range(args.rounds):
+        add("bare sh", together(lambda f: bare(repo, f, [], {}), lists))
+        if "bare bwrap" not in skipped:
+            add("bare bwrap", together(lambda f: bare_bwrap(repo, f), lists))
+        if python is not None:
+            add("mini-swe-agent", together(peer, lists))
+        if agents == 1:
+            add("tidegate uncontained", tidegate(repo, files, "none"))
+            if "bare bwrap" not in skipped:
+                add("tidegate contained", tidegate(repo, files, "auto"))
+        for name, containment in MCP_COLUMNS.items():
+            if name in skipped or (containment == "auto" and "bare bwrap" in skipped):
+                continue
+            add(name, tidegate_mcp(repo, lists, containment, tmp / "state"))
+    if args.fallback_steps and agents == 1:
+        os.environ["TIDEGATE_EFFECT_CAPTURE"] = "inventory"
+        try:
+            picked = files[: args.fallback_steps + 1]
+            columns["tidegate fallback (inventory)"] = tidegate(repo, picked, "none")
+        finally:
+            del os.environ["TIDEGATE_EFFECT_CAPTURE"]
+    return columns, skipped, version[0]
 
 
 def summary(medians: dict[str, float], skipped: dict[str, str], version: str) -> dict[str, Any]:
@@ -339,7 +344,7 @@ def summary(medians: dict[str, float], skipped: dict[str, str], version: str) ->
     if "bare bwrap" in medians:
         start_cost = round(medians["bare bwrap"] - medians["bare sh"], 2)
         targets.append(f"containment start cost (bare bwrap - bare sh): {start_cost:.2f} ms")
-    if peer:
+    if peer and "tidegate uncontained" in medians:
         unc = medians["tidegate uncontained"]
         targets.append(
             f"uncontained: {unc:.2f} ms vs target 2 x {peer:.2f} = {2 * peer:.2f} ms: "
@@ -353,6 +358,12 @@ def summary(medians: dict[str, float], skipped: dict[str, str], version: str) ->
                 f"{bound:.2f} ms: " + ("met" if con <= bound else "NOT met")
             )
     mcp = medians.get("tidegate over MCP, contained")
+    if mcp is not None and peer and start_cost is not None:
+        goal = 2 * (peer + start_cost)
+        targets.append(
+            f"issue #26 goal, over MCP contained: {mcp:.2f} ms vs 2 x ({peer:.2f} + "
+            f"{start_cost:.2f}) = {goal:.2f} ms: " + ("met" if mcp <= goal else "NOT met")
+        )
     if mcp is not None and "tidegate contained" in medians:
         transport = round(mcp - medians["tidegate contained"], 2)
         targets.append(

@@ -21,6 +21,7 @@ from tests.conftest import Repo, requires_containment, tidegate_cli
 from tidegate.exec.containment import ContainmentPolicy, probe
 from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, run_command, shell_argv
+from tidegate.exec.trees import removed_so_far
 
 
 @pytest.fixture
@@ -63,6 +64,7 @@ def test_only_the_writable_tree_and_private_dirs_can_be_written(ws: Path, tmp_pa
     assert not (outside / "no").exists() and not Path(f"/tmp/no-{os.getpid()}").exists()
     assert (ws / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
     tmpdir, home = res.stdout_tail.split()
+    assert removed_so_far()  # removed after the call, off its path, by a worker
     assert tmpdir != home and not Path(tmpdir).exists()  # private, and gone after the call
     assert res.containment.backend == "bubblewrap" and res.containment.verified
     assert res.containment.writable == (str(ws.resolve()),)

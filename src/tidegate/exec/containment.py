@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,10 +39,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from tidegate.disk.owners import SANDBOX_PREFIX, owned_prefix
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.guard import Clearance, admit, hidden_state_roots
-from tidegate.exec.trees import remove_tree
+from tidegate.exec.sandbox_dirs import private_dir
+from tidegate.exec.trees import remove_later
 from tidegate.exec.view import Bind, system_binds, toolchain_dirs
 
 Backend = Literal["bubblewrap", "none"]
@@ -292,13 +291,11 @@ def launch(
         return
     exe = bwrap_executable(policy.bwrap)
     assert exe is not None  # the probe just found it
-    # the name carries this process's pid and start time: `recover` removes it once the
-    # owner is dead, never while it lives
-    private = Path(tempfile.mkdtemp(prefix=owned_prefix(SANDBOX_PREFIX)))
+    private = private_dir()
     try:
         yield _bubblewrap(exe, policy, cwd, private, found.reason, path)
     finally:
-        remove_tree(private)
+        remove_later(private)
 
 
 def host_launch(clearance: Clearance) -> Launch:

@@ -23,6 +23,7 @@ import os
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -53,15 +54,34 @@ def system_binds(*, network: bool) -> list[Bind]:
             binds.append(("--symlink", os.readlink(top), top))
         elif os.path.isdir(top):
             binds.append(("--ro-bind", top, top))
+    for name in _etc_names(network):
+        binds += _etc_binds(f"/etc/{name}")
+    return binds
+
+
+_ETC_SEEN: dict[bool, tuple[tuple[int, int, int], list[str]]] = {}
+RACY_NS = 2_000_000_000
+"""A listing of ``/etc`` taken within this of its last change is not reused."""
+
+
+def _etc_names(network: bool) -> list[str]:
+    """The allowlisted names in ``/etc``: listed and matched once, and again whenever
+    ``/etc``'s own stat moves (an entry created, removed or renamed) or was too recent to
+    trust (the same clock tick as the listing). What each name is now is read per call."""
     wanted = ETC_ENTRIES + (NETWORK_ETC if network else ())
     try:
-        names = sorted(os.listdir("/etc"))
+        st = os.stat("/etc")  # before the listing: a change after it moves the key
+        key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        seen = _ETC_SEEN.get(network)
+        if seen is not None and seen[0] == key:
+            return seen[1]
+        listed = sorted(os.listdir("/etc"))
     except OSError:
-        names = []
-    for name in names:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in wanted):
-            binds += _etc_binds(f"/etc/{name}")
-    return binds
+        return []
+    names = [n for n in listed if any(fnmatch.fnmatchcase(n, p) for p in wanted)]
+    if max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS:
+        _ETC_SEEN[network] = (key, names)
+    return names
 
 
 def _etc_binds(path: str) -> list[Bind]:

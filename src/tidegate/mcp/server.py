@@ -217,6 +217,7 @@ def serve(
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
         with executor:
+            mask_ahead(executor)
             run = thread.run(open_run) if open_run is not None else None
             server = ToolServer(executor, run, thread, change)
             ended_by = _serve_until_stopped(server)
@@ -226,6 +227,24 @@ def serve(
         thread.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def mask_ahead(executor: ToolExecutor) -> threading.Thread | None:
+    """Build the contained commands' secret mask index (one walk of the workspace, its
+    inotify watches included: about a second on 250,000 files) while the client starts
+    and its model thinks, not in the first command, which waits for it only if it is not
+    done. Its errors are the first command's to report (it refreshes the same index)."""
+    ctx = executor.context
+    if ctx.containment == "none":
+        return None
+
+    def walk() -> None:
+        with contextlib.suppress(Exception):
+            ctx.workspace.secrets.find_in(ctx.root.resolve())
+
+    worker = threading.Thread(target=walk, name="tidegate-mask-index", daemon=True)
+    worker.start()
+    return worker
 
 
 def _serve_until_stopped(server: ToolServer) -> str:

@@ -288,7 +288,8 @@ class ToolExecutor:
         started: float,
     ) -> ToolResult:
         """Capture, dispatch, capture. For tools that may write, the workspace port's commit
-        lock is held throughout, so no other port write lands between the observations."""
+        lock is held throughout, so no other port write lands between the observations --
+        but while a command runs in an overlay (``Observer.running``)."""
         if spec.capture == "none":
             return self._observed_dispatch(call, spec, args, approval, started)
         with self.context.workspace.exclusive():
@@ -333,7 +334,8 @@ class ToolExecutor:
         outcome: AdapterResult | ToolFailure | None = None
         thrown: Exception | None = None
         try:
-            outcome = adapter.run(args, dispatch)
+            with self.observer.running(before):
+                outcome = adapter.run(args, dispatch)
         except ToolFailure as failure:
             outcome = failure
         except Exception as exc:

@@ -3,8 +3,10 @@ after dispatch (the target path's state, an overlay capture or an exact inventor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -99,6 +101,18 @@ class Observer:
                     retryable=False,
                 ) from exc
         return Observation()
+
+    def running(self, before: Observation) -> AbstractContextManager[None]:
+        """What the commit lock does while the call runs (the executor holds it from the
+        before observation to the after one). A command in an overlay lets it go: its
+        writes land in its own upper layer, so other agents' writes meanwhile (8 MCP
+        servers on one repository) cannot be taken for its own, and its effects reach the
+        workspace only at the merge, made under the lock again. Every other observation
+        (a target path, an inventory) keeps it: what lands in between would be counted."""
+        capture = before.capture
+        if capture is not None and capture.method == "overlay":
+            return self.context.workspace.yielded()
+        return contextlib.nullcontext()
 
     def _overlay_capturable(self, spec: ToolSpec) -> bool:
         """Only the host's own command.run adapter writes nothing but through the command

@@ -152,3 +152,37 @@ def test_the_hosts_private_tls_keys_are_not_in_the_view(tmp_path: Path) -> None:
         assert res.stdout_tail.strip(), "the certificates must stay visible"
     finally:
         marker.unlink()
+
+
+def test_etc_is_matched_again_only_when_its_stat_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The allowlisted names of /etc are matched once per stat of /etc: a new entry there
+    changes /etc's mtime, so the next call lists it again."""
+    from tidegate.exec import view
+
+    listed: list[str] = []
+    real = os.listdir
+
+    def counting(path: str) -> list[str]:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(view, "_ETC_SEEN", {})
+    monkeypatch.setattr(os, "listdir", counting)
+    first = system_binds(network=False)
+    assert system_binds(network=False) == first
+    assert listed.count("/etc") <= 1  # 0 more when /etc changed within the last 2 s
+    key, names = view._ETC_SEEN[False]
+    view._ETC_SEEN[False] = ((key[0], key[1] - 1, key[2]), [*names, "passwd-planted"])
+    assert system_binds(network=False) == first  # the stale key: listed and matched again
+    assert listed.count("/etc") == 2
+
+
+def test_each_command_gets_its_own_private_dir_in_the_process_own(tmp_path: Path) -> None:
+    from tidegate.disk.owners import SANDBOX_PREFIX, owned_prefix
+    from tidegate.exec.sandbox_dirs import private_dir
+
+    one, two = private_dir(), private_dir()
+    assert one != two and one.parent == two.parent
+    assert one.parent.name.startswith(owned_prefix(SANDBOX_PREFIX))
+    one.rmdir()
+    two.rmdir()

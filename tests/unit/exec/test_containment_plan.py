@@ -16,6 +16,7 @@ from tidegate.config import load_config
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, launch, policy_for
 from tidegate.exec.guard import Clearance
+from tidegate.exec.trees import removed_so_far
 
 
 def _binds(prefix: list[str]) -> list[tuple[str, str, str]]:
@@ -49,7 +50,8 @@ def test_bubblewrap_launch_binds_in_order(tree: dict[str, Path]) -> None:
         prefix = sandbox.prefix
         private = Path(sandbox.env["TMPDIR"]).parent
         assert Path(sandbox.env["TMPDIR"]).is_dir() and Path(sandbox.env["HOME"]).is_dir()
-    assert not private.exists()  # private dirs live exactly as long as the call
+    assert removed_so_far()  # removed after the call, off its path, by a worker
+    assert not private.exists()
     assert os.path.basename(prefix[0]) == "bwrap"
     for flag in ("--die-with-parent", "--unshare-pid", "--unshare-net", "--dev", "--proc"):
         assert flag in prefix
@@ -95,6 +97,7 @@ def test_private_dirs_are_removed_even_when_left_read_only(tree: dict[str, Path]
         locked.chmod(0o500)
         locked.parent.chmod(0o500)
         private = Path(sandbox.env["HOME"]).parent
+    assert removed_so_far()
     assert not private.exists()
 
 

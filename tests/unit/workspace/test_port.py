@@ -534,3 +534,28 @@ def test_git_internals_are_not_workspace_files(tree: Repo) -> None:
 def test_a_missing_root_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         WorkspacePort(tmp_path / "nowhere")
+
+
+def test_yielded_lets_others_in_only_from_the_outermost_hold(tmp_path: Path) -> None:
+    """The executor lets the commit lock go while a command runs in its overlay; a hold
+    nested deeper (someone else's, further out) keeps it."""
+    port = WorkspacePort(tmp_path)
+    got: list[str] = []
+
+    def other(label: str) -> None:
+        with port.exclusive():
+            got.append(label)
+
+    with port.exclusive():
+        with port.yielded():
+            helper = threading.Thread(target=other, args=("while yielded",))
+            helper.start()
+            helper.join(timeout=10)
+        assert got == ["while yielded"]
+        with port.exclusive(), port.yielded():
+            helper = threading.Thread(target=other, args=("nested",))
+            helper.start()
+            helper.join(timeout=0.3)
+            assert helper.is_alive() and got == ["while yielded"]  # still held
+    helper.join(timeout=10)
+    assert got == ["while yielded", "nested"]

@@ -1,6 +1,8 @@
 """The secret-file index behind a contained command's mask, on real directories: exact
 after every change a user makes between two commands, with no cap on the walk, and
-listing again only the directories whose stat changed."""
+listing again only the directories whose listing changed. Every test runs twice: with
+inotify watches (``inotify``) and with the stat check alone (``stat``, as where inotify
+cannot be trusted)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,13 @@ from tidegate.workspace.secret_files import SecretFiles, secret_shaped
 from tidegate.workspace.secret_index import SecretIndex, UnlistableRoot
 
 HOUR_NS = 3600 * 10**9
+
+
+@pytest.fixture(autouse=True, params=["inotify", "stat"])
+def watch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "stat":
+        monkeypatch.setattr(secret_index.DirWatch, "open", classmethod(lambda cls, root: None))
+    return str(request.param)
 
 
 def age(root: Path) -> None:
@@ -115,10 +124,15 @@ def test_a_directory_replaced_by_a_symlink_to_outside_is_not_followed(
     assert idx.refresh() == [".env", "deploy/id_ed25519"]
 
 
-def test_a_directory_changed_in_the_tick_of_its_listing_is_listed_again(tree: Path) -> None:
+def test_a_directory_changed_in_the_tick_of_its_listing_is_listed_again(
+    tree: Path, watch_mode: str
+) -> None:
     """The racy case: a directory whose mtime is not older than the listing's start may
     change again within the same timestamp, leaving its stat as listed; it is listed
-    again on the next refresh, even though its stat did not move."""
+    again on the next refresh, even though its stat did not move. (Watched directories
+    are not racy: the watch is there before the listing, and reports what follows.)"""
+    if watch_mode == "inotify":
+        pytest.skip("a watched directory's listing is never racy")
     now = time.time_ns()
     os.utime(tree / "app/src", ns=(now, now))
     idx = index(tree)
@@ -215,3 +229,86 @@ def test_an_unlistable_root_is_refused(tree: Path, monkeypatch: pytest.MonkeyPat
     refuse_listing(monkeypatch, tree.name)
     with pytest.raises(UnlistableRoot, match="root cannot be listed"):
         index(tree).refresh()
+
+
+def test_an_unchanged_watched_tree_is_not_even_stat_ed(tree: Path, watch_mode: str) -> None:
+    idx = index(tree)
+    idx.refresh()
+    assert idx.watching == (watch_mode == "inotify")
+    assert idx.refresh() == EXPECTED and idx.listed == 0
+    assert idx.stated == (0 if idx.watching else idx.stated) and (idx.watching or idx.stated > 5)
+
+
+def test_a_directory_replaced_under_the_same_name_is_walked_again(tree: Path) -> None:
+    idx = index(tree)
+    idx.refresh()
+    shutil.rmtree(tree / "app")
+    (tree / "app/config").mkdir(parents=True)
+    (tree / "app/config/other.env").write_text("KEY=4")
+    assert "app/config/other.env" in idx.refresh()
+    (tree / "elsewhere/deep").mkdir(parents=True)
+    (tree / "elsewhere/deep/.netrc").write_text("machine x")
+    shutil.rmtree(tree / "deploy")
+    (tree / "deploy").mkdir()  # an empty directory, then another renamed over it
+    assert "elsewhere/deep/.netrc" in idx.refresh()
+    (tree / "elsewhere").rename(tree / "deploy")
+    assert idx.refresh() == [
+        ".env",
+        "app/config/other.env",
+        "deploy/deep/.netrc",
+        "node_modules/pkg/.npmrc",
+    ]
+
+
+def test_subtrees_moved_in_out_and_swapped_are_exact(tree: Path, tmp_path: Path) -> None:
+    from tidegate.workspace.confine.rename import RENAME_EXCHANGE, renameat2
+
+    outside = tmp_path / "outside"
+    (outside / "x/y").mkdir(parents=True)
+    (outside / "x/y/.pgpass").write_text("pw")
+    idx = index(tree)
+    idx.refresh()
+    (outside / "x").rename(tree / "app/src/x")  # moved in from outside the root
+    (tree / "node_modules/pkg").rename(tmp_path / "pkg")  # moved out
+    assert idx.refresh() == [
+        ".env",
+        "app/config/prod.env",
+        "app/src/x/y/.pgpass",
+        "deploy/id_ed25519",
+    ]
+    (tree / "app/src/x/y/.pgpass").write_text("changed in a moved-in directory")
+    (tree / "app/src/x/y/credentials").write_text("new in it")
+    assert "app/src/x/y/credentials" in idx.refresh()
+    (tree / "deploy/config").mkdir()  # the same subdirectory name on both sides
+    (tree / "deploy/config/staging.env").write_text("KEY=5")
+    idx.refresh()
+    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # app and deploy swap places in one call
+        assert renameat2(fd, "app", "deploy", RENAME_EXCHANGE)
+    finally:
+        os.close(fd)
+    assert idx.refresh() == [
+        ".env",
+        "app/config/staging.env",
+        "app/id_ed25519",
+        "deploy/config/prod.env",
+        "deploy/src/x/y/.pgpass",
+        "deploy/src/x/y/credentials",
+    ]
+    (tree / "deploy/src/x/y/.envrc").write_text("watched under its new name")
+    assert "deploy/src/x/y/.envrc" in idx.refresh()
+
+
+def test_a_lost_event_queue_stat_checks_everything(
+    tree: Path, watch_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if watch_mode == "stat":
+        pytest.skip("no event queue")
+    from tidegate.workspace.dir_watch import DirWatch, Events
+
+    idx = index(tree)
+    idx.refresh()
+    (tree / "app/src/.envrc").write_text("x")
+    monkeypatch.setattr(DirWatch, "read", lambda self: Events(overflowed=True))
+    assert "app/src/.envrc" in idx.refresh()
+    assert idx.stated == len(idx._dirs) and idx.listed == 1

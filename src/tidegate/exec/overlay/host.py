@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from tidegate.exec.trees import remove_tree
+from tidegate.exec.trees import remove_later, remove_tree
 
 HOST_TIMEOUT_S = 10.0
 
@@ -117,7 +116,7 @@ class Host:
             target, base = self.pending.pop(0)
             answer = self._answer()
             self.mounted.discard(target)
-            reaper().put(base)  # rmdir of overlay work dirs costs ms each: not on the path
+            remove_later(base)  # rmdir of overlay work dirs costs ms each: not on the path
             if answer != "ok":
                 self.close()
                 raise OSError(f"overlay umount of {target}: {answer}")
@@ -167,16 +166,3 @@ def namespace_host(user: bool) -> Host:
 @lru_cache(maxsize=1)
 def nsenter() -> str | None:
     return shutil.which("nsenter")
-
-
-@lru_cache(maxsize=1)
-def reaper() -> queue.SimpleQueue[Path]:
-    """One background thread removing unmounted overlays' scratch dirs, in order."""
-    work: queue.SimpleQueue[Path] = queue.SimpleQueue()
-
-    def loop() -> None:
-        while True:
-            remove_tree(work.get())
-
-    threading.Thread(target=loop, name="tidegate-overlay-reaper", daemon=True).start()
-    return work

@@ -135,6 +135,14 @@ class WorkspacePort:
         with self._lock.held():
             yield
 
+    @contextmanager
+    def yielded(self) -> Iterator[None]:
+        """Inside ``exclusive``: let other writers in for a while (the executor, while a
+        command runs in an overlay, whose writes reach the workspace only at the merge,
+        which it makes under the lock again)."""
+        with self._lock.released():
+            yield
+
     # -- observation -----------------------------------------------------------------------
 
     def state(self, path: str) -> EntryState:

@@ -31,6 +31,23 @@ class RootLock:
             return cls._all[real_root]
 
     @contextmanager
+    def released(self) -> Iterator[None]:
+        """Inside the outermost ``held`` of this thread: let other threads and processes
+        in meanwhile, and hold the lock again after. Nested deeper, it stays held."""
+        if self._depth != 1:
+            yield
+            return
+        self._depth = 0
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._depth = 1
+
+    @contextmanager
     def held(self) -> Iterator[None]:
         with self._lock:
             self._depth += 1

@@ -286,7 +286,8 @@ def _merge(repo: Repository, run_id: str, label: str, changes: list[PathChange])
     except ApplyBackWriteError as exc:
         return Landing(run_id, "failed", f"cannot {verb} run {run_id}: {exc}", exit_code=1)
     if plan.ops:
-        landed.append(repo.runtime_dir, run_id, verb, len(plan.ops))
+        with suppress(OSError):  # written: only its place in the landing order is lost
+            landed.append(repo.runtime_dir, run_id, verb, len(plan.ops))
     return Landing(
         run_id,
         "applied" if verb == "apply" else "undone",

@@ -76,13 +76,15 @@ def _merge_and_write(state: RunState, lock: ApplyLock) -> str:
         raise PhaseError(ErrorClass.PERSISTENCE_ERROR, str(exc), retryable=False) from exc
     _record_applied(state, plan.ops, plan.unchanged)
     if plan.ops:
-        seq = landed.append(state.repo.runtime_dir, state.run_id, "apply-back", len(plan.ops))
-        if state.landing is not None:
-            state.landing = LandingOut(
-                seq=seq, landed_between=state.landing.landed_between, waited_s=0.0, held_s=0.0
+        try:
+            seq: int | None = landed.append(
+                state.repo.runtime_dir, state.run_id, "apply-back", len(plan.ops)
             )
-        else:
-            state.landing = LandingOut(seq=seq, landed_between=None, waited_s=0.0, held_s=0.0)
+        except OSError as exc:  # the change is written: only its place in the order is lost
+            seq = None
+            state.notes.append(f"the landing order could not be recorded: {exc}")
+        between = state.landing.landed_between if state.landing is not None else None
+        state.landing = LandingOut(seq=seq, landed_between=between, waited_s=0.0, held_s=0.0)
     merged = sum(1 for op in plan.ops if op.merged)
     return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
 

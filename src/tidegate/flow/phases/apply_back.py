@@ -53,8 +53,10 @@ def _merge_and_write(state: RunState, lock: ApplyLock) -> str:
     """Under the landing lock: plan the merge, write it through the journal, and take
     the next place in the landing order."""
     if state.landed_seen is not None:
-        between = [e["run_id"] for e in landed.since(state.repo.runtime_dir, state.landed_seen)]
-        state.landing = LandingOut(seq=None, landed_between=between, waited_s=0.0, held_s=0.0)
+        since = landed.since(state.repo.runtime_dir, state.landed_seen)
+        state.landing = LandingOut(
+            seq=None, landed_between=[e["run_id"] for e in since], waited_s=0.0, held_s=0.0
+        )
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
     state.attempt.forms = plan.forms
     if plan.conflicts:
@@ -83,8 +85,12 @@ def _merge_and_write(state: RunState, lock: ApplyLock) -> str:
         except OSError as exc:  # the change is written: only its place in the order is lost
             seq = None
             state.notes.append(f"the landing order could not be recorded: {exc}")
-        between = state.landing.landed_between if state.landing is not None else None
-        state.landing = LandingOut(seq=seq, landed_between=between, waited_s=0.0, held_s=0.0)
+        state.landing = LandingOut(
+            seq=seq,
+            landed_between=state.landing.landed_between if state.landing is not None else None,
+            waited_s=0.0,
+            held_s=0.0,
+        )
     merged = sum(1 for op in plan.ops if op.merged)
     return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
 

@@ -119,26 +119,26 @@ def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Rep
     """The synchronous way (``tidegate resume`` takes it): a second acquire reuses the
     pooled shadow, cleaned, at the new commit."""
     from tidegate.workspace.repo import discover
-    from tidegate.workspace.shadow import ShadowWorktree
+    from tidegate.workspace.shadow import acquire_shadow
 
     repo.write("f.txt", "one\n")
     first_commit = repo.commit_all()
     root = discover(repo.root)
     root.runtime_dir.mkdir(exist_ok=True)  # a run's lock makes it
-    first = ShadowWorktree.acquire(root, first_commit, "run-1", pool=True)
+    first = acquire_shadow(root, first_commit, "run-1", pool=True)
     first.unknown()  # a command writes in it directly: the next cleaning is the full one
     (first.path / "f.txt").write_text("scribbled\n")
     (first.path / "stray.txt").write_text("left behind\n")
     repo.write("f.txt", "two\n")
     second_commit = repo.commit_all()
     # While run-1 uses the warm shadow, another run gets a shadow of its own.
-    busy = ShadowWorktree.acquire(discover(repo.root), second_commit, "run-x", pool=True)
+    busy = acquire_shadow(discover(repo.root), second_commit, "run-x", pool=True)
     assert not busy.pooled and busy.path != first.path
     busy.release(keep=False)
     assert not busy.path.exists()
     first.release(keep=False)  # the pool is free again
 
-    second = ShadowWorktree.acquire(discover(repo.root), second_commit, "run-2", pool=True)
+    second = acquire_shadow(discover(repo.root), second_commit, "run-2", pool=True)
 
     assert second.reused and second.path == first.path
     assert (second.path / "f.txt").read_text() == "two\n"

@@ -55,7 +55,7 @@ from tidegate.workspace.journal import journal_root, pending_journals, recover
 from tidegate.workspace.lock import ApplyLock, RunLock
 from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import ShadowWorktree
+from tidegate.workspace.shadow import ShadowWorktree, acquire_shadow
 from tidegate.workspace.shadow.leftovers import make_scratch, remove_stale_shadows
 from tidegate.workspace.snapshot import T0Snapshot
 
@@ -94,7 +94,7 @@ def resume_run(
     try:
         notes, current = _check_workspace(repo, ticket, inputs, refuse, since)
         scratch = make_scratch(repo, ticket.run_id)
-        shadow = ShadowWorktree.acquire(
+        shadow = acquire_shadow(
             repo, t0["commit"], ticket.run_id, pool=request.warm_shadow or config.shadow.pool
         )
         snapshot = T0Snapshot(

@@ -53,7 +53,7 @@ from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.lock import LockFileError, RunLock, crashed_journal
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree
+from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree, acquire_shadow
 from tidegate.workspace.shadow.leftovers import make_scratch
 from tidegate.workspace.snapshot import (
     T0Snapshot,
@@ -284,7 +284,7 @@ def _prepare(
         # The warm shadow's own scan runs beside T0's scan of the main tree.
         held.warm = PoolCleaning.start(repo) if pool else None
         snapshot = take_snapshot(repo, run_id, scratch)
-    held.shadow = ShadowWorktree.acquire(repo, snapshot.commit, run_id, pool=pool, warm=held.warm)
+    held.shadow = acquire_shadow(repo, snapshot.commit, run_id, pool=pool, warm=held.warm)
     return snapshot, excluded, seen
 
 

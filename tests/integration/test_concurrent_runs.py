@@ -244,9 +244,12 @@ def test_killed_runs_are_recovered_while_others_run(shared: Repo, tmp_path: Path
         "HALF4 line 7",
         env={"TIDEGATE_FAULT": "apply_back.after_write:1"},
     )
-    assert mid_write.proc.wait(timeout=DEADLINE_S) == -signal.SIGKILL
+    mid_write.proc.communicate(timeout=DEADLINE_S)
+    assert mid_write.proc.returncode == -signal.SIGKILL
     in_verify.proc.send_signal(signal.SIGKILL)
-    in_verify.proc.wait(timeout=DEADLINE_S)
+    in_verify.proc.communicate(timeout=DEADLINE_S)
+    assert in_verify.go is not None
+    in_verify.go.touch()  # its uncontained verify command outlives it: let it end
     live_shadows = {
         r["run_id"]: r
         for r in json.loads(tidegate_cli("status", "--repo", str(shared.root), "--json").stdout)[

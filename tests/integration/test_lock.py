@@ -186,7 +186,7 @@ def test_a_landing_waits_for_the_one_in_progress(committed_repo: Repo) -> None:
     )  # fmt: skip
     assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
     report = committed_repo.run(OBJECTIVE)
-    holder.wait()
+    holder.communicate()
     assert report.status == "succeeded", report.message
     assert report.landing is not None and report.landing.waited_s > 0.5
     lock = ApplyLock(_runtime(committed_repo), "holder").acquire()

@@ -145,7 +145,8 @@ def test_second_concurrent_run_is_refused_and_changes_nothing(
     assert repo.read("README.md") == "# calc (locked run)\n"
     # Only the first run left refs behind.
     refs = repo.git("for-each-ref", "--format=%(refname)", "refs/tidegate/").split()
-    assert refs and all(r.startswith(f"refs/tidegate/runs/{first['run_id']}/") for r in refs)
+    assert refs == ["refs/tidegate/keep"]
+    assert repo.git("ls-tree", "--name-only", "refs/tidegate/keep").split() == [first["run_id"]]
     # Once released, the next run gets the lock.
     again = repo.run("edit-file: README.md\nreplace: (locked run)\nwith: (second run)\n")
     assert again.status == "succeeded", again.message

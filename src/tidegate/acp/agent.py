@@ -266,8 +266,8 @@ def file_diffs(repo: Path, report: FlowReport) -> list[Any]:
     result's, from the repository's objects): what an editor shows as its own diff view.
     Binary, large or unreadable files are left to the unified diff."""
     from tidegate.errors import TidegateError
+    from tidegate.workspace.keep import kept_object
     from tidegate.workspace.repo import discover
-    from tidegate.workspace.snapshot import result_ref
 
     def text(spec: str) -> str | None:
         res = git.run("cat-file", "blob", spec, check=False)
@@ -280,10 +280,13 @@ def file_diffs(repo: Path, report: FlowReport) -> list[Any]:
 
     out: list[Any] = []
     try:
-        git = discover(repo).git
+        found = discover(repo)
+        git = found.git
+        t0 = kept_object(found, report.run_id, "t0") or report.t0_commit
+        result = kept_object(found, report.run_id, "result")
         for changed in report.changed_files[:100]:
-            old = text(f"{report.t0_commit}:{changed.path}") if report.t0_commit else None
-            new = text(f"{result_ref(report.run_id)}:{changed.path}")
+            old = text(f"{t0}:{changed.path}") if t0 else None
+            new = text(f"{result}:{changed.path}") if result else None
             if old is None and new is None:
                 continue
             out.append(acp.tool_diff_content(str(repo / changed.path), new or "", old))

@@ -43,6 +43,7 @@ from tidegate.flow.progress_inputs import (
     workspace_identity,
 )
 from tidegate.flow.progress_restore import restore
+from tidegate.flow.retention import fold_ended
 from tidegate.flow.transaction import closing_notes, new_state
 from tidegate.planners import Planner, planner_for
 from tidegate.records.report import FlowReport
@@ -116,7 +117,9 @@ def resume_run(
             last_saved=dict(saved),
         )
         begin = _begin_resumed(ticket, recorder, driver, shadow)
-        return driver.run(observer, begin, closing_notes(state, lock, shadow), restored)
+        report = driver.run(observer, begin, closing_notes(state, lock, shadow), restored)
+        fold_ended(repo, ticket.run_id, report.status)
+        return report
     finally:
         if shadow is not None:
             shadow.release(keep=request.keep_shadow)

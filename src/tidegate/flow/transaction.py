@@ -41,6 +41,7 @@ from tidegate.flow.outcome import bootstrap_failure, finish_report
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.request import verify_clearance
+from tidegate.flow.retention import fold_ended
 from tidegate.flow.state import RunState
 from tidegate.planners import Planner, planner_for
 from tidegate.records.modes import Mode
@@ -207,7 +208,9 @@ def _run_locked(
             )
         state.policy = policy
         driver = Driver(state, boot.recorder, boot.started)
-        return driver.run(observer, driver.start, closing_notes(state, lock, shadow))
+        report = driver.run(observer, driver.start, closing_notes(state, lock, shadow))
+        fold_ended(repo, boot.run_id, report.status)  # while the run still claims its refs
+        return report
     finally:
         held.release()
 

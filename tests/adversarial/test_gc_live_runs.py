@@ -1,0 +1,106 @@
+"""``tidegate gc`` beside runs that are alive: several runs share one repository, and gc
+must tell a live run's refs, shadow and scratch directory (claimed by a live process,
+``workspace.claims``) from a dead run's, whatever retention says. A claim planted with
+links, or naming paths without tidegate's prefixes, removes nothing it points to."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tests.conftest import Repo
+from tests.integration._store import cli
+from tidegate.disk.owners import process_start
+
+OLD = "20200101-000000-0a0a0a"
+"""A run id older than any retention keeps."""
+
+
+def _plant_run(repo: Repo, run_id: str) -> dict[str, str]:
+    """The refs a run makes while it runs, as a running run has them."""
+    head = repo.git("rev-parse", "HEAD").strip()
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    t0 = repo.git("commit-tree", tree, "-p", head, "-m", f"tidegate T0 for run {run_id}").strip()
+    blob = repo.git("hash-object", "-w", "--stdin", input=b'{"request": 1}').strip()
+    refs = {f"refs/tidegate/runs/{run_id}/t0": t0, f"refs/tidegate/runs/{run_id}/request": blob}
+    for ref, oid in refs.items():
+        repo.git("update-ref", ref, oid)
+    return refs
+
+
+def _claim(repo: Repo, run_id: str, pid: int, **paths: str) -> None:
+    claims = repo.root / ".git" / "tidegate" / "claims"
+    claims.mkdir(parents=True, exist_ok=True)
+    record = {"run_id": run_id, "pid": pid, "start": process_start(pid), "paths": paths}
+    (claims / f"{run_id}.json").write_text(json.dumps(record))
+
+
+def _refs(repo: Repo) -> dict[str, str]:
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/tidegate/")
+    return dict(line.split(" ") for line in out.splitlines())
+
+
+def test_gc_leaves_a_live_runs_refs_shadow_and_scratch_alone(
+    committed_repo: Repo, tmp_path: Path
+) -> None:
+    repo = committed_repo
+    repo.write(".tidegate/config.toml", "[retention]\nruns = 1\n")
+    fix = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+    code, _, err = cli("run", "--objective", fix, "--verify", "true", cwd=repo.root)
+    assert code == 0, err  # a newer run: OLD is past retention
+    refs = {**_refs(repo), **_plant_run(repo, OLD)}
+    shadow = Path(tempfile.mkdtemp(prefix=f"tidegate-shadow-{OLD}-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-run-{OLD}-"))
+    (shadow / "work.txt").write_text("the live run's\n")
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        _claim(repo, OLD, holder.pid, shadow=str(shadow), scratch=str(scratch))
+
+        code, summary, err = cli("gc", cwd=repo.root)
+
+        assert code == 0, err
+        assert isinstance(summary, dict)
+        assert OLD not in summary["runs_pruned"] and OLD not in summary["runs_folded"]
+        assert _refs(repo) == refs  # neither folded nor pruned: the run is alive
+        assert (shadow / "work.txt").read_text() == "the live run's\n" and scratch.is_dir()
+    finally:
+        holder.kill()
+        holder.wait()
+    # Dead now, and past retention: everything of it goes.
+    code, summary, err = cli("gc", cwd=repo.root)
+    assert code == 0, err
+    assert isinstance(summary, dict) and summary["runs_pruned"] == [OLD]
+    assert list(_refs(repo)) == ["refs/tidegate/keep"]
+    assert not shadow.exists() and not scratch.exists()
+
+
+def test_a_planted_claim_removes_nothing_it_points_to(committed_repo: Repo, tmp_path: Path) -> None:
+    """A dead claim whose paths are links with tidegate's prefixes, or plain directories
+    without them: gc follows no link and removes no path that is not tidegate's."""
+    repo = committed_repo
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    tmp = Path(tempfile.gettempdir())
+    links = [tmp / "tidegate-run-planted-a", tmp / "tidegate-shadow-planted-b"]
+    for link in links:
+        link.unlink(missing_ok=True)
+        link.symlink_to(victim)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    try:
+        _claim(repo, "planted-a", dead.pid, scratch=str(links[0]), shadow=str(victim))
+        _claim(repo, "planted-b", dead.pid, scratch=str(victim), shadow=str(links[1]))
+        before = repo.tree_state(with_mtimes=True)
+
+        code, _, err = cli("gc", cwd=repo.root)
+
+        assert code == 0, err
+        assert (victim / "precious.txt").read_text() == "keep me\n"
+        assert all(link.is_symlink() for link in links)
+        assert repo.tree_state(with_mtimes=True) == before
+    finally:
+        for link in links:
+            link.unlink(missing_ok=True)

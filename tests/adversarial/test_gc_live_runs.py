@@ -10,6 +10,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Repo
 from tests.integration._store import cli
 from tidegate.disk.owners import process_start
@@ -104,3 +106,36 @@ def test_a_planted_claim_removes_nothing_it_points_to(committed_repo: Repo, tmp_
     finally:
         for link in links:
             link.unlink(missing_ok=True)
+
+
+def test_a_run_folded_meanwhile_by_another_process_is_not_lost(
+    committed_repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs end at once: B folds itself between A's read of the keep ref and A's
+    write. A's compare-and-swap fails, A reads again, and both are kept."""
+    from tidegate.workspace import keep
+    from tidegate.workspace.repo import discover
+
+    repo = discover(committed_repo.root)
+    first, second = "20260101-000000-aaaaaa", "20260101-000001-bbbbbb"
+    _plant_run(committed_repo, first)
+    _plant_run(committed_repo, second)
+    real = keep.read_kept
+    reads: list[int] = []
+
+    def racing(repo_: object) -> keep.Kept:
+        seen = real(repo)
+        reads.append(1)
+        if len(reads) == 1:
+            keep.update_kept(repo, keep.fold_only(second))  # the other run, in between
+        return seen
+
+    monkeypatch.setattr(keep, "read_kept", racing)
+    keep.update_kept(repo, keep.fold_only(first))
+
+    assert len(reads) >= 3  # ours, the other's, ours again after the swap failed
+    assert committed_repo.git("ls-tree", "--name-only", "refs/tidegate/keep").split() == [
+        first,
+        second,
+    ]
+    assert list(_refs(committed_repo)) == ["refs/tidegate/keep"]

@@ -266,9 +266,6 @@ def run_command(
     failure = None
     try:
         report = execute(request, observer=observer, planner=planner, recorder=recorder)
-        from tidegate.flow.retention import prune_after_run
-
-        prune_after_run(request.repo, store)
     finally:
         getattr(planner, "close", lambda: None)()
         if live is not None:

@@ -93,7 +93,9 @@ TIGHTEN: dict[str, Rule] = {
     "run.verify_timeout": _users_only,  # the user's patience, not the repository's
     # Neither direction is "tighter": fewer runs kept is less to undo with, more is more
     # of the user's disk. How much history to keep is the user's alone.
-    "retention": _users_only,
+    "retention.runs": _users_only,
+    "retention.undo_max_days": _users_only,
+    "retention.undo_max_bytes": _users_only,
 }
 """How a setting from the repository's ``[tool.tidegate]`` combines with the user's value
 (the local file's, else the default), by dotted key; a nested key follows the nearest

@@ -118,7 +118,7 @@ def resume_run(
         )
         begin = _begin_resumed(ticket, recorder, driver, shadow)
         report = driver.run(observer, begin, closing_notes(state, lock, shadow), restored)
-        fold_ended(repo, ticket.run_id, report.status)
+        fold_ended(repo, ticket.run_id, report.status, config.retention, recorder)
         return report
     finally:
         if shadow is not None:

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 from tidegate.config import load_config
 from tidegate.config.records import RetentionConfig
-from tidegate.errors import GitError, TidegateError
+from tidegate.errors import TidegateError
 from tidegate.workspace.claims import all_claims
-from tidegate.workspace.keep import KeepChange, read_kept, update_kept
+from tidegate.workspace.keep import Kept, Plan, fold_only, read_kept, update_kept
 from tidegate.workspace.lock import RunLock
 from tidegate.workspace.repo import Repository, discover
 
@@ -39,13 +39,24 @@ RESUMABLE = ("paused", "running")
 """Statuses whose runs keep their own refs: a resume needs them as they are."""
 
 
-def fold_ended(repo: Repository, run_id: str, status: str) -> None:
-    """Fold an ended run's refs into the keep commit (not a paused one's: its resume
-    needs them). A failure leaves the refs where they are, for ``tidegate gc``."""
+def fold_ended(
+    repo: Repository,
+    run_id: str,
+    status: str,
+    retention: RetentionConfig,
+    recorder: object = None,
+) -> None:
+    """At the end of a run: fold its refs into the keep commit (not a paused one's: its
+    resume needs them) and, when the run is recorded in a store, apply retention in the
+    same transaction. A failure leaves everything for ``tidegate gc``."""
     if status in RESUMABLE:
         return
-    with contextlib.suppress(GitError, OSError):
-        update_kept(repo, fold=[run_id])
+    store = getattr(recorder, "store", None)
+    with contextlib.suppress(TidegateError, OSError):
+        if store is None:
+            update_kept(repo, fold_only(run_id))
+        else:
+            update_kept(repo, retention_plan(repo, store, retention, own=run_id))
 
 
 def kept_statuses(store: RunStore) -> dict[str, str]:
@@ -60,34 +71,25 @@ def kept_statuses(store: RunStore) -> dict[str, str]:
     return {str(run_id): str(status) for run_id, status in rows}
 
 
-def apply_retention(
-    repo: Repository, store: RunStore, retention: RetentionConfig, dry_run: bool = False
-) -> tuple[KeepChange, int]:
-    """Fold every ended run's refs, drop the runs retention does not keep; the change and
-    how many runs are kept after it."""
-    # The refs first, then the claims: a run claims before it makes refs, so every run
-    # seen here that is alive has a claim by then. Only runs seen here are ever dropped.
-    kept = read_kept(repo)
-    known = set(kept.runs) | set(kept.refs)
-    live = {run_id for run_id, owner in all_claims(repo).items() if owner.alive}
-    protected = kept_statuses(store)
-    # Run ids begin with their UTC start time (``headstart.new_run_id``): newest last.
-    newest = set(sorted(known)[-retention.runs :])
-    keep = newest | set(protected) | live
-    resumable = {r for r, status in protected.items() if status in RESUMABLE}
-    fold = set(kept.refs) - live - resumable
-    change = update_kept(
-        repo, fold=fold, drop=lambda r: r in known and r not in keep, dry_run=dry_run
-    )
-    return change, len(known - set(change.dropped))
+def retention_plan(
+    repo: Repository, store: RunStore, retention: RetentionConfig, own: str | None = None
+) -> Plan:
+    """Fold every ended run's refs (``own``: the calling run, ended but still claimed),
+    drop every run retention does not keep. Decided on each read of the refs: the claims
+    are read after the refs, and a run claims before it makes refs, so every run seen
+    that is alive has its claim by then; a run not seen is never dropped."""
 
+    def plan(kept: Kept) -> tuple[set[str], set[str]]:
+        known = set(kept.runs) | set(kept.refs)
+        live = {run_id for run_id, owner in all_claims(repo).items() if owner.alive}
+        live.discard(own or "")
+        protected = kept_statuses(store)
+        # Run ids begin with their UTC start time (``headstart.new_run_id``): newest last.
+        keep = set(sorted(known)[-retention.runs :]) | set(protected) | live
+        resumable = {r for r, status in protected.items() if status in RESUMABLE}
+        return set(kept.refs) - live - resumable, known - keep
 
-def prune_after_run(repo_path: Path, store: RunStore) -> None:
-    """Retention at the end of ``tidegate run`` (cheap: two git reads when nothing is
-    due); a failure leaves everything for ``tidegate gc``."""
-    with contextlib.suppress(TidegateError, OSError):
-        repo = discover(repo_path)
-        apply_retention(repo, store, load_config(repo.root).retention)
+    return plan
 
 
 @dataclass
@@ -117,11 +119,13 @@ def collect(repo_path: Path, store: RunStore, dry_run: bool = False) -> GcSummar
     repo = discover(repo_path)
     retention = load_config(repo.root).retention
     summary = GcSummary(repo=str(repo.root), dry_run=dry_run)
-    change, summary.runs_kept = apply_retention(repo, store, retention, dry_run)
+    change = update_kept(repo, retention_plan(repo, store, retention), dry_run)
     summary.runs_folded, summary.runs_pruned = change.folded, change.dropped
     summary.refs_deleted = change.refs_deleted
     if not dry_run:
         _sweep(repo, store, retention, summary)
+    after = read_kept(repo)
+    summary.runs_kept = len(set(after.runs) | set(after.refs))
     summary.refs_left = len(repo.git.out("for-each-ref", "refs/tidegate/").splitlines())
     return summary
 

@@ -209,7 +209,7 @@ def _run_locked(
         state.policy = policy
         driver = Driver(state, boot.recorder, boot.started)
         report = driver.run(observer, driver.start, closing_notes(state, lock, shadow))
-        fold_ended(repo, boot.run_id, report.status)  # while the run still claims its refs
+        fold_ended(repo, boot.run_id, report.status, config.retention, boot.recorder)
         return report
     finally:
         held.release()

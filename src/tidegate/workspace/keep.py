@@ -93,18 +93,19 @@ def kept_object(repo: Repository, run_id: str, name: str) -> str | None:
     return None
 
 
-def update_kept(
-    repo: Repository,
-    fold: Collection[str] = (),
-    drop: Callable[[str], bool] = lambda _run: False,
-    dry_run: bool = False,
-) -> KeepChange:
-    """Fold the per-run refs of the runs in ``fold`` into the keep commit, and drop every
-    run ``drop`` names (its entry in the keep commit and its per-run refs), in one
-    compare-and-swap transaction, retried when another process moved a ref first."""
+Plan = Callable[[Kept], tuple[Collection[str], Collection[str]]]
+"""What to do, decided on what was just read: (the runs to fold in, the runs to drop)."""
+
+
+def update_kept(repo: Repository, plan: Plan, dry_run: bool = False) -> KeepChange:
+    """Fold the per-run refs of the runs ``plan`` names first into the keep commit, and
+    drop those it names second (their entry and their per-run refs), in one
+    compare-and-swap transaction; when another process moved a ref first, read again,
+    plan again (``plan`` sees every read) and retry."""
     for _ in range(_TRIES):
         kept = read_kept(repo)
-        change, runs, deleted = _plan(repo, kept, fold, drop)
+        fold, drop = plan(kept)
+        change, runs, deleted = _plan(repo, kept, set(fold), set(drop))
         if dry_run or (runs == kept.runs and not deleted):
             return change
         try:
@@ -115,25 +116,27 @@ def update_kept(
     raise GitError(["update-ref", KEEP_REF], 1, "the keep ref kept moving; try again")
 
 
+def fold_only(*run_ids: str) -> Plan:
+    return lambda _kept: (run_ids, ())
+
+
 def _plan(
-    repo: Repository, kept: Kept, fold: Collection[str], drop: Callable[[str], bool]
+    repo: Repository, kept: Kept, fold: set[str], drop: set[str]
 ) -> tuple[KeepChange, dict[str, str], list[tuple[str, str]]]:
     change = KeepChange()
     runs = dict(kept.runs)
     deleted: list[tuple[str, str]] = []
     for run_id, refs in sorted(kept.refs.items()):
-        dropping = drop(run_id)
-        if run_id not in fold and not dropping:
+        if run_id not in fold and run_id not in drop:
             continue
-        if not dropping:
+        if run_id not in drop:
             objects = {n: (mode, obj) for n, (_, obj, mode) in refs.items() if mode}
             runs[run_id] = _run_tree(repo, objects)
             change.folded.append(run_id)
         deleted += [(f"{RUNS_PREFIX}/{run_id}/{n}", ref[0]) for n, ref in refs.items()]
-    for run_id in sorted(set(runs) | set(kept.refs)):
-        if drop(run_id):
-            runs.pop(run_id, None)
-            change.dropped.append(run_id)
+    for run_id in sorted((set(runs) | set(kept.refs)) & drop):
+        runs.pop(run_id, None)
+        change.dropped.append(run_id)
     change.refs_deleted = len(deleted)
     return change, runs, deleted
 
@@ -170,4 +173,4 @@ def _commit(
 
 def drop_kept(repo: Repository, run_id: str) -> KeepChange:
     """Drop what is kept of one run (its refs and its entry in the keep commit)."""
-    return update_kept(repo, drop=lambda run: run == run_id)
+    return update_kept(repo, lambda _kept: ((), (run_id,)))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import Repo, tidegate_cli
 from tests.integration._store import cli
 from tidegate.disk.owners import process_start
 
@@ -139,3 +139,27 @@ def test_a_run_folded_meanwhile_by_another_process_is_not_lost(
         second,
     ]
     assert list(_refs(committed_repo)) == ["refs/tidegate/keep"]
+
+
+def test_links_planted_in_the_state_root_are_not_followed(committed_repo: Repo) -> None:
+    """The undo byte store's directories replaced by links to someone else's files: gc
+    prunes nothing through them, names the refusal in one line and exits 1."""
+    from tests.integration._store import state_root
+
+    repo = committed_repo
+    code, _, err = cli("gc", cwd=repo.root)  # makes the repository's directory in the state root
+    assert code == 0, err
+    victim = repo.root.parent / "victim"
+    (victim / "sha256" / "ab").mkdir(parents=True)
+    (victim / "sha256" / "ab" / ("c" * 62)).write_text("not tidegate's\n")
+    (victim / "old.json").write_text('{"session": "old", "created": 0, "calls": []}')
+    [directory] = [d for d in state_root().iterdir() if d.is_dir()]
+    for name in ("blobs", "undo"):
+        (directory / name).symlink_to(victim)
+
+    res = tidegate_cli("gc", cwd=repo.root)
+
+    assert res.returncode == 1
+    assert res.stdout.count("error: the undo byte store could not be pruned") == 1
+    assert (victim / "old.json").exists()
+    assert (victim / "sha256" / "ab" / ("c" * 62)).read_text() == "not tidegate's\n"

@@ -125,7 +125,7 @@ def collect(repo_path: Path, store: RunStore, dry_run: bool = False) -> GcSummar
     if not dry_run:
         _sweep(repo, store, retention, summary)
     after = read_kept(repo)
-    summary.runs_kept = len(set(after.runs) | set(after.refs))
+    summary.runs_kept = len(set(after.runs) | set(after.refs)) - len(change.dropped) * dry_run
     summary.refs_left = len(repo.git.out("for-each-ref", "refs/tidegate/").splitlines())
     return summary
 
@@ -141,7 +141,7 @@ def _sweep(repo: Repository, store: RunStore, retention: RetentionConfig, out: G
     )
     try:
         out.undo_bytes_freed = ByteStore(store.path.parent).prune(limits)
-    except OSError as exc:
+    except (OSError, TidegateError) as exc:  # a link planted there: refused, named
         out.errors.append(f"the undo byte store could not be pruned: {exc}")
 
 

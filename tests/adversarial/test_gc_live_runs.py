@@ -163,3 +163,46 @@ def test_links_planted_in_the_state_root_are_not_followed(committed_repo: Repo) 
     assert res.stdout.count("error: the undo byte store could not be pruned") == 1
     assert (victim / "old.json").exists()
     assert (victim / "sha256" / "ab" / ("c" * 62)).read_text() == "not tidegate's\n"
+
+
+def test_gc_during_a_real_run_in_another_process(committed_repo: Repo) -> None:
+    """A real run (another process) verifying while gc runs beside it: its refs, shadow
+    and scratch directory are left as they are; when it ends it folds itself in."""
+    import os
+    import sys
+    import time
+
+    repo = committed_repo
+    repo.write(".tidegate/config.toml", "[retention]\nruns = 1\n")
+    fix = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "tidegate", "run", "--objective", fix, "--verify", "sleep 15"],
+        cwd=repo.root, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    claims = repo.root / ".git" / "tidegate" / "claims"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            records = [json.loads(p.read_text()) for p in claims.glob("*.json")]
+            paths = records[0]["paths"] if records else {}
+            if "shadow" in paths and Path(paths["shadow"], "calc.py").exists() and _refs(repo):
+                break
+            assert time.monotonic() < deadline and run.poll() is None, "the run never started"
+            time.sleep(0.05)
+        run_id = records[0]["run_id"]
+        refs = _refs(repo)
+
+        code, summary, err = cli("gc", cwd=repo.root)
+
+        assert run.poll() is None, "the run ended before gc was done: the test proved nothing"
+        assert code == 0, err
+        assert isinstance(summary, dict) and summary["runs_pruned"] == []
+        after = _refs(repo)  # the run may have added refs of its own meanwhile
+        assert {ref: after.get(ref) for ref in refs} == refs
+        assert all(ref.startswith(f"refs/tidegate/runs/{run_id}/") for ref in after)
+        assert Path(paths["shadow"], "calc.py").exists() and Path(paths["scratch"]).is_dir()
+    finally:
+        assert run.wait(timeout=120) == 0
+    assert list(_refs(repo)) == ["refs/tidegate/keep"]
+    assert repo.git("ls-tree", "--name-only", "refs/tidegate/keep").split() == [run_id]
+    assert not Path(paths["shadow"]).exists()

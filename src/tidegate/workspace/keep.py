@@ -105,7 +105,7 @@ def update_kept(repo: Repository, plan: Plan, dry_run: bool = False) -> KeepChan
     for _ in range(_TRIES):
         kept = read_kept(repo)
         fold, drop = plan(kept)
-        change, runs, deleted = _plan(repo, kept, set(fold), set(drop))
+        change, runs, deleted = _plan(repo, kept, set(fold), set(drop), write=not dry_run)
         if dry_run or (runs == kept.runs and not deleted):
             return change
         try:
@@ -121,8 +121,10 @@ def fold_only(*run_ids: str) -> Plan:
 
 
 def _plan(
-    repo: Repository, kept: Kept, fold: set[str], drop: set[str]
+    repo: Repository, kept: Kept, fold: set[str], drop: set[str], write: bool = True
 ) -> tuple[KeepChange, dict[str, str], list[tuple[str, str]]]:
+    """The change, the keep commit's runs after it and the per-run refs to delete (with
+    their values); ``write``: False writes no object (a dry run)."""
     change = KeepChange()
     runs = dict(kept.runs)
     deleted: list[tuple[str, str]] = []
@@ -131,7 +133,7 @@ def _plan(
             continue
         if run_id not in drop:
             objects = {n: (mode, obj) for n, (_, obj, mode) in refs.items() if mode}
-            runs[run_id] = _run_tree(repo, objects)
+            runs[run_id] = _run_tree(repo, objects) if write else ""
             change.folded.append(run_id)
         deleted += [(f"{RUNS_PREFIX}/{run_id}/{n}", ref[0]) for n, ref in refs.items()]
     for run_id in sorted((set(runs) | set(kept.refs)) & drop):

@@ -221,15 +221,18 @@ def test_a_result_ref_moved_to_another_change_is_refused(dirty: Repo) -> None:
 
 
 @pytest.mark.parametrize("verb", ["apply", "discard"])
-def test_nothing_lands_while_another_run_holds_the_lock(dirty: Repo, verb: str) -> None:
-    from tidegate.workspace.lock import RunLock
+def test_nothing_lands_while_another_landing_holds_the_lock(dirty: Repo, verb: str) -> None:
+    """``apply`` and ``discard`` take the landing lock APPLY_BACK takes: while another
+    process holds it they wait (here: give up after the wait), write nothing, record
+    nothing, and say who holds it in one line."""
+    from tidegate.workspace.lock import ApplyLock
     from tidegate.workspace.repo import discover
 
     run_id = held(dirty)
     before = dirty.tree_state(with_mtimes=True)
-    lock = RunLock(discover(dirty.root).runtime_dir, "another-run").acquire()
+    lock = ApplyLock(discover(dirty.root).runtime_dir, "another-run").acquire()
     try:
-        res = tidegate_cli(verb, run_id, cwd=dirty.root)
+        res = tidegate_cli(verb, run_id, cwd=dirty.root, env={"TIDEGATE_LANDING_WAIT_S": "0.3"})
     finally:
         lock.release()
 

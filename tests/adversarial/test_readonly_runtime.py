@@ -80,7 +80,7 @@ def test_recover_on_a_read_only_runtime_directory_says_so_in_one_line(
 
     assert res.returncode == 1
     line = _one_error_line(res.stderr)
-    assert "cannot open the run lock" in line and "EROFS" in line
+    assert "cannot open the landing lock" in line and "EROFS" in line
 
 
 @requires_containment

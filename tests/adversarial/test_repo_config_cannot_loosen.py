@@ -426,13 +426,19 @@ def test_an_mcp_clients_verify_runs_contained_despite_the_repository(
     assert any(n.startswith(f"{ATTACK} containment.mode = 'none' ignored") for n in result["notes"])
 
 
-def test_a_run_refused_at_bootstrap_says_what_was_ignored(committed_repo: Repo) -> None:
+def test_a_run_refused_at_bootstrap_says_what_was_ignored(
+    committed_repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The notes are on every report, a run that never got past BOOTSTRAP's too."""
+    from tidegate.flow import transaction
     from tidegate.workspace.lock import RunLock
     from tidegate.workspace.repo import discover
 
     _commit_pyproject(committed_repo, '[tool.tidegate.containment]\nenv = ["JAVA_OPTS"]\n')
-    held = RunLock(discover(committed_repo.root).runtime_dir, "holder").acquire()
+    # refused at BOOTSTRAP: a live process already is this run (as a second resume would be)
+    monkeypatch.setattr(transaction, "new_run_id", lambda: "20990101-000000-held00")
+    held = RunLock(discover(committed_repo.root).runtime_dir, "20990101-000000-held00")
+    held.acquire()
     try:
         report = committed_repo.run(EDIT, verify="true", max_attempts=1)
     finally:

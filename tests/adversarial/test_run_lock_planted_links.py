@@ -1,10 +1,10 @@
-"""Attack: a link planted at the repository's run lock, ``<git dir>/tidegate/run.lock``, or
-at the runtime directory itself (an uncontained command of an earlier run could plant
-either).
+"""Attack: a link planted at the repository's landing lock, ``<git dir>/tidegate/
+apply.lock``, at the directory of the runs' own locks (``live/``), or at the runtime
+directory itself (an uncontained command of an earlier run could plant any of them).
 
-The lock file is truncated and rewritten with its holder's record on every run, so a
-followed link would overwrite the file it points at. The run is refused in one line
-before anything else happens, and the file or directory the link points at is untouched.
+Lock files are truncated and rewritten with their holder's record, so a followed link
+would overwrite the file it points at. The run is refused in one line before anything
+else happens, and the file or directory the link points at is untouched.
 """
 
 from __future__ import annotations
@@ -20,19 +20,21 @@ EDIT = "edit-file: README.md\nreplace: # calc\nwith: # calc!\n"
 VICTIM = b"a file outside the repository\n"
 
 
-@pytest.mark.parametrize("planted", ["run.lock", "runtime-dir"])
+@pytest.mark.parametrize("planted", ["apply.lock", "live", "runtime-dir"])
 def test_a_linked_run_lock_is_refused_and_not_written_through(
     committed_repo: Repo, tmp_path: Path, planted: str
 ) -> None:
     repo = committed_repo
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "run.lock").write_bytes(VICTIM)
+    (outside / "apply.lock").write_bytes(VICTIM)
     runtime = repo.root / ".git" / "tidegate"
-    if planted == "run.lock":
+    if planted != "runtime-dir":
         runtime.mkdir()
-        (runtime / "run.lock").symlink_to(outside / "run.lock")
-        refused = runtime / "run.lock"
+        (runtime / planted).symlink_to(
+            outside / "apply.lock" if planted == "apply.lock" else outside
+        )
+        refused = runtime / planted
     else:
         runtime.symlink_to(outside)
         refused = runtime

@@ -17,64 +17,11 @@ from typing import Any
 
 import acp
 import pytest
-from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
 from tests.conftest import CALC, Repo, requires_containment
+from tests.e2e._acp import CHECK, SCRIPT, Client
 
 pytestmark = requires_containment
-CHECK = f"{sys.executable} -B -c 'from calc import add; assert add(2, 3) == 5'"
-SCRIPT = {
-    "model": "acp-model",
-    "turns": [
-        {
-            "text": "Looking for add().",
-            "tool_calls": [
-                {"id": "g1", "name": "workspace_grep", "arguments": {"pattern": "def add"}}
-            ],
-        },
-        {"text": "Plan: add() subtracts; make it add (calc.py)."},
-        {
-            "text": "calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
-            ">>>>>>> REPLACE\n",
-        },
-    ],
-}
-
-
-class Client:
-    """An ACP client that records every update and answers a permission request with
-    ``answer`` (an option id, or None: cancelled)."""
-
-    def __init__(self, answer: str | None, repo: Repo | None = None) -> None:
-        self.answer = answer
-        self.repo = repo
-        self.before_answer: str | None = None
-        """calc.py as it was when the permission request came: nothing landed yet."""
-        self.updates: list[Any] = []
-        self.permissions: list[Any] = []
-
-    async def request_permission(
-        self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
-    ) -> RequestPermissionResponse:
-        self.permissions.append((options, tool_call))
-        if self.repo is not None:
-            self.before_answer = self.repo.read("calc.py")
-        if self.answer is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=self.answer)
-        )
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append(update)
-
-    def on_connect(self, conn: Any) -> None:
-        pass
-
-    def text(self) -> str:
-        return "".join(
-            u.content.text for u in self.updates if u.session_update == "agent_message_chunk"
-        )
 
 
 async def _session(

@@ -2,10 +2,12 @@
 ``chromium-driver``, driven by Selenium with ``scripts/inspector_screenshots.py``'s setup).
 
 Real runs are recorded by the CLI; the pages show them, with the hashes the store holds;
-a tampered checkpoint chain shows as refused; a running run's page follows the run. An XSS
-corpus -- in a real file name and a real command's output, in a real tool call's
-arguments, and planted with sqlite3 in messages, notes, feedback, findings, phase
-details, attempt records, tool calls, the transcript and a run id -- is shown as text:
+each attempt's proposal is the blob the run kept (its SHA-256 shown); a tampered checkpoint
+chain shows as refused; a running run's page follows the run. An XSS corpus -- in a real
+file name (and so a real proposal) and a real command's output, in a real tool call's
+arguments, planted with sqlite3 in messages, notes, feedback, findings, phase details,
+attempt records, tool calls, the transcript and a run id, and planted with git as a
+proposal (every field of one, and a blob that is no proposal at all) -- is shown as text:
 no script runs (``window.__pwned`` and the title stay as they were), no element or
 handler is injected, and the browser reports no blocked script (the escaping, not only
 the Content-Security-Policy, keeps them inert). The token is required, and the pages
@@ -14,6 +16,8 @@ fit a phone's width.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import time
@@ -24,7 +28,7 @@ from urllib.parse import urlsplit
 import pytest
 from scripts.inspector_screenshots import browser, missing
 
-from tests.conftest import Repo, tidegate_cli
+from tests.conftest import CALC, Repo, tidegate_cli
 from tests.e2e._inspector import edit, query, record_two, report, served, set_report
 from tidegate.text.sanitize import sanitize
 
@@ -65,6 +69,7 @@ PAYLOADS = [
 CORPUS = " | ".join(PAYLOADS)
 SHOWN = sanitize(CORPUS)
 """The corpus as a page must show it: the bidi override written out, the rest as is."""
+CALC_FIXED = CALC.replace("a - b", "a + b")
 RUN_ID = '<img src=x onerror="window.__pwned=20">'
 FILE = 'x"><img src=x onerror="window.__pwned=21">.py'
 INERT = """
@@ -151,6 +156,12 @@ def test_the_pages_show_real_runs_and_the_stores_hashes(
         stored_phases = query("SELECT phase FROM phase_events WHERE run_id = ? ORDER BY seq", (ok,))
         assert [p.text for p in phases] == [p for (p,) in stored_phases]
         assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline rect")) == len(phases)
+        [proposal] = driver.find_elements(By.CSS_SELECTOR, "#proposals article.proposal")
+        kept = repo.git("cat-file", "blob", f"refs/tidegate/runs/{ok}/attempt-1/proposal")
+        assert hashlib.sha256(kept.encode()).hexdigest() in proposal.text
+        assert proposal.find_element(By.CSS_SELECTOR, "h4.path").text == "calc.py"
+        shown = proposal.find_element(By.CSS_SELECTOR, "pre.proposal").text
+        assert shown == CALC_FIXED.rstrip("\n")
 
         driver.find_element(By.LINK_TEXT, "all runs").click()
         driver.find_element(By.LINK_TEXT, failed).click()
@@ -278,6 +289,23 @@ def _plant(run_id: str) -> None:
     edit(f"INSERT INTO runs ({names}) SELECT {chosen} FROM runs WHERE run_id = ?", (RUN_ID, run_id))
 
 
+def _plant_proposal(repo: Repo, run_id: str) -> None:
+    """The corpus in every field of attempt 1's kept proposal, and as attempt 2's blob."""
+    encoded = base64.b64encode(CORPUS.encode()).decode()
+    fields = {
+        "search_replace": CORPUS,
+        "diff": CORPUS,
+        "edits": [
+            {"path": CORPUS, "content": encoded, "executable": False},
+            {"path": CORPUS, "content": None, "executable": False},
+        ],
+        "checks": [{"path": CORPUS, "contains": CORPUS}],
+    }
+    for number, blob in ((1, json.dumps(fields)), (2, CORPUS)):
+        oid = repo.git("hash-object", "-w", "--stdin", input=blob.encode()).strip()
+        repo.git("update-ref", f"refs/tidegate/runs/{run_id}/attempt-{number}/proposal", oid)
+
+
 def test_an_xss_corpus_is_shown_as_text(
     driver: WebDriver, committed_repo: Repo, tmp_path: Any
 ) -> None:
@@ -293,6 +321,7 @@ def test_an_xss_corpus_is_shown_as_text(
     ((real,),) = query("SELECT run_id FROM runs ORDER BY seq DESC LIMIT 1")
     planted = _model_run(repo, tmp_path)
     _plant(planted)
+    _plant_proposal(repo, planted)
 
     with served(repo) as inspector:
         driver.get(inspector.url)
@@ -309,6 +338,7 @@ def test_an_xss_corpus_is_shown_as_text(
         assert driver.find_element(By.CSS_SELECTOR, "#changes h3.path").text == FILE
         assert "<script>window.__pwned=22</script>" in driver.find_element(By.ID, "verify").text
         quoted = FILE.replace('"', '\\"')  # as git writes it in the diff's header
+        assert driver.find_element(By.CSS_SELECTOR, "#proposals h4.path").text == FILE
         assert quoted in driver.find_element(By.CSS_SELECTOR, "#changes pre.diff").text
 
         driver.get(f"{inspector.url}run/{planted}")
@@ -321,6 +351,8 @@ def test_an_xss_corpus_is_shown_as_text(
         assert json.dumps(SHOWN, ensure_ascii=False)[1:-1] in effects
         assert ".:<script>window.__pwned=23</script>" in effects  # the real call's argument
         assert SHOWN in driver.find_element(By.ID, "transcript").text
+        # search/replace, diff, two paths, a file's content, a check's two, a raw blob
+        assert driver.find_element(By.ID, "proposals").text.count(SHOWN) == 8
         fits(driver)
         driver.set_window_size(390, 844)  # long planted text still fits a phone's width
         try:

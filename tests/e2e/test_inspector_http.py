@@ -278,3 +278,21 @@ def test_a_corrupt_run_and_a_corrupt_store_are_one_line(
         path.write_bytes(b"SQLite format 3\0" + b"\xff" * 4000)
         status, _, body = get(inspector, f"/{inspector.token}/")
         assert status == 500 and len(body.splitlines()) == 1 and "run store" in body
+
+
+def test_a_held_run_says_how_to_answer_it_then_what_became_of_it(committed_repo: Repo) -> None:
+    from tests.conftest import tidegate_cli
+    from tests.e2e._inspector import FIX, query
+
+    repo = committed_repo
+    held = tidegate_cli("run", "--hold", "--objective", FIX, "--verify", "true", cwd=repo.root)
+    assert held.returncode == 0, held.stderr
+    ((run_id,),) = query("SELECT run_id FROM runs")
+    with served(repo) as inspector:
+        page = get(inspector, f"/{inspector.token}/run/{run_id}")[2]
+        assert "badge held" in page and f"<code>tidegate apply {run_id}</code>" in page
+        assert "+    return a + b" in page  # the held diff
+        discarded = tidegate_cli("discard", run_id, cwd=repo.root)
+        assert discarded.returncode == 0, discarded.stderr
+        page = get(inspector, f"/{inspector.token}/run/{run_id}")[2]
+    assert f"<code>tidegate apply {run_id}</code>" not in page and "<li>discarded at " in page

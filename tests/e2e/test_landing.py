@@ -8,15 +8,10 @@ the other files of the work tree, ``.git/index``, HEAD and every ref outside
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
 import sqlite3
-import subprocess
 import sys
 
-import pytest
-
+from tests._terminal import on_a_terminal
 from tests.conftest import CALC, Repo, tidegate_cli
 from tests.e2e._landing import (
     CHECK,
@@ -262,19 +257,12 @@ def test_an_interrupted_run_lists_as_interrupted_with_its_duration(dirty: Repo) 
     assert words[3] == "interrupted" and words[6] != "0.0s"
 
 
-@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a terminal")
 def test_on_a_terminal_the_diff_goes_through_the_pager(dirty: Repo) -> None:
     held(dirty)
-    tidegate = f"{shlex.quote(sys.executable)} -m tidegate"
-    env = {**os.environ, "PAGER": "sed s/^/PAGED:/", "TERM": "xterm"}
-    env.pop("GIT_PAGER", None)
-    env.pop("TIDEGATE_PAGER", None)
-    res = subprocess.run(
-        ["script", "-qc", f"{tidegate} diff --stat", "/dev/null"],
-        cwd=dirty.root, env=env, capture_output=True, text=True, check=False, timeout=60,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[0].rstrip("\r") == "PAGED: README.md |    2 +-"
+    argv = [sys.executable, "-m", "tidegate", "diff", "--stat"]
+    paged = {"PAGER": "sed s/^/PAGED:/", "GIT_PAGER": None, "TIDEGATE_PAGER": None, "TERM": "xterm"}
+    shown = on_a_terminal(argv, dirty.root, env=paged).decode()
+    assert shown.splitlines()[0].rstrip("\r") == "PAGED: README.md |    2 +-"
     piped = tidegate_cli("diff", "--stat", cwd=dirty.root, env={"PAGER": "sed s/^/PAGED:/"})
     assert not piped.stdout.startswith("PAGED:")  # not a terminal: no pager
 

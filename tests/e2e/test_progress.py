@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests._terminal import on_a_terminal
 from tests.conftest import Repo
 
 FIX = "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n"
@@ -19,32 +20,6 @@ SLOW = (
     '"$(printf "%0200d" 0)"; sleep 1.3; echo "step 3"'
 )
 ARGV = [sys.executable, "-m", "tidegate", "run", "--objective", FIX, "--verify", SLOW]
-
-
-def _on_a_terminal(argv: list[str], cwd: Path, columns: int) -> bytes:
-    """What ``argv`` writes (stdout and stderr) to a real pseudo-terminal ``columns`` wide."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    assert proc.wait(timeout=60) == 0, out.decode(errors="replace")
-    return out
 
 
 def _repo(root: Path) -> Repo:
@@ -59,7 +34,7 @@ def _repo(root: Path) -> Repo:
 def test_verify_shows_elapsed_time_and_its_latest_line(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "work")
     columns = 70
-    shown = _on_a_terminal(ARGV, repo.root, columns).decode("utf-8")
+    shown = on_a_terminal(ARGV, repo.root, columns).decode("utf-8")
     plain = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", f) for f in re.split(r"\r|\n", shown)]
     status = [s for s in plain if re.search(r"VERIFY [0-9]+s", s)]
     assert any(re.search(r"VERIFY [0-9]+s\s+step 1", s) for s in status), status

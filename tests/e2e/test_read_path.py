@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._terminal import on_a_terminal
 from tests.conftest import Repo, tidegate_cli
 from tidegate.cli import records
 from tidegate.errors import UsageError
@@ -312,45 +313,15 @@ def test_a_terminal_gets_styles(
     assert "\x1b" not in same(["read", ok], repo)
 
 
-def _on_a_terminal(argv: list[str], cwd: Path, columns: int, stderr: Path | None = None) -> bytes:
-    """What ``argv`` writes to a real pseudo-terminal ``columns`` wide (its stderr to the
-    terminal too, or to the file ``stderr``)."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
-    err = slave if stderr is None else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o600)
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=err)
-    os.close(slave)
-    if stderr is not None:
-        os.close(err)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    assert proc.wait(timeout=60) == 0
-    return out
-
-
 def test_a_real_terminal_reads_the_same(recorded: tuple[Repo, str, str]) -> None:
     repo, ok, _ = recorded
     for columns in (100, 60):
-        fast = _on_a_terminal([sys.executable, "-m", "tidegate", "read", ok], repo.root, columns)
-        slow = _on_a_terminal([sys.executable, "-c", TYPER, "read", ok], repo.root, columns)
+        fast = on_a_terminal([sys.executable, "-m", "tidegate", "read", ok], repo.root, columns)
+        slow = on_a_terminal([sys.executable, "-c", TYPER, "read", ok], repo.root, columns)
         assert fast == slow and b"\x1b[1;32msucceeded" in fast
     log = repo.root.parent / "importtime.txt"
     argv = [sys.executable, "-X", "importtime", "-m", "tidegate", "read", ok]
-    assert _on_a_terminal(argv, repo.root, 60, stderr=log) == fast
+    assert on_a_terminal(argv, repo.root, 60, stderr=log) == fast
     assert "tidegate.cli.report_text" in log.read_text()
     assert "rich.console" not in log.read_text()  # the one renderer, without rich
 

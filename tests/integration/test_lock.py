@@ -1,5 +1,7 @@
-"""The per-repository run lock: a second concurrent run is refused and changes nothing; a
-lock file left by a dead process is taken over."""
+"""The locks of a work tree (``workspace.lock``): a run's own registration, which lets other
+runs go on beside it and refuses only a second process for the same run; and the landing
+lock, one writer of the work tree at a time. Lock files left by dead processes are taken
+over."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo, tidegate_cli
+from tidegate.errors import RepositoryLockedError
+from tidegate.workspace.lock import ApplyLock, RunLock, live_runs
 
 OBJECTIVE = "edit-file: README.md\nreplace: # calc\nwith: # calc (locked run)\n"
 DEADLINE_S = 30.0
@@ -29,8 +33,8 @@ def _git_state(repo: Repo) -> dict[str, object]:
     }
 
 
-def _lock_file(repo: Repo) -> Path:
-    return repo.root / ".git" / "tidegate" / "run.lock"
+def _runtime(repo: Repo) -> Path:
+    return repo.root / ".git" / "tidegate"
 
 
 class HeldRun:
@@ -99,57 +103,44 @@ class HeldRun:
         return self.proc.returncode, json.loads(out)
 
 
-def test_second_concurrent_run_is_refused_and_changes_nothing(
+def test_a_second_run_goes_on_beside_the_first_and_both_land(
     committed_repo: Repo, tmp_path: Path
 ) -> None:
     repo = committed_repo
     repo.write("calc.py", repo.read("calc.py") + "# dirty, unstaged\n")
-    initial_tree = repo.tree_state(with_mtimes=True)
     held = HeldRun(repo, tmp_path / "sync")
     try:
         held.wait_until_in_verify()
-        holder = json.loads(_lock_file(repo).read_text())
-        assert holder["pid"] == held.proc.pid
-        lock_bytes = _lock_file(repo).read_bytes()
-        before = _git_state(repo)
-        # The first run is parked in VERIFY: nothing has reached the main tree yet.
-        assert before["tree"] == initial_tree
-
+        live = live_runs(_runtime(repo))
+        assert [r["pid"] for r in live] == [held.proc.pid]
+        assert live[0]["phase"] == "VERIFY" and live[0]["mode"] == "patch"
+        first_id = live[0]["run_id"]
+        # The second run does not wait for the first: it verifies and lands meanwhile.
         res = tidegate_cli(
-            "run", "--repo", str(repo.root), "--objective", OBJECTIVE, "--verify", "true", "--json"
-        )
-        assert res.returncode == 4, res.stdout + res.stderr
-        report = json.loads(res.stdout)
-        assert report["status"] == "failed"
-        assert report["error_class"] == "RESOURCE_LOCK_ERROR"
-        assert report["failure_phase"] == "BOOTSTRAP"
-        assert report["attempts"] == 0
-        assert report["changed_files"] == [] and report["applied_files"] == []
-        assert report["t0_ref"] is None
-        assert str(held.proc.pid) in report["message"]
-        assert holder["run_id"] in report["message"]
-        assert _git_state(repo) == before
-        assert _lock_file(repo).read_bytes() == lock_bytes  # still names the first run
-
-        # A recovery is refused the same way while the run holds the lock.
-        rec = tidegate_cli("recover", "--repo", str(repo.root))
-        assert rec.returncode == 4, rec.stdout + rec.stderr
-        assert rec.stderr.startswith("tidegate: error: ") and rec.stderr.count("\n") == 1
-        assert "Traceback" not in rec.stderr
-        assert _git_state(repo) == before
+            "run", "--repo", str(repo.root), "--objective",
+            "edit-file: calc.py\nreplace: return a - b\nwith: return a + b\n",
+            "--verify", "true", "--containment", "none", "--json",
+        )  # fmt: skip
+        assert res.returncode == 0, res.stdout + res.stderr
+        second = json.loads(res.stdout)
+        assert second["landing"]["seq"] == 1 and second["landing"]["landed_between"] == []
+        # A recovery goes on too, and leaves the live run's shadow alone.
+        rec = tidegate_cli("recover", "--repo", str(repo.root), "--json")
+        assert rec.returncode == 0, rec.stdout + rec.stderr
+        assert json.loads(rec.stdout)["removed_shadows"] == []
+        # Only a second process for the same run is refused.
+        with pytest.raises(RepositoryLockedError, match=str(held.proc.pid)):
+            RunLock(_runtime(repo), first_id).acquire()
     finally:
         code, first = held.release()
     assert code == 0, first["message"]
-    assert first["status"] == "succeeded"
-    assert first["run_id"] == holder["run_id"]
+    assert first["run_id"] == first_id
+    assert first["landing"]["seq"] == 2
+    assert first["landing"]["landed_between"] == [second["run_id"]]
     assert repo.read("README.md") == "# calc (locked run)\n"
-    # Only the first run left refs behind.
-    refs = repo.git("for-each-ref", "--format=%(refname)", "refs/tidegate/").split()
-    assert refs == ["refs/tidegate/keep"]
-    assert repo.git("ls-tree", "--name-only", "refs/tidegate/keep").split() == [first["run_id"]]
-    # Once released, the next run gets the lock.
-    again = repo.run("edit-file: README.md\nreplace: (locked run)\nwith: (second run)\n")
-    assert again.status == "succeeded", again.message
+    assert "return a + b" in repo.read("calc.py")
+    assert repo.read("calc.py").endswith("# dirty, unstaged\n")  # the user's edit stays
+    assert live_runs(_runtime(repo)) == []
 
 
 def _dead_pid() -> int:
@@ -158,35 +149,51 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_lock_left_by_a_dead_process_is_taken_over(committed_repo: Repo) -> None:
-    pid = _dead_pid()
-    lock = _lock_file(committed_repo)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text(json.dumps({"pid": pid, "run_id": "20200101-000000-dead00", "since": 1.0}))
+def _plant(path: Path, pid: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": pid, "run_id": "20200101-000000-dead00", "since": 1.0}))
+
+
+def test_a_dead_runs_registration_is_not_listed_and_is_removed(committed_repo: Repo) -> None:
+    dead = _runtime(committed_repo) / "live" / "20200101-000000-dead00.lock"
+    _plant(dead, _dead_pid())
+    assert live_runs(_runtime(committed_repo)) == []
+    assert not dead.exists()
+    res = tidegate_cli("status", "--repo", str(committed_repo.root))
+    assert res.returncode == 0 and "no tidegate run is running" in res.stdout
+
+
+def test_a_landing_lock_left_by_a_dead_process_is_taken_over(committed_repo: Repo) -> None:
+    _plant(_runtime(committed_repo) / "apply.lock", _dead_pid())
     report = committed_repo.run(OBJECTIVE)
     assert report.status == "succeeded", report.message
-    assert any("stale" in n and str(pid) in n for n in report.notes), report.notes
     assert committed_repo.read("README.md") == "# calc (locked run)\n"
-    assert lock.read_bytes() == b""  # released, no holder named any more
+    assert report.landing is not None and report.landing.waited_s < 5
 
 
-def test_dead_lock_is_taken_over_through_the_cli(committed_repo: Repo) -> None:
-    pid = _dead_pid()
-    lock = _lock_file(committed_repo)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text(json.dumps({"pid": pid, "run_id": "20200101-000000-dead00", "since": 1.0}))
-    res = tidegate_cli(
-        "run", "--repo", str(committed_repo.root), "--objective", OBJECTIVE, "--json"
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    report = json.loads(res.stdout)
-    assert report["status"] == "succeeded"
-    assert any(f"pid {pid}" in n for n in report["notes"]), report["notes"]
-
-
-def test_released_lock_is_not_reported_as_stale(committed_repo: Repo) -> None:
-    first = committed_repo.run(OBJECTIVE)
-    assert first.status == "succeeded", first.message
-    second = committed_repo.run("edit-file: README.md\nreplace: (locked run)\nwith: (again)\n")
-    assert second.status == "succeeded", second.message
-    assert not any("stale" in n for n in second.notes), second.notes
+def test_a_landing_waits_for_the_one_in_progress(committed_repo: Repo) -> None:
+    """While another process holds the landing lock, a run's APPLY_BACK waits (the wait is
+    on its report) and lands once it is free; with nobody releasing it, the run gives up
+    after the wait, writes nothing, and says who holds it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path;"
+         "from tidegate.workspace.lock import ApplyLock;"
+         "lock = ApplyLock(Path(sys.argv[1]), 'holder').acquire();"
+         "print('held', flush=True); time.sleep(float(sys.argv[2]))",
+         str(_runtime(committed_repo)), "1.5"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    report = committed_repo.run(OBJECTIVE)
+    holder.wait()
+    assert report.status == "succeeded", report.message
+    assert report.landing is not None and report.landing.waited_s > 0.5
+    lock = ApplyLock(_runtime(committed_repo), "holder").acquire()
+    try:
+        before = committed_repo.tree_state()
+        with pytest.raises(RepositoryLockedError, match="holder"):
+            ApplyLock(_runtime(committed_repo), "late").acquire(wait_s=0.2)
+        assert committed_repo.tree_state() == before
+    finally:
+        lock.release()

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tidegate.cli.report_text import report_text, terminal_styles
+from tests.conftest import Repo
+from tidegate.cli.report_text import diff_files, report_text, terminal_styles
 from tidegate.records.report import FlowReport
 
 REPORT = FlowReport(
@@ -152,3 +153,22 @@ def test_a_path_is_shown_from_its_exact_bytes() -> None:
     report = _dump(changed_files=[REPORT.changed_files[0].model_validate(files[0])])
     report["changed_files"][0]["path_bytes"] = raw
     assert '  "caf\\351.py"  ' in report_text(report)
+
+
+def test_a_diff_is_cut_into_its_files_by_their_real_paths(repo: Repo) -> None:
+    """``diff_files``: git's own diff of paths it quotes (a tab, non-ASCII, a quote) and of
+    one it does not (a space), each file's part under its path, nothing lost."""
+    names = ["plain.py", 'quote".txt', "tab\tand ünï.txt", "with space.txt"]
+    for name in names:
+        repo.write(name, "old\n")
+    repo.commit_all()
+    for name in names:
+        repo.write(name, "new\n")
+    diff = repo.git("diff", "--no-renames", "--binary")
+    assert '"a/tab\\tand \\303\\274n\\303\\257.txt"' in diff  # quoted by git
+
+    parts = diff_files(diff)
+
+    assert [path for path, _ in parts] == names
+    assert all(text.startswith("diff --git ") and "+new\n" in text for _, text in parts)
+    assert "".join(text for _, text in parts) == diff

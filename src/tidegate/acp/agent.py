@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,16 @@ from acp.schema import (
     AgentCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
     ToolCallUpdate,
 )
 
-from tidegate.records.report import FlowReport, PhaseEvent
+from tidegate.acp.foreground import Foreground
+from tidegate.acp.updates import Stream
+from tidegate.records.report import FlowReport
 
 APPLY, DISCARD = "apply", "discard"
 
@@ -42,54 +45,20 @@ class _Session:
     repo: Path
     busy: bool = False
     cancelled: bool = False
-    """``session/cancel`` came during the prompt: the run finishes (it cannot be stopped
-    midway yet) but its change stays held, unasked, and the turn ends ``cancelled``."""
-
-
-@dataclass
-class _Stream:
-    """Sends a run's progress from its worker thread as session updates, in order."""
-
-    conn: Any
-    session_id: str
-    loop: asyncio.AbstractEventLoop
-    pending: list[concurrent.futures.Future[Any]] = field(default_factory=list)
-    tools: int = 0
-
-    def send(self, update: Any) -> None:
-        coro = self.conn.session_update(session_id=self.session_id, update=update)
-        self.pending.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-    def phase_started(self, attempt: int, phase: Any) -> None:
-        name = getattr(phase, "value", phase)
-        self.send(acp.update_agent_message_text(f"[attempt {attempt}] {name} ...\n"))
-
-    def phase_finished(self, event: PhaseEvent) -> None:
-        detail = f": {event.detail}" if event.detail else ""
-        self.send(
-            acp.update_agent_message_text(
-                f"[attempt {event.attempt}] {event.phase} {event.status}{detail}\n"
-            )
-        )
-
-    def activity(self, text: str) -> None:
-        """A model's tool call (the planner's progress line): one completed tool call."""
-        self.tools += 1
-        call_id = f"tool-{self.tools}"
-        self.send(acp.start_tool_call(call_id, text, kind="other", status="in_progress"))
-        self.send(acp.update_tool_call(call_id, status="completed"))
-
-    async def drain(self) -> None:
-        pending, self.pending = self.pending, []
-        for future in pending:
-            await asyncio.wrap_future(future)
+    """``session/cancel`` came during the prompt: the run stops as on Ctrl-C (paused at
+    its last checkpoint), or, once it is held, stays held, unasked; the turn ends
+    ``cancelled``."""
+    job: concurrent.futures.Future[Any] | None = None
+    held: FlowReport | None = None
+    """Loaded with the session: its last run, held and unanswered; the next prompt asks."""
 
 
 class TidegateAgent:
     """The agent side; one per connection."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, foreground: Foreground) -> None:
         self.settings = settings
+        self.foreground = foreground
         self.sessions: dict[str, _Session] = {}
         self.conn: Any = None
 
@@ -107,7 +76,7 @@ class TidegateAgent:
 
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(),
+            agent_capabilities=AgentCapabilities(load_session=True),
             agent_info=Implementation(name="tidegate", version=__version__),
         )
 
@@ -118,6 +87,27 @@ class TidegateAgent:
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = _Session(repo)
         return NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Reopen a session: its runs replayed from the repository's store (``history``)."""
+        from tidegate.acp.history import load
+        from tidegate.errors import TidegateError
+
+        repo = session_repository(cwd)
+        if session_id in self.sessions:
+            raise acp.RequestError.invalid_request({"sessionId": "the session is open already"})
+        try:
+            past = await asyncio.to_thread(load, repo, self.settings.state_root, session_id)
+        except TidegateError as exc:
+            raise acp.RequestError.invalid_params({"sessionId": str(exc)}) from None
+        if past is None:
+            raise acp.RequestError.invalid_params({"sessionId": "no run of this session here"})
+        for update in past.updates:
+            await self.conn.session_update(session_id=session_id, update=update)
+        self.sessions[session_id] = _Session(repo, held=past.held)
+        return LoadSessionResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         session = self.sessions.get(session_id)
@@ -131,37 +121,59 @@ class TidegateAgent:
         if not objective:
             raise acp.RequestError.invalid_params({"prompt": "give the objective as text"})
         session.busy, session.cancelled = True, False
-        stream = _Stream(self.conn, session_id, asyncio.get_running_loop())
         try:
-            report = await asyncio.to_thread(self._run, session.repo, objective, stream)
-            await stream.drain()
-            if session.cancelled:
-                final = _cancelled(report)
-            else:
-                final = await self._conclude(session, session_id, report)
-            await stream.drain()
+            if session.held is not None:  # a reopened session's held change: answered first
+                held, session.held = session.held, None
+                await self._say(session_id, await self._conclude(session, session_id, held) + "\n")
+                if session.cancelled:
+                    return PromptResponse(stop_reason="cancelled")
+            final = await self._turn(session, session_id, objective)
         finally:
-            session.busy = False
-        await self.conn.session_update(
-            session_id=session_id, update=acp.update_agent_message_text(final)
-        )
+            session.busy, session.job = False, None
+        await self._say(session_id, final)
         return PromptResponse(stop_reason="cancelled" if session.cancelled else "end_turn")
+
+    async def _turn(self, session: _Session, session_id: str, objective: str) -> str:
+        """The prompt's run, streamed; its held change asked for: the turn's last line."""
+        stream = Stream(self.conn, session_id, asyncio.get_running_loop(), session.repo)
+        session.job = job = self.foreground.submit(lambda: self._run(stream, objective))
+        try:
+            report = await _outcome(job)
+        except asyncio.CancelledError:  # the client is gone: nobody waits for the run
+            self.foreground.interrupt(job)
+            raise
+        await stream.drain()
+        if session.cancelled:
+            return _cancelled(report)
+        final = await self._conclude(session, session_id, report)
+        await stream.drain()
+        return final
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self.conn.session_update(
+            session_id=session_id, update=acp.update_agent_message_text(text)
+        )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
         if session is not None and session.busy:
             session.cancelled = True
+            if session.job is not None:
+                self.foreground.interrupt(session.job)  # Ctrl-C for the run in progress
 
-    def _run(self, repo: Path, objective: str, stream: _Stream) -> FlowReport | str:
-        """The guarded run (in a worker thread): its report, or a refusal's one line."""
+    def _run(self, stream: Stream, objective: str) -> FlowReport | str:
+        """The guarded run of a session's prompt (on the main thread): its report, or a
+        refusal's one line."""
+        from tidegate.acp.history import task_id
+        from tidegate.acp.updates import StreamingRecorder
         from tidegate.errors import TidegateError
         from tidegate.flow.transaction import execute
         from tidegate.planners import planner_for
         from tidegate.records.modes import Mode
         from tidegate.records.request import RunRequest
-        from tidegate.store import StoreRecorder, open_run_store
+        from tidegate.store import open_run_store
 
-        s = self.settings
+        s, repo = self.settings, stream.repo
         try:
             request = RunRequest(
                 repo=repo,
@@ -179,16 +191,18 @@ class TidegateAgent:
         except TidegateError as exc:
             return str(exc)
         try:
-            recorder = StoreRecorder(store)
+            recorder = StreamingRecorder(store, stream, task_id=task_id(stream.session_id))
             planner = planner_for(request, recorder=recorder)
             if hasattr(planner, "progress"):
-                planner.progress = stream.activity
+                planner.progress = stream.asked_for
             try:
                 return execute(request, observer=stream, planner=planner, recorder=recorder)
             finally:
                 getattr(planner, "close", lambda: None)()
         except TidegateError as exc:
             return str(exc)
+        except KeyboardInterrupt:  # cancelled before the run could pause
+            return "the run was stopped before its first checkpoint; nothing was changed"
         finally:
             store.close()
 
@@ -200,7 +214,13 @@ class TidegateAgent:
             return (
                 f"run {report.run_id} {report.status}{where}: {report.message or 'no change held'}"
             )
-        files = await asyncio.to_thread(file_diffs, session.repo, report)
+        from tidegate.acp.diffs import text_diffs
+        from tidegate.workspace.snapshot import result_ref
+
+        paths = [f.path for f in report.changed_files]
+        files = await asyncio.to_thread(
+            text_diffs, session.repo, report.t0_commit, result_ref(report.run_id), paths
+        )
         answer = await self.conn.request_permission(
             session_id=session_id,
             tool_call=ToolCallUpdate(
@@ -221,7 +241,17 @@ class TidegateAgent:
         )
         outcome = answer.outcome
         choice = getattr(outcome, "option_id", None) if outcome.outcome == "selected" else None
-        return await asyncio.to_thread(self._land, session.repo, report.run_id, choice)
+        said = await asyncio.to_thread(self._land, session.repo, report.run_id, choice)
+        if choice in (APPLY, DISCARD):  # the edit the editor shows is settled
+            await self.conn.session_update(
+                session_id=session_id,
+                update=acp.update_tool_call(
+                    f"held-{report.run_id}",
+                    status="completed",
+                    content=[acp.tool_content(acp.text_block(said))],
+                ),
+            )
+        return said
 
     def _land(self, repo: Path, run_id: str, choice: str | None) -> str:
         from tidegate.errors import TidegateError
@@ -249,50 +279,26 @@ class TidegateAgent:
         return landing.message
 
 
-def _cancelled(report: FlowReport | str) -> str:
-    if isinstance(report, str) or report.status != "held":
-        return "cancelled"
-    return (
-        f"cancelled; run {report.run_id} is held, not applied: "
-        f"`tidegate apply {report.run_id}` or `tidegate discard {report.run_id}`"
-    )
-
-
-_MAX_SHOWN = 1024 * 1024
-
-
-def file_diffs(repo: Path, report: FlowReport) -> list[Any]:
-    """The held change as ACP diff content, one per text file (T0's text and the verified
-    result's, from the repository's objects): what an editor shows as its own diff view.
-    Binary, large or unreadable files are left to the unified diff."""
-    from tidegate.errors import TidegateError
-    from tidegate.workspace.keep import kept_object
-    from tidegate.workspace.repo import discover
-
-    def text(spec: str) -> str | None:
-        res = git.run("cat-file", "blob", spec, check=False)
-        if res.returncode != 0 or len(res.stdout) > _MAX_SHOWN or b"\x00" in res.stdout:
-            return None
-        try:
-            return res.stdout.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-
-    out: list[Any] = []
+async def _outcome(job: concurrent.futures.Future[Any]) -> FlowReport | str:
     try:
-        found = discover(repo)
-        git = found.git
-        t0 = kept_object(found, report.run_id, "t0") or report.t0_commit
-        result = kept_object(found, report.run_id, "result")
-        for changed in report.changed_files[:100]:
-            old = text(f"{t0}:{changed.path}") if t0 else None
-            new = text(f"{result}:{changed.path}") if result else None
-            if old is None and new is None:
-                continue
-            out.append(acp.tool_diff_content(str(repo / changed.path), new or "", old))
-    except TidegateError:
-        return []
-    return out
+        report: FlowReport | str = await asyncio.wrap_future(job)
+        return report
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if job.cancelled() and (task is None or not task.cancelling()):
+            return "the run had not started; nothing was changed"  # session/cancel, queued
+        raise
+
+
+def _cancelled(report: FlowReport | str) -> str:
+    if isinstance(report, str):
+        return f"cancelled; {report}"
+    if report.status == "held":
+        return (
+            f"cancelled; run {report.run_id} is held, not applied: "
+            f"`tidegate apply {report.run_id}` or `tidegate discard {report.run_id}`"
+        )
+    return f"cancelled; run {report.run_id} {report.status}: {report.message}"
 
 
 def session_repository(cwd: str) -> Path:
@@ -318,22 +324,40 @@ def session_repository(cwd: str) -> Path:
     return given
 
 
-async def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> None:
     """Speak ACP on this process's stdin and stdout until the client closes them.
 
+    The protocol runs on a thread of its own and the guarded runs on this one, the main
+    thread, so that ``session/cancel`` stops a run as Ctrl-C does (``acp.foreground``).
     The protocol keeps the real stdout to itself: file descriptor 1 becomes a copy of
     stderr first, so nothing else written there (a library's print, a child process that
     inherits it) can corrupt the stream of messages."""
-    import sys
+    import threading
 
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
-    sys.stdout = protocol_out  # type: ignore[assignment,unused-ignore]  # while the streams are made
+    foreground = Foreground()
+    agent = TidegateAgent(settings, foreground)
+
+    def speak() -> None:
+        try:
+            asyncio.run(_speak(agent, protocol_out))
+        finally:
+            foreground.close()
+
+    threading.Thread(target=speak, name="tidegate-acp-protocol", daemon=True).start()
+    foreground.work()
+
+
+async def _speak(agent: TidegateAgent, protocol_out: Any) -> None:
+    import sys
+
+    sys.stdout = protocol_out  # while the streams are made
     try:
         reader, writer = await acp.stdio_streams(limit=_LINE_LIMIT)
     finally:
         sys.stdout = sys.stderr
-    await acp.run_agent(TidegateAgent(settings), writer, reader)  # type: ignore[arg-type]
+    await acp.run_agent(agent, writer, reader)  # type: ignore[arg-type]
 
 
 _LINE_LIMIT = 50 * 1024 * 1024

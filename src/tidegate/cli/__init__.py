@@ -1,7 +1,7 @@
 """The ``tidegate`` command line. Thin: parse, call a service, render.
 
-``main`` first tries the fast path (``tidegate.cli.fast``: help, ``runs``, ``read``
-without importing typer or the engine), then the typer application: the engine commands
+``main`` first tries the fast path (``tidegate.cli.fast``: help, ``runs``, ``read``,
+``completion`` and a mistyped command's one line, without importing typer or the engine), then the typer application: the engine commands
 alone for a command line naming one of them, every command otherwise
 (``tidegate.cli.groups``). ``app`` (every command) is loaded on first use."""
 

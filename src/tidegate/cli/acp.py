@@ -31,8 +31,6 @@ def acp_command(
 
     An ACP client (Zed, JetBrains) sends prompts; each is a guarded run whose verified
     change is held and offered to the client as a diff to apply or discard."""
-    import asyncio
-
     from tidegate.acp.agent import Settings, serve
     from tidegate.flow.request import absolute_script
 
@@ -43,4 +41,4 @@ def acp_command(
         max_attempts=max_attempts,
         max_steps=max_steps,
     )
-    asyncio.run(serve(settings))
+    serve(settings)

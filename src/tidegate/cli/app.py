@@ -20,16 +20,17 @@ from typing import Annotated, Any, Literal
 import typer
 
 from tidegate.cli.groups import add_groups, needs_groups, route_review
-from tidegate.cli.output import dump_json
+from tidegate.cli.landing import print_landings
+from tidegate.cli.output import dump_json, print_report
 from tidegate.cli.runcmd import (
     EXIT_USAGE,
     guarded,
     invoke,
     open_store,
-    print_report,
     progress_observer,
     terminate,
 )
+from tidegate.errors import UsageError
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.sanitize import sanitize
 
@@ -134,6 +135,22 @@ HoldOpt = Annotated[
         help="Verify, then stop before merging: the run ends held; `tidegate apply` lands it.",
     ),
 ]
+RebaseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rebase",
+        help="When the change conflicts with what landed since the run began, re-apply it "
+        "on a fresh snapshot, verify again and land it (at most 3 times).",
+    ),
+]
+ReviewOpt = Annotated[
+    bool,
+    typer.Option(
+        "--review",
+        help="On a terminal: after VERIFY, show each file's diff and ask which to land "
+        "(y/n/a/d/q); the rest stays held.",
+    ),
+]
 StateRootOpt = Annotated[
     str | None,
     typer.Option(
@@ -193,6 +210,8 @@ def run(
     verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
+    rebase: RebaseOpt = False,
+    review: ReviewOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -257,6 +276,8 @@ def debug(
     verify_timeout: TimeoutOpt = None,
     keep_shadow: KeepOpt = False,
     hold: HoldOpt = False,
+    rebase: RebaseOpt = False,
+    review: ReviewOpt = False,
     warm_shadow: WarmOpt = False,
     network: NetworkOpt = False,
     containment: ContainmentOpt = None,
@@ -390,6 +411,14 @@ def runs(
 
 
 @app.command()
+def status(repo: RepoOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """List the runs alive in this repository now: phase, elapsed time, pid."""
+    from tidegate.cli.status import status_output
+
+    sys.stdout.write(status_output(repo, as_json))
+
+
+@app.command()
 def read(
     run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
     repo: RepoOpt = Path("."),
@@ -460,6 +489,12 @@ def apply(
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", help="Leave this path out (repeatable).")
     ] = None,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review", help="On a terminal: show each file's diff and ask which to land."
+        ),
+    ] = False,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -467,6 +502,13 @@ def apply(
     three-way merge as a run; a subset is verified again on its own first."""
     from tidegate.flow.landing import apply_run
 
+    if review:
+        from tidegate.cli.landing import require_terminal, review_held
+
+        if only or exclude:
+            raise UsageError("apply --review asks which files to land: not with --only/--exclude")
+        require_terminal("--review", as_json)
+        raise typer.Exit(review_held(repo, state_root, run_id))
     store = open_store(repo, state_root)
     try:
         outcome = apply_run(
@@ -474,7 +516,7 @@ def apply(
         )
     finally:
         store.close()
-    raise typer.Exit(_print_landings([outcome], as_json))
+    raise typer.Exit(print_landings([outcome], as_json))
 
 
 @app.command()
@@ -492,7 +534,7 @@ def discard(
         outcome = discard_run(repo, store, run_id)
     finally:
         store.close()
-    raise typer.Exit(_print_landings([outcome], as_json))
+    raise typer.Exit(print_landings([outcome], as_json))
 
 
 @app.command()
@@ -523,7 +565,6 @@ def undo(
     """Reverse an applied run's change with a three-way merge: your edits since are kept,
     a conflict changes nothing (.rej files), the index is never touched. --call/--session
     put back what tool calls (tools call, MCP) replaced or deleted, the same way."""
-    from tidegate.errors import UsageError
     from tidegate.flow.landing import undo_last, undo_run
 
     if call_id is not None or session_id is not None:
@@ -542,22 +583,7 @@ def undo(
             outcomes = [undo_run(repo, store, run_id)]
     finally:
         store.close()
-    raise typer.Exit(_print_landings(outcomes, as_json))
-
-
-def _print_landings(outcomes: list[Any], as_json: bool) -> int:
-    """Print what apply, discard or undo did; the exit code of the last one."""
-    if as_json:
-        shown: Any = [o.as_dict() for o in outcomes]
-        sys.stdout.write(dump_json(shown[0] if len(shown) == 1 else shown) + "\n")
-    else:
-        from tidegate.cli.runtext import landing_text
-
-        for outcome in outcomes:
-            if outcome.report is not None:
-                print_report(outcome.report, False)
-            sys.stdout.write(landing_text(outcome.as_dict()))
-    return int(outcomes[-1].exit_code)
+    raise typer.Exit(print_landings(outcomes, as_json))
 
 
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:
@@ -566,6 +592,11 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     An engine command runs on the engine commands alone, anything else (or ``full``) on
     every command (``tidegate.cli.groups``)."""
     args = sys.argv[1:] if argv is None else argv
+    from tidegate.cli.completion import misspelt
+
+    if (unknown := misspelt(args)) is not None:  # the fast path's line, for every entry
+        sys.stderr.write(unknown + "\n")
+        return EXIT_USAGE
     application = full_app() if full or needs_groups(args) else app
     args = route_review(args)
     signal.signal(signal.SIGTERM, terminate)

@@ -1,9 +1,10 @@
-"""The fast path: ``tidegate --help``, ``tidegate runs`` and ``tidegate read`` without typer.
+"""The fast path: ``tidegate --help``, ``runs``, ``read`` and ``completion`` without typer.
 
 typer, click and rich take longer to import than these commands take to run. ``dispatch``
-answers the plain forms of the three itself and returns None for anything else (another
-command, a subcommand's ``--help``, an unusual or invalid option), which the typer
-application then handles, parser error messages included. The output is the same either
+answers the plain forms of the three itself (and ``completion``, and a command line
+whose command or sub-command is mistyped: ``cli.completion``) and returns None for
+anything else (another command, a subcommand's ``--help``, an unusual or invalid option),
+which the typer application then handles, parser error messages included. The output is the same either
 way: the help text below is what typer renders (tests/e2e/test_startup.py compares them),
 ``runs``/``read`` are the typer commands' own bodies (``tidegate.cli.records``), and an
 error is reported as every command reports one (``cli.runcmd.guarded``).
@@ -36,6 +37,7 @@ Commands:
   recover               Finish (or --rollback) apply-backs a crash...
   gc                    Prune runs past retention ([retention] runs,...
   runs                  List recorded runs, newest first (read-only; a...
+  status                List the runs alive in this repository now:...
   read                  Show a recorded run: report, phases, attempts,...
   resume                Continue a paused or interrupted run from its...
   diff                  Show a recorded run's change as a diff (through...
@@ -43,6 +45,7 @@ Commands:
   discard               Drop a held run's change; it can no longer be...
   undo                  Reverse an applied run's change with a three-way...
   init                  Write .tidegate/config.toml (yours, untracked),...
+  completion            Print a shell completion script: bash, zsh or fish.
   inspect               Browse recorded runs in a read-only local web page.
   acp                   Drive guarded runs from an editor over ACP (stdio).
   ledger                Resumable task loops kept in markdown files:...
@@ -75,7 +78,7 @@ def dispatch(args: Sequence[str]) -> int | None:
         return 0
     command, rest = args[0], args[1:]
     if command not in ("runs", "read"):
-        return None
+        return _completion(command, rest)
     parsed = _options(rest, valued=_VALUED - ({"--limit"} if command == "read" else set()))
     if parsed is None:
         return None
@@ -103,6 +106,27 @@ def dispatch(args: Sequence[str]) -> int | None:
             "tidegate: interrupted (an apply-back is never left half-done; see git status)\n"
         )
         return 130
+
+
+def _completion(command: str, rest: Sequence[str]) -> int | None:
+    """``completion SHELL``, the scripts' ``__complete``, and the one line for a mistyped
+    command (or sub-command); None for anything else."""
+    from tidegate.cli.groups import ENGINE_COMMANDS
+
+    if command in ENGINE_COMMANDS:
+        return None  # no sub-commands: every word after it is the command's to parse
+    from tidegate.cli.completion import SHELLS, complete_command, misspelt, script
+
+    if command == "__complete":
+        return complete_command(rest)
+    if command == "completion" and len(rest) == 1 and rest[0] in SHELLS:
+        sys.stdout.write(script(rest[0]))
+        return 0
+    unknown = misspelt([command, *rest])
+    if unknown is None:
+        return None
+    sys.stderr.write(unknown + "\n")
+    return 2
 
 
 def _terminate(signum: int, frame: object) -> None:

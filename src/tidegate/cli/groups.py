@@ -24,6 +24,7 @@ ENGINE_COMMANDS = frozenset(
         "recover",
         "gc",
         "runs",
+        "status",
         "read",
         "resume",
         "diff",
@@ -59,9 +60,11 @@ def add_groups(app: typer.Typer) -> None:
     from tidegate.cli.ledger import ledger_app
     from tidegate.cli.mcp import mcp_app
     from tidegate.cli.operator import operator_apps
+    from tidegate.cli.shell import completion_command
     from tidegate.cli.tools import tools_app
 
     app.command(name="init")(init_command)
+    app.command(name="completion")(completion_command)
     app.add_typer(ledger_app, name="ledger")
     app.add_typer(tools_app, name="tools")
     app.add_typer(mcp_app, name="mcp")

@@ -13,6 +13,8 @@ TYPE_CHECKING = False  # the fast path (``tidegate.cli.quickread``) does not imp
 if TYPE_CHECKING:
     from typing import Any
 
+    from tidegate.records.report import FlowReport
+
 
 def dump_json(value: Any, *, indent: int | None = 2) -> str:
     """``value`` as JSON for stdout: secrets redacted, every control character and every
@@ -23,6 +25,20 @@ def dump_json(value: Any, *, indent: int | None = 2) -> str:
 def safe_line(text: str, *, stream: Any = None) -> None:
     """One line for a person: secrets redacted, control characters made visible."""
     (stream or sys.stdout).write(sanitize(text) + "\n")
+
+
+def print_report(report: FlowReport, as_json: bool, *, with_diff: bool = True) -> None:
+    """A run's report on standard output: JSON, or for a person the one renderer's text
+    (``cli.report_text``; ``with_diff``: the change's diff last) through ``shown``."""
+    if as_json:
+        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
+        return
+    from tidegate.cli.report_text import report_text, terminal_styles
+
+    data = report.model_dump(mode="json")
+    if not with_diff:
+        data["diff"] = ""
+    shown(report_text(data, terminal_styles()))
 
 
 def shown(text: str) -> None:

@@ -184,6 +184,26 @@ def diff_stat(diff: str) -> str:
     return "".join(out)
 
 
+def diff_files(diff: str) -> list[tuple[str, str]]:
+    """A unified diff cut into its files: (path, the file's part of the diff), in order. The
+    path is read from the ``diff --git a/P b/P`` header (no renames: both sides are the same
+    path), unquoted when git quoted it."""
+    parts: list[tuple[str, str]] = []
+    for part in ("\n" + diff).split("\ndiff --git ")[1:]:
+        header = part.split("\n", 1)[0]
+        quoted = header.startswith('"')
+        half = (len(header) - (8 if quoted else 5)) // 2  # 'a/P b/P' or '"a/P" "b/P"'
+        path = header[3 : 3 + half] if quoted else header[2 : 2 + half]
+        if quoted:
+            import codecs
+
+            raw = codecs.escape_decode(path.encode("utf-8", "surrogateescape"))[0]
+            path = raw.decode("utf-8", "surrogateescape")
+        text = "diff --git " + part
+        parts.append((path, text if text.endswith("\n") else text + "\n"))
+    return parts
+
+
 def _table(files: list[dict[str, Any]], styles: Styles | None) -> str:
     """The changed files in aligned columns, two spaces apart; the header bold."""
     rows = [_HEADERS]

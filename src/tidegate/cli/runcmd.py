@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tidegate.cli.output import dump_json
+from tidegate.cli.output import print_report
 from tidegate.errors import PersistenceError, TidegateError, UsageError, missing_extra
 from tidegate.records.modes import DEFAULT_VERIFY_TIMEOUT_S, Mode
 from tidegate.text.paths import is_utf8
@@ -61,11 +61,15 @@ _COMMON: dict[str, tuple[Any, ...]] = {
     "--state-root": ("state_root", "str"),
     "--json": ("as_json", "flag"),
 }
+REBASES = 3
+"""How many fresh T0s ``--rebase`` tries a conflicting change on."""
 _PATCHING: dict[str, tuple[Any, ...]] = {
     **_COMMON,
     "--max-attempts": ("max_attempts", "int", 1, 20),
     "--keep-shadow": ("keep_shadow", "flag"),
     "--hold": ("hold", "flag"),
+    "--rebase": ("rebase", "flag"),
+    "--review": ("review", "flag"),
     "--agent": ("agent", "str"),
     "--agent-model": ("agent_model", "str"),
     "--sub-agent": ("sub_agent", "multi"),
@@ -87,6 +91,8 @@ DEFAULTS: dict[str, Any] = {
     "verify_timeout": None,
     "keep_shadow": False,
     "hold": False,
+    "rebase": False,
+    "review": False,
     "warm_shadow": False,
     "network": False,
     "as_json": False,
@@ -169,6 +175,8 @@ def dispatch(args: list[str]) -> int | None:
     signal.signal(signal.SIGTERM, terminate)  # as the typer path: SIGTERM ends like Ctrl-C
     from tidegate.flow import headstart
 
+    if values.get("review") and not sys.stdin.isatty():
+        return guarded(lambda: invoke(command, values))  # refused before any work
     # The run's first git work (lock, T0's scan) goes on while the engine is imported.
     headstart.begin(
         values.get("repo", DEFAULTS["repo"]),
@@ -191,6 +199,10 @@ def invoke(command: str, values: dict[str, Any]) -> int:
     from tidegate.flow.request import absolute_script
 
     p = {**DEFAULTS, **values}
+    if p["review"]:
+        from tidegate.cli.landing import require_terminal
+
+        require_terminal("--review", p["as_json"])
     fields: dict[str, Any] = {
         "repo": p["repo"],
         "verify": p.get("verify"),
@@ -210,7 +222,8 @@ def invoke(command: str, values: dict[str, Any]) -> int:
         fields.update(
             max_attempts=p["max_attempts"],
             keep_shadow=p["keep_shadow"],
-            hold=p["hold"],
+            hold=p["hold"] or p["review"],
+            rebase=REBASES if p["rebase"] else 0,
             agent=p.get("agent"),
             agent_model=p.get("agent_model"),
             sub_agents=tuple(p.get("sub_agent") or ()),
@@ -225,6 +238,7 @@ def invoke(command: str, values: dict[str, Any]) -> int:
         p.get("state_root"),
         otlp=p.get("otlp"),
         fail_on=fail_on,
+        review=p["review"] and mode is not Mode.REVIEW,
         **fields,
     )
 
@@ -237,10 +251,12 @@ def run_command(
     state_root: str | None,
     otlp: str | None = None,
     fail_on: str = "never",
+    review: bool = False,
     **fields: Any,
 ) -> int:
     """Build the request (``fields`` are RunRequest fields), run it, record it, render it;
-    the exit code. ``otlp``: send the run's spans there as it goes (``export.live``)."""
+    the exit code. ``otlp``: send the run's spans there as it goes (``export.live``);
+    ``review``: a held change's files are then asked about (``cli.landing``)."""
     from tidegate.flow.transaction import execute
     from tidegate.planners import planner_for
     from tidegate.records.request import RunRequest
@@ -273,7 +289,11 @@ def run_command(
         store.close()  # checkpoints SQLite's WAL into the store file: nothing is left to exit
     if failure is not None:
         sys.stderr.write(sanitize(f"tidegate: warning: live export stopped: {failure}") + "\n")
-    print_report(report, as_json)
+    print_report(report, as_json, with_diff=not review)
+    if review and report.status == "held":
+        from tidegate.cli.landing import review_held
+
+        return review_held(request.repo, state_root, report.run_id)
     global finished_cleanly
     finished_cleanly = True
     return findings_exit(report, fail_on)
@@ -326,16 +346,6 @@ def _live_export(store: RunStore, recorder: StoreRecorder, endpoint: str) -> Liv
         return None if trace is None else str(trace.run_id)
 
     return LiveExport(store.path, store.key, endpoint, run_id).start()
-
-
-def print_report(report: FlowReport, as_json: bool) -> None:
-    if as_json:
-        sys.stdout.write(dump_json(report.model_dump(mode="json")) + "\n")
-        return
-    from tidegate.cli.output import shown
-    from tidegate.cli.report_text import report_text, terminal_styles
-
-    shown(report_text(report.model_dump(mode="json"), terminal_styles()))
 
 
 def objective_text(

@@ -1,18 +1,18 @@
 """A run's head start: its first git work, begun while the interpreter imports the engine.
 
 Importing the engine (pydantic models, typer, the phases) takes longer than finding the
-repository, taking the run lock and scanning the work tree for T0, and the two need
+repository, registering the run (its own lock) and scanning the work tree for T0, and the two need
 different things: the imports a core of Python, the scan git processes. So once a run's
 command line is parsed (``tidegate.cli.runcmd``), ``begin`` starts a thread that
 does that git work, and ``execute`` adopts what it made (``adopt``) instead of doing it
-again. Nothing the thread does is visible before a run is decided: the lock (released on
+again. Nothing the thread does is visible before a run is decided: the registration (released on
 any way out), a claimed scratch directory (removed on any way out, swept by ``recover``
 after a kill), T0's trees as objects without a ref, and the warm shadow cleaned to its own
 HEAD (which every pooled run does first). It changes no ref, no index and no file of the
 user's; it writes ``.git/info/exclude`` never (it runs only when that already excludes
 ``.tidegate/``, else the run does it as before).
 
-Whatever goes wrong in the thread (not a repository, the lock held, a git error) is not
+Whatever goes wrong in the thread (not a repository, a git error) is not
 reported by it: the head start is dropped and the run does the same work itself, so every
 error is reported exactly as without a head start. A head start for another path than
 the request's is dropped too. A command line that goes to typer gets no head start.
@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from tidegate.workspace import landed
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import RunLock
@@ -63,6 +64,7 @@ class HeadStart:
         self.scratch: Path | None = None
         self.cleaning: PoolCleaning | None = None
         self.trees: T0Trees | None = None
+        self.landed_seen = 0
         self._thread = threading.Thread(target=self._work, name="tidegate-headstart", daemon=True)
 
     def _work(self) -> None:
@@ -79,6 +81,7 @@ class HeadStart:
             self.scratch = make_scratch(repo, self.run_id)
             if self.warm:
                 self.cleaning = PoolCleaning.start(repo)
+            self.landed_seen = landed.count(repo.runtime_dir)  # before T0's scan
             self.trees = snapshot_trees(repo, self.scratch)
         except Exception:
             self.trees = None
@@ -121,13 +124,13 @@ class HeadStart:
         The pooled shadow, cleaned or not, stays the pool's (a run cleans it first)."""
         self.settle()
         if self.cleaning is not None:
-            self.cleaning.wait()
+            self.cleaning.release()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self.repo is not None:
             release_claim(self.repo, self.run_id)
         if self.lock is not None:
-            self.lock.release(restore_took_over=True)
+            self.lock.release()
 
 
 def begin(repo: Path, *, warm: bool, probe: Probes) -> None:

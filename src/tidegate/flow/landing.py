@@ -5,7 +5,7 @@ Every write goes the way APPLY_BACK's does -- ``workspace.merge_back`` plans a t
 merge of every path before anything is written, a conflict writes ``.rej`` files and
 changes nothing, ``workspace.journal`` makes the writes crash-safe (``tidegate recover``
 finishes or rolls back a journal these leave, named ``<run-id>.apply`` or
-``<run-id>.undo``) -- under the repository's run lock, never touching the index. What
+``<run-id>.undo``) -- under the landing lock APPLY_BACK takes, never touching the index. What
 became of the change is recorded after the work tree holds it (``store.landings``); a
 crash in between leaves the work tree ahead of the record, and the same command run again
 finds nothing left to write and records it.
@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,16 +38,16 @@ from tidegate.records.report import FlowReport
 from tidegate.store.db import RunStore
 from tidegate.store.landings import landed_by, landings, record_landing
 from tidegate.store.rows import StoredRun
+from tidegate.workspace import landed
 from tidegate.workspace.changes import PathChange, diff_trees
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import (
     ApplyBackRace,
     ApplyBackWriteError,
     apply_ops,
-    pending_journals,
 )
 from tidegate.workspace.keep import drop_kept, kept_object
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import ApplyLock, landing
 from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
 
@@ -255,20 +254,9 @@ def _select(changes: list[PathChange], only: list[str], exclude: list[str]) -> l
     return chosen
 
 
-@contextmanager
-def _locked(repo: Repository, what: str) -> Iterator[None]:
-    """The repository's run lock, with no interrupted apply-back pending."""
-    lock = RunLock(repo.runtime_dir, f"{what}-{new_run_id()}").acquire()
-    try:
-        pending = pending_journals(repo.runtime_dir)
-        if pending:
-            raise UsageError(
-                f"an apply-back interrupted by a crash is pending ({pending[0].name}); run "
-                "`tidegate recover` (or `tidegate recover --rollback`) first"
-            )
-        yield
-    finally:
-        lock.release()
+def _locked(repo: Repository, what: str) -> AbstractContextManager[ApplyLock]:
+    """The landing lock (APPLY_BACK's), with no interrupted apply-back pending."""
+    return landing(repo.runtime_dir, f"{what}-{new_run_id()}")
 
 
 def _merge(repo: Repository, run_id: str, label: str, changes: list[PathChange]) -> Landing:
@@ -295,6 +283,8 @@ def _merge(repo: Repository, run_id: str, label: str, changes: list[PathChange])
         return Landing(run_id, "conflict", f"cannot {verb} run {run_id}: {exc}", exit_code=3)
     except ApplyBackWriteError as exc:
         return Landing(run_id, "failed", f"cannot {verb} run {run_id}: {exc}", exit_code=1)
+    if plan.ops:
+        landed.append(repo.runtime_dir, run_id, verb, len(plan.ops))
     return Landing(
         run_id,
         "applied" if verb == "apply" else "undone",
@@ -319,10 +309,7 @@ def apply_run(
 ) -> Landing:
     """``tidegate apply``: land a held run's change (the newest held one by default)."""
     repo = discover(repo_path)
-    run, landed = _chosen(store, repo, run_id, "apply", "held")
-    state = change_state(run, landed)
-    if state != "held":
-        raise _refusal(run.run_id, state, "apply")
+    run = _held(store, repo, run_id)
     _policy_unchanged(repo, run)
     t0, tree = _change(repo, run)
     changes = diff_trees(repo.git, t0, tree)
@@ -344,6 +331,20 @@ def apply_run(
             )
             outcome.message = _done("applied", run.run_id, outcome)
     return outcome
+
+
+def held_run(repo_path: Path, store: RunStore, run_id: str | None) -> StoredRun:
+    """The held run ``apply`` would land (the newest held one by default), refused as
+    ``apply`` refuses it."""
+    return _held(store, discover(repo_path), run_id)
+
+
+def _held(store: RunStore, repo: Repository, run_id: str | None) -> StoredRun:
+    run, landed = _chosen(store, repo, run_id, "apply", "held")
+    state = change_state(run, landed)
+    if state != "held":
+        raise _refusal(run.run_id, state, "apply")
+    return run
 
 
 def _apply_subset(

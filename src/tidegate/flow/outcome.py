@@ -109,6 +109,7 @@ def run_report(
         attempt_events=state.attempt_events,
         phases=events,
         notes=state.notes,
+        landing=state.landing,
         duration_s=round(time.monotonic() - started, 3),
     )
 

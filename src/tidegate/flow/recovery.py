@@ -22,7 +22,7 @@ from tidegate.errors import GitError
 from tidegate.flow.headstart import new_run_id
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import ApplyLock
 from tidegate.workspace.owned_temp import remove_dead_owned, remove_dead_sandboxes
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow.leftovers import remove_leftovers
@@ -61,7 +61,9 @@ class RecoverySummary:
 
 def recover_repository(path: Path, rollback: bool = False) -> RecoverySummary:
     repo = discover(path)
-    lock = RunLock(repo.runtime_dir, f"recover-{new_run_id()}").acquire()
+    # The landing lock: a journal found while holding it is a dead writer's; live runs go
+    # on (their shadows and scratch are claimed by live processes and left alone).
+    lock = ApplyLock(repo.runtime_dir, f"recover-{new_run_id()}").acquire()
     try:
         summary = RecoverySummary(repo=str(repo.root))
         fs = LocalFS(repo.root)

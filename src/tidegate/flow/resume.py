@@ -44,7 +44,7 @@ from tidegate.flow.progress_inputs import (
 )
 from tidegate.flow.progress_restore import restore
 from tidegate.flow.retention import fold_ended
-from tidegate.flow.transaction import closing_notes, new_state
+from tidegate.flow.transaction import Announced, closing_notes, new_state
 from tidegate.planners import Planner, planner_for
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
@@ -53,7 +53,7 @@ from tidegate.text.floats import decode_floats
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import journal_root, pending_journals, recover
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import ApplyLock, RunLock
 from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import ShadowWorktree
@@ -89,6 +89,7 @@ def resume_run(
     t0 = saved["t0"]
     lock = RunLock(repo.runtime_dir, ticket.run_id)
     lock.acquire()
+    lock.describe(mode=request.mode.value, planner=planner.name, phase="RESUME")
     scratch: Path | None = None
     shadow: ShadowWorktree | None = None
     try:
@@ -117,7 +118,8 @@ def resume_run(
             last_saved=dict(saved),
         )
         begin = _begin_resumed(ticket, recorder, driver, shadow)
-        report = driver.run(observer, begin, closing_notes(state, lock, shadow), restored)
+        announced = Announced(lock, observer)
+        report = driver.run(announced, begin, closing_notes(state, lock, shadow), restored)
         fold_ended(repo, ticket.run_id, report.status, config.retention, recorder)
         return report
     finally:
@@ -160,7 +162,7 @@ def _check_workspace(
         raise refuse(f"its T0 snapshot {t0['ref']} is gone or was moved")
     notes = [f"resumed ({ticket.status}) from checkpoint {ticket.checkpoint_seq}"]
     notes += _finish_own_journal(repo, ticket, refuse)
-    # A killed run left its shadow behind; with the lock held no live run owns one.
+    # A killed run left its shadow behind; the shadows of live runs are claimed and stay.
     notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
     current = workspace_identity(repo.root)
     if current["value"] != inputs.fingerprint["value"]:
@@ -219,6 +221,13 @@ def _finish_own_journal(
     repo: Repository, ticket: ResumeTicket, refuse: Callable[[str], ResumeRefused]
 ) -> list[str]:
     """Complete this run's interrupted apply-back; refuse while another run's is pending."""
+    with ApplyLock(repo.runtime_dir, f"resume-{ticket.run_id}") as _landing:
+        return _finish_locked(repo, ticket, refuse)
+
+
+def _finish_locked(
+    repo: Repository, ticket: ResumeTicket, refuse: Callable[[str], ResumeRefused]
+) -> list[str]:
     notes: list[str] = []
     own = journal_root(repo.runtime_dir) / ticket.run_id
     if own.is_dir():

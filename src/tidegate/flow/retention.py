@@ -27,7 +27,7 @@ from tidegate.config.records import RetentionConfig
 from tidegate.errors import TidegateError
 from tidegate.workspace.claims import all_claims
 from tidegate.workspace.keep import Kept, Plan, fold_only, read_kept, update_kept
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import PoolLock
 from tidegate.workspace.repo import Repository, discover
 
 if TYPE_CHECKING:
@@ -146,15 +146,16 @@ def _sweep(repo: Repository, store: RunStore, retention: RetentionConfig, out: G
 
 
 def _remove_idle_pool(repo: Repository) -> str | None:
-    """The warm pool's shadow, removed when no run holds the repository lock (a run
+    """The warm pool's shadow, removed when no run is using it (its lock is free; a run
     makes a new one when it wants one)."""
     from tidegate.workspace.shadow import ShadowWorktree
     from tidegate.workspace.shadow.worktrees import pooled_path
 
-    lock = RunLock(repo.runtime_dir, "gc")
+    lock = PoolLock(repo.runtime_dir, "gc")
     try:
-        lock.acquire()
-    except (TidegateError, OSError):  # a run holds it (or it cannot be taken): not idle
+        if not lock.try_acquire():
+            return None  # a run is using it
+    except (TidegateError, OSError):
         return None
     try:
         path = pooled_path(repo)

@@ -17,6 +17,7 @@ from tidegate.records.report import (
     ChangedFile,
     ContainmentOut,
     EffectivePolicyOut,
+    LandingOut,
 )
 from tidegate.records.request import RunRequest
 from tidegate.validate.shapes import why_missing
@@ -98,6 +99,10 @@ class RunState:
     applied_files: list[AppliedFile] = field(default_factory=list)
     rejects: list[str] = field(default_factory=list)
     rejects_dir: Path | None = None
+    landed_seen: int | None = None
+    """How many landings the work tree had seen when T0 was taken (``workspace.landed``);
+    None: not known (a resumed run)."""
+    landing: LandingOut | None = None
     fidelity: Fidelity | None = None
     containment: ContainmentOut | None = None
     """What VERIFY's command last ran under (recorded in the report)."""

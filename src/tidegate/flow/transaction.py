@@ -1,7 +1,7 @@
 """The transaction runner: bootstrap, attempts with retries, terminal failure mapping,
 cleanup, and the final FlowReport.
 
-Bootstrap (run lock, T0 snapshot, shadow worktree) changes nothing in the user's work tree
+Bootstrap (the run's own lock, T0 snapshot, shadow worktree) changes nothing in the user's work tree
 or index; if it fails the run ends with nothing applied. An attempt is retried only when
 its error class is retryable and the condition changed (new feedback, a new proposal).
 
@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tidegate.config import load_policy
 from tidegate.config.records import LoadedConfig, TidegateConfig
@@ -40,17 +41,18 @@ from tidegate.flow.headstart import new_run_id
 from tidegate.flow.outcome import bootstrap_failure, finish_report
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.policy_record import effective_policy
+from tidegate.flow.rebase import rebasable, rebase
 from tidegate.flow.request import verify_clearance
 from tidegate.flow.retention import fold_ended
 from tidegate.flow.state import RunState
 from tidegate.planners import Planner, planner_for
-from tidegate.records.modes import Mode
-from tidegate.records.report import EffectivePolicyOut, FlowReport
+from tidegate.records.modes import Mode, Phase
+from tidegate.records.report import EffectivePolicyOut, FlowReport, PhaseEvent
 from tidegate.records.request import RunRequest
+from tidegate.workspace import landed
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
-from tidegate.workspace.journal import pending_journals
-from tidegate.workspace.lock import LockFileError, RunLock
+from tidegate.workspace.lock import LockFileError, RunLock, crashed_journal
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree
 from tidegate.workspace.shadow.leftovers import make_scratch
@@ -68,14 +70,26 @@ def execute(
     planner: Planner | None = None,
     recorder: RunRecorder | None = None,
 ) -> FlowReport:
-    """Run ``request`` to completion. Usage errors raise; every run failure is a report."""
+    """Run ``request`` to completion. Usage errors raise; every run failure is a report.
+    A conflict at APPLY_BACK with ``request.rebase`` left goes on as a rebase
+    (``flow.rebase``): the last run's report is returned."""
     started = time.monotonic()
     head = headstart.adopt(request.repo)
     try:
-        return _execute(request, head, started, observer, planner, recorder)
+        report = _execute(request, head, started, observer, planner, recorder)
     finally:
         if head is not None:
             head.drop()  # whatever of it the run did not take over
+
+    def again(req: RunRequest, rebased: Planner) -> FlowReport:
+        return _execute(req, None, time.monotonic(), observer, rebased, recorder)
+
+    while rebasable(report, request):
+        done = rebase(discover(request.repo), report, request, again)
+        if done is None:
+            break
+        request, report = done
+    return report
 
 
 def _execute(
@@ -112,13 +126,14 @@ def _execute(
         return boot.failed(ErrorClass.RESOURCE_LOCK_ERROR, str(exc))
     except LockFileError as exc:
         return boot.failed(ErrorClass.PERSISTENCE_ERROR, str(exc))
-    pending = pending_journals(repo.runtime_dir)
-    if pending:
+    # Another run's apply-back in progress holds the landing lock and is not a crash.
+    if pending := crashed_journal(repo.runtime_dir):
         lock.release()
         raise UsageError(
-            f"an apply-back interrupted by a crash is pending (run {pending[0].name}); "
+            f"an apply-back interrupted by a crash is pending (run {pending}); "
             "run `tidegate recover` (or `tidegate recover --rollback`) first"
         )
+    lock.describe(mode=request.mode.value, planner=boot.planner.name, phase="BOOTSTRAP")
     return _run_locked(boot, head, loaded, policy, lock, observer)
 
 
@@ -162,6 +177,8 @@ class _Held:
             self.warm.wait()  # no git may still run in the pooled shadow once the lock is gone
         if self.shadow is not None:
             self.shadow.release(keep=self.keep_shadow)
+        if self.warm is not None:
+            self.warm.release()  # the pool, when no shadow took it over
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         release_claim(self.repo, self.run_id)
@@ -185,7 +202,7 @@ def _run_locked(
         # (T0's refs, the shadow's move) as well as every phase; they end before the lock.
         held.kept.enter_context(repo.git.kept_processes())
         try:
-            snapshot, excluded = _prepare(repo, boot.run_id, head, held, pool)
+            snapshot, excluded, seen = _prepare(repo, boot.run_id, head, held, pool)
         except (GitError, OSError) as exc:
             return boot.failed(ErrorClass.UNKNOWN, str(exc))
         except KeyboardInterrupt:
@@ -201,6 +218,7 @@ def _run_locked(
         state = new_state(
             request, boot.run_id, repo, snapshot, shadow, boot.planner, scratch, config
         )
+        state.landed_seen = seen
         state.notes.extend((*request.notes, *loaded.ignored))
         if not excluded:
             state.notes.append(
@@ -208,11 +226,35 @@ def _run_locked(
             )
         state.policy = policy
         driver = Driver(state, boot.recorder, boot.started)
-        report = driver.run(observer, driver.start, closing_notes(state, lock, shadow))
+        report = driver.run(
+            Announced(lock, observer), driver.start, closing_notes(state, lock, shadow)
+        )
         fold_ended(repo, boot.run_id, report.status, config.retention, boot.recorder)
         return report
     finally:
         held.release()
+
+
+class Announced:
+    """The caller's observer, plus the run's live registration kept up to date with the
+    phase it is in (what ``tidegate status`` shows)."""
+
+    def __init__(self, lock: RunLock, inner: PhaseObserver | None) -> None:
+        self.lock = lock
+        self.inner = inner
+
+    def phase_started(self, attempt: int, phase: Phase) -> None:
+        self.lock.describe(phase=phase.value, attempt=attempt)
+        if self.inner is not None:
+            self.inner.phase_started(attempt, phase)
+
+    def phase_finished(self, event: PhaseEvent) -> None:
+        if self.inner is not None:
+            self.inner.phase_finished(event)
+
+    def __getattr__(self, name: str) -> Any:
+        """The observer's optional parts (``command_output``) are the caller's."""
+        return getattr(self.inner, name)
 
 
 def _prepare(
@@ -221,30 +263,32 @@ def _prepare(
     head: headstart.HeadStart | None,
     held: _Held,
     pool: bool,
-) -> tuple[T0Snapshot, bool]:
+) -> tuple[T0Snapshot, bool, int]:
     """The scratch dir, T0 and the shadow (each kept in ``held`` as soon as it exists),
-    taken over from the head start when there is one. Returns T0 and whether
-    ``.git/info/exclude`` holds ``.tidegate/``."""
+    taken over from the head start when there is one. Returns T0, whether
+    ``.git/info/exclude`` holds ``.tidegate/``, and how many landings the work tree had
+    seen before T0 (``workspace.landed``)."""
     if head is not None:
         # T0's trees were taken, and the warm shadow cleaned, beside the imports.
         assert head.trees is not None and head.scratch is not None
         held.scratch, head.scratch = head.scratch, None
         cleaning, head.cleaning = head.cleaning, None
         if cleaning is not None and not pool:
-            cleaning.wait()
+            cleaning.release()
         held.warm = cleaning if pool else None
         if pool and held.warm is None:
             held.warm = PoolCleaning.start(repo)
-        excluded = True
+        excluded, seen = True, head.landed_seen
         snapshot = record_snapshot(repo, run_id, head.trees)
     else:
         held.scratch = scratch = make_scratch(repo, run_id)
         excluded = ensure_excluded(repo)
+        seen = landed.count(repo.runtime_dir)  # before T0: a landing meanwhile counts
         # The warm shadow's own scan runs beside T0's scan of the main tree.
         held.warm = PoolCleaning.start(repo) if pool else None
         snapshot = take_snapshot(repo, run_id, scratch)
     held.shadow = ShadowWorktree.acquire(repo, snapshot.commit, run_id, pool=pool, warm=held.warm)
-    return snapshot, excluded
+    return snapshot, excluded, seen
 
 
 def new_state(

@@ -71,7 +71,7 @@ def when(ms: object) -> str:
 def status(value: object) -> str:
     """A status word in a badge; its class only from a fixed set."""
     word = "" if value is None else str(value)
-    known = {"succeeded", "ok", "failed", "conflict", "running", "paused", "interrupted"}
+    known = {"succeeded", "ok", "failed", "conflict", "running", "paused", "interrupted", "held"}
     css = word if word in known else "other"
     return f'<span class="badge {css}">{text(word)}</span>'
 

@@ -1,15 +1,16 @@
 """One run's page, from ``store.views.run_view`` and the run's trace: the run and its
 report's message, the evidence (the checkpoint chain as verified or refused, the replay
 hash recomputed), the phases of each attempt on a timeline, then the sections of
-``inspector.sections`` (attempts with their feedback, VERIFY, the changes with their
-hashes and diff, tool calls with their host-attested effects, the transcript). A running
-run's page refreshes itself."""
+``inspector.sections`` (attempts with their feedback, each attempt's proposal text
+(``inspector.proposals``), VERIFY, the changes with their hashes and diff, tool calls with
+their host-attested effects, the transcript). A running run's page refreshes itself."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tidegate.inspector.markup import block, page, rows, status, table, text, when
+from tidegate.inspector.proposals import proposals_section
 from tidegate.inspector.runs import REFRESH_S
 from tidegate.inspector.sections import (
     attempts_section,
@@ -25,15 +26,23 @@ _MIN_SHARE = 8
 """The narrowest phase on a timeline, in SVG units, so a fast phase stays visible."""
 
 
-def run_page(base: str, view: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    """The page of the run ``view`` describes; ``events``: its trace."""
+def run_page(
+    base: str,
+    view: dict[str, Any],
+    events: list[dict[str, Any]],
+    proposals: list[tuple[int, bytes]] | None = None,
+) -> str:
+    """The page of the run ``view`` describes; ``events``: its trace; ``proposals``: each
+    attempt's kept proposal blob."""
     run, report = view["run"], view["report"]
     live = run["status"] == "running"
     parts = [
         _header(base, run, report),
+        _held(run, view["landings"]),
         _evidence(view),
         _timeline(view["phases"]),
         attempts_section(view["attempts"], report),
+        proposals_section(proposals or []),
         verify_section(view["phases"], report),
         changes_section(view["effects"], report),
         tool_calls_section(view["effects"]["tool_calls"]),
@@ -75,6 +84,25 @@ def _header(base: str, run: dict[str, Any], report: dict[str, Any] | None) -> st
         f'<h1>run <span class="id">{text(run["run_id"])}</span></h1>'
         f"<p>{status(run['status'])}{failure}</p>{message}{_facts(facts)}</header><main>"
     )
+
+
+def _held(run: dict[str, Any], landings: list[dict[str, Any]]) -> str:
+    """What became of a held run's change: still held (and how to answer), or the
+    landings recorded since (applied, discarded, undone)."""
+    if run["status"] != "held" and not landings:
+        return ""
+    if not landings:
+        rid = text(run["run_id"])
+        return (
+            '<section id="held"><p class="verdict unknown">Held: verified, not applied. '
+            f"Accept it with <code>tidegate apply {rid}</code> or drop it with "
+            f"<code>tidegate discard {rid}</code> (or answer it in the editor).</p></section>"
+        )
+    items = "".join(
+        f"<li>{text(landing['action'])} at {text(when(landing['at_ms']))}</li>"
+        for landing in landings
+    )
+    return f'<section id="held"><h2>Landing</h2><ul>{items}</ul></section>'
 
 
 def _facts(facts: list[tuple[str, str]]) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from tidegate.errors import TidegateError, UsageError
+from tidegate.inspector.proposals import read_proposals
 from tidegate.inspector.run import run_page
 from tidegate.inspector.runs import LIMIT, runs_page
 from tidegate.inspector.style import CSS
@@ -125,7 +126,11 @@ class Inspector:
             events = trace_events(store, run_id)
         finally:
             store.db.close()
-        return 200, _HTML, run_page(base, view, events)
+        counted = view["run"].get("attempts")
+        # and the attempt after the last recorded one: a running run's current attempt
+        attempts = max(counted if type(counted) is int else 0, len(view["attempts"])) + 1
+        proposals = read_proposals(self.root, run_id, attempts)
+        return 200, _HTML, run_page(base, view, events, proposals)
 
 
 _HTML = "text/html; charset=utf-8"

@@ -42,7 +42,7 @@ td pre.json { min-width: 18em; }
   font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
 .badge.succeeded, .badge.ok { color: var(--good); }
 .badge.failed, .badge.conflict { color: var(--bad); }
-.badge.running, .badge.paused, .badge.interrupted, .badge.other { color: var(--warn); }
+.badge.running, .badge.paused, .badge.interrupted, .badge.held, .badge.other { color: var(--warn); }
 .bad { color: var(--bad); }
 .verdict { padding: 8px 12px; border-radius: 6px; font-weight: 600; }
 .verdict.good { color: var(--good); border: 1px solid var(--good); }

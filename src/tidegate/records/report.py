@@ -172,6 +172,20 @@ class EffectivePolicyOut(_Model):
     digests, equal policies."""
 
 
+class LandingOut(_Model):
+    """Where a run's change met the work tree: after whom, and how long the landing waited
+    for the landing lock and held it (``workspace.lock.ApplyLock``)."""
+
+    seq: int | None
+    """Its place in the work tree's landing order (``workspace.landed``); None: nothing
+    landed (a conflict, a failed write)."""
+    landed_between: list[str] | None
+    """The runs (and ``apply``/``undo``) that landed between this run's T0 and its
+    APPLY_BACK, in order; None: not known (a resumed run)."""
+    waited_s: float
+    held_s: float
+
+
 class FlowReport(_Model):
     status: Status
     mode: str
@@ -202,6 +216,10 @@ class FlowReport(_Model):
     attempt_events: list[AttemptEvent] = field(default_factory=list)
     phases: list[PhaseEvent] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    landing: LandingOut | None = None
+    """Set when APPLY_BACK took the landing lock."""
+    rebased_from: str | None = None
+    """The run whose verified change this run re-applied on a fresh T0 (``--rebase``)."""
     duration_s: float = 0.0
     replay_hash: str | None = None
     """Digest of the run's trace without times, IDs and temp paths (``tidegate.store.replay``):

@@ -64,6 +64,7 @@ class StoreRecorder:
             RunStart(run_id, repo, task, mode, execution, self.kind, request), resumed=resumed
         )
         self.trace = Trace(run_id, task, execution, first_seq=first)
+        self.last_checkpoint = None  # a recorder may record one run after another (a rebase)
 
     def event(
         self,

@@ -47,9 +47,8 @@ from tidegate.workspace.journal import (
     ApplyBackRace,
     ApplyBackWriteError,
     apply_ops,
-    pending_journals,
 )
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import landing
 from tidegate.workspace.merge_back import PlannedOp
 from tidegate.workspace.repo import discover
 
@@ -297,16 +296,8 @@ def undo_calls(
     repo_root = root
     root = _workspace(index, root)
     runtime = runtime_dir if runtime_dir is not None else discover(repo_root).runtime_dir
-    lock = RunLock(runtime, f"undo-{session_id}").acquire()  # no run lands meanwhile
-    try:
-        if pending := pending_journals(runtime):
-            raise UsageError(
-                f"an interrupted apply-back or undo left a journal ({pending[0].name}); "
-                "run `tidegate recover` first"
-            )
+    with landing(runtime, f"undo-{session_id}"):  # no run lands meanwhile
         return _undo(store, index, chosen, session_id, repo_root, root, runtime)
-    finally:
-        lock.release()
 
 
 def _undo(

@@ -1,23 +1,46 @@
-"""The per-repository run lock.
+"""The two locks of a work tree: each live run's own, and the landing lock.
 
-One tidegate run (or recovery) at a time per work tree. The lock is an ``flock`` on
-``<git-dir>/tidegate/run.lock``: the kernel releases it when the holder dies, so a lock
-file left by a killed process is simply taken over. The file also names its holder, so a
-refused run can say who holds the lock.
+Many runs may work on one repository at once: each has its own T0, shadow and scratch,
+and nothing of theirs is shared until the change lands. So a run only registers itself
+(``RunLock``: ``<git-dir>/tidegate/live/<run-id>.lock``, held for the whole run), which
+refuses nothing but a second process for the same run id (a resume of a run still
+running) and tells ``tidegate status``, ``recover`` and ``gc`` which runs are alive.
+
+What must happen one at a time is every write to the work tree: APPLY_BACK, ``apply``,
+``discard``, ``undo`` (tool calls' too) and ``recover``'s journal work. They take
+``ApplyLock`` (``<git-dir>/tidegate/apply.lock``), waiting their turn, for as long as it
+takes to plan the merge against the tree as it is at that moment and write it. An
+apply-back journal found by the holder of the landing lock was left by a process that
+died mid-write: ``landing`` refuses to write until ``tidegate recover`` has dealt with it.
+
+Both are ``flock``s: the kernel releases them when the holder dies, so a lock file left
+by a killed process is simply taken over. Each file names its holder, so a refusal can say
+who holds it; lock files are never opened through links.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from tidegate.disk.linksafe import open_lock_file, opened_dir
-from tidegate.errors import RepositoryLockedError, TidegateError
+from tidegate.errors import RepositoryLockedError, TidegateError, UsageError
+from tidegate.workspace.journal import pending_journals
+
+LIVE_DIR = "live"
+APPLY_LOCK = "apply.lock"
+POOL_LOCK = "shadow-pool.lock"
+APPLY_WAIT_S = 600.0
+"""How long a landing waits for the one in progress before it gives up (nothing written);
+``TIDEGATE_LANDING_WAIT_S`` overrides it."""
 
 
 class LockFileError(TidegateError):
@@ -27,56 +50,103 @@ class LockFileError(TidegateError):
     exit_code = 1
 
 
-class RunLock:
-    def __init__(self, runtime_dir: Path, run_id: str) -> None:
-        self.path = runtime_dir / "run.lock"
-        self.run_id = run_id
+def _open(path: Path, what: str) -> int:
+    """The lock file at ``path`` (in a runtime directory or its ``live/``; directories made
+    when missing), never through a link."""
+    runtime = path.parent.parent if path.parent.name == LIVE_DIR else path.parent
+    parts = (runtime.name, LIVE_DIR) if path.parent.name == LIVE_DIR else (runtime.name,)
+    try:
+        # Never through a link planted at a directory or the lock's name: the lock
+        # file is truncated and rewritten.
+        with opened_dir(runtime.parent, *parts, create=True, mode=0o777) as dir_fd:
+            return open_lock_file(dir_fd, path.name, shown=path)
+    except OSError as exc:
+        why = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else "error"
+        raise LockFileError(
+            f"cannot open the {what} {path}: {why} ({exc.strerror}); tidegate "
+            f"needs to write its runtime directory {runtime}"
+        ) from exc
+
+
+class _Lock:
+    """An exclusive ``flock`` on one file that names its holder."""
+
+    path: Path
+    what = "lock"
+
+    def __init__(self, path: Path, holder: dict[str, Any]) -> None:
+        self.path = path
+        self.holder = holder
         self._fd: int | None = None
         self.took_over: dict[str, object] | None = None
+        """The record of a holder that died holding this lock, when there was one."""
 
-    def acquire(self) -> RunLock:
-        runtime = self.path.parent
-        try:
-            # Never through a link planted at the directory or the lock's name: the lock
-            # file is truncated and rewritten below.
-            with opened_dir(runtime.parent, runtime.name, create=True, mode=0o777) as dir_fd:
-                fd = open_lock_file(dir_fd, self.path.name, shown=self.path)
-        except OSError as exc:
-            why = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else "error"
-            raise LockFileError(
-                f"cannot open the run lock {self.path}: {why} ({exc.strerror}); tidegate "
-                f"needs to write its runtime directory {self.path.parent}"
-            ) from exc
+    def _try(self) -> bool:
+        fd = _open(self.path, self.what)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read_holder(fd)
+            self.busy_holder = _read_holder(fd)
             os.close(fd)
-            who = f"run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')})"
-            raise RepositoryLockedError(
-                f"another tidegate run holds the repository lock: {who}; lock file {self.path}"
-            ) from None
+            return False
         previous = _read_holder(fd)
         if previous.get("pid"):
             # The file named a holder but nobody held the flock: that process is gone.
             self.took_over = previous
-        record = json.dumps({"pid": os.getpid(), "run_id": self.run_id, "since": time.time()})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record.encode(), 0)
         self._fd = fd
-        return self
+        self._write({**self.holder, "pid": os.getpid(), "since": time.time()})
+        return True
 
-    def release(self, *, restore_took_over: bool = False) -> None:
-        """Unlock. ``restore_took_over``: name the dead holder this lock took over again, so
-        that whoever takes the lock next still reports it (a head start that was dropped)."""
+    def _write(self, record: dict[str, Any]) -> None:
+        assert self._fd is not None
+        data = json.dumps(record).encode()
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, data, 0)
+        self.holder = record
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def _unlock(self, *, unlink: bool) -> None:
         if self._fd is None:
             return
         os.ftruncate(self._fd, 0)
-        if restore_took_over and self.took_over:
-            os.pwrite(self._fd, json.dumps(self.took_over).encode(), 0)
+        if unlink:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
+
+
+class RunLock(_Lock):
+    """A live run's registration: held from the run's start to its end."""
+
+    what = "run lock"
+
+    def __init__(self, runtime_dir: Path, run_id: str) -> None:
+        super().__init__(runtime_dir / LIVE_DIR / f"{run_id}.lock", {"run_id": run_id})
+        self.run_id = run_id
+
+    def acquire(self) -> RunLock:
+        if not self._try():
+            holder = self.busy_holder
+            raise RepositoryLockedError(
+                f"run {self.run_id} is already running (pid {holder.get('pid', '?')}); "
+                f"lock file {self.path}"
+            )
+        return self
+
+    def describe(self, **facts: object) -> None:
+        """Add what ``tidegate status`` shows (mode, phase, planner...) to the record."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                self._write({**self.holder, **facts})
+
+    def release(self) -> None:
+        """Unlock and remove the registration."""
+        self._unlock(unlink=True)
 
     def __enter__(self) -> RunLock:
         return self.acquire()
@@ -90,8 +160,144 @@ class RunLock:
         self.release()
 
 
-def _read_holder(fd: int) -> dict[str, object]:
-    raw = os.pread(fd, 4096, 0)
+class ApplyLock(_Lock):
+    """The landing lock: one writer of the work tree at a time, waiting its turn."""
+
+    what = "landing lock"
+
+    def __init__(self, runtime_dir: Path, what: str) -> None:
+        super().__init__(runtime_dir / APPLY_LOCK, {"run_id": what})
+        self.waited_s = 0.0
+        self.held_s = 0.0
+        self._since = 0.0
+
+    def acquire(self, wait_s: float | None = None) -> ApplyLock:
+        if wait_s is None:
+            wait_s = _wait_s()
+        start = time.monotonic()
+        pause = 0.002
+        while not self._try():
+            if time.monotonic() - start >= wait_s:
+                holder = self.busy_holder
+                raise RepositoryLockedError(
+                    f"another tidegate process is writing to this work tree: "
+                    f"{holder.get('run_id', '?')} (pid {holder.get('pid', '?')}), for more "
+                    f"than {wait_s:.0f}s; nothing was written; lock file {self.path}"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        self._since = time.monotonic()
+        self.waited_s = self._since - start
+        return self
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if it is free now."""
+        if self._try():
+            self._since = time.monotonic()
+            return True
+        return False
+
+    def release(self) -> None:
+        if self._fd is not None:
+            self.held_s = time.monotonic() - self._since
+        self._unlock(unlink=False)
+
+    def __enter__(self) -> ApplyLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+class PoolLock(_Lock):
+    """The warm shadow's: one run at a time uses the pooled shadow; the others make
+    their own (``workspace.shadow``)."""
+
+    def __init__(self, runtime_dir: Path, run_id: str) -> None:
+        super().__init__(runtime_dir / POOL_LOCK, {"run_id": run_id})
+
+    def try_acquire(self) -> bool:
+        return self._try()
+
+    def release(self) -> None:
+        self._unlock(unlink=False)
+
+
+def _wait_s() -> float:
+    try:
+        wait = float(os.environ.get("TIDEGATE_LANDING_WAIT_S", APPLY_WAIT_S))
+    except ValueError:
+        return APPLY_WAIT_S
+    return wait if wait >= 0 else APPLY_WAIT_S
+
+
+@contextlib.contextmanager
+def landing(runtime_dir: Path, what: str) -> Iterator[ApplyLock]:
+    """The landing lock, with no interrupted apply-back pending (one-line refusal
+    otherwise: ``tidegate recover`` first)."""
+    lock = ApplyLock(runtime_dir, what).acquire()
+    try:
+        if pending := pending_journals(runtime_dir):
+            raise UsageError(
+                f"an apply-back interrupted by a crash is pending ({pending[0].name}); run "
+                "`tidegate recover` (or `tidegate recover --rollback`) first"
+            )
+        yield lock
+    finally:
+        lock.release()
+
+
+def crashed_journal(runtime_dir: Path) -> str | None:
+    """The name of a journal a crashed apply-back left, when no landing is in progress
+    (a journal seen while another process holds the landing lock may be its own)."""
+    lock = ApplyLock(runtime_dir, "check")
+    if not lock.try_acquire():
+        return None
+    try:
+        pending = pending_journals(runtime_dir)
+        return pending[0].name if pending else None
+    finally:
+        lock.release()
+
+
+def live_runs(runtime_dir: Path) -> list[dict[str, Any]]:
+    """The records of the runs alive in this work tree, oldest first. A registration whose
+    holder is gone (killed) is removed on the way."""
+    directory = runtime_dir / LIVE_DIR
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if not name.endswith(".lock"):
+            continue
+        try:
+            fd = _open(directory / name, "run lock")
+        except (LockFileError, TidegateError):
+            continue  # not a lock file (a planted link): not a run
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                record = _read_holder(fd)
+                if record:
+                    out.append(record)
+                continue
+            with contextlib.suppress(OSError):  # nobody holds it: a dead run's
+                os.unlink(directory / name)
+        finally:
+            os.close(fd)
+    return sorted(out, key=lambda r: float(r.get("since", 0)))
+
+
+def _read_holder(fd: int) -> dict[str, Any]:
+    raw = os.pread(fd, 65536, 0)
     try:
         data = json.loads(raw.decode()) if raw.strip() else {}
     except (ValueError, UnicodeDecodeError):

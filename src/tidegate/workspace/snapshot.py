@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import shutil
 import stat
@@ -223,6 +224,8 @@ def ensure_excluded(repo: Repository) -> bool:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                 return False
+            # Runs start side by side: one reads and appends at a time (no line twice).
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
             _append_exclude(fh)
         return True
     finally:

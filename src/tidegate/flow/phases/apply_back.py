@@ -13,12 +13,14 @@ import hashlib
 from pathlib import Path
 
 from tidegate.config import load_policy
-from tidegate.errors import ErrorClass, PhaseError, UsageError
+from tidegate.errors import ErrorClass, PhaseError, RepositoryLockedError, UsageError
 from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.state import RunState
-from tidegate.records.report import AppliedFile
+from tidegate.records.report import AppliedFile, LandingOut
+from tidegate.workspace import landed
 from tidegate.workspace.fs import LocalFS, UnsafePathError
 from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
+from tidegate.workspace.lock import ApplyLock, landing
 from tidegate.workspace.loose import write_commit
 from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
 from tidegate.workspace.repo import Repository
@@ -31,6 +33,28 @@ def apply_back(state: RunState) -> str:
     if state.request.hold:
         count = len(state.attempt.changes)
         return f"held: {count} path(s) verified and kept, not applied"
+    runtime = state.repo.runtime_dir
+    try:
+        # One landing at a time: the merge is planned against the tree as it is now,
+        # which may hold the user's edits and what other runs landed since this T0.
+        with landing(runtime, state.run_id) as lock:
+            try:
+                return _merge_and_write(state, lock)
+            finally:
+                lock.release()
+                state.landing = _landing_out(state, lock)
+    except RepositoryLockedError as exc:
+        raise PhaseError(ErrorClass.RESOURCE_LOCK_ERROR, str(exc), retryable=False) from exc
+    except UsageError as exc:  # a crashed apply-back's journal waits for `recover`
+        raise PhaseError(ErrorClass.CONFLICT, str(exc), retryable=False) from exc
+
+
+def _merge_and_write(state: RunState, lock: ApplyLock) -> str:
+    """Under the landing lock: plan the merge, write it through the journal, and take
+    the next place in the landing order."""
+    if state.landed_seen is not None:
+        between = [e["run_id"] for e in landed.since(state.repo.runtime_dir, state.landed_seen)]
+        state.landing = LandingOut(seq=None, landed_between=between, waited_s=0.0, held_s=0.0)
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
     state.attempt.forms = plan.forms
     if plan.conflicts:
@@ -51,12 +75,31 @@ def apply_back(state: RunState) -> str:
             _record_applied(state, [op for op in plan.ops if op.path in exc.written], [])
         raise PhaseError(ErrorClass.PERSISTENCE_ERROR, str(exc), retryable=False) from exc
     _record_applied(state, plan.ops, plan.unchanged)
+    if plan.ops:
+        seq = landed.append(state.repo.runtime_dir, state.run_id, "apply-back", len(plan.ops))
+        if state.landing is not None:
+            state.landing = LandingOut(
+                seq=seq, landed_between=state.landing.landed_between, waited_s=0.0, held_s=0.0
+            )
+        else:
+            state.landing = LandingOut(seq=seq, landed_between=None, waited_s=0.0, held_s=0.0)
     merged = sum(1 for op in plan.ops if op.merged)
     return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
 
 
+def _landing_out(state: RunState, lock: ApplyLock) -> LandingOut:
+    seen = state.landing
+    return LandingOut(
+        seq=seen.seq if seen else None,
+        landed_between=seen.landed_between if seen else None,
+        waited_s=round(lock.waited_s, 4),
+        held_s=round(lock.held_s, 4),
+    )
+
+
 def keep_result(state: RunState) -> None:
-    """Keep the verified change under ``refs/tidegate/runs/<id>/result`` (a commit of the
+    """Keep the verified change under ``refs/tidegate/runs/<id>/result`` (folded into
+    ``refs/tidegate/keep`` when the run ends: ``workspace.keep``) (a commit of the
     candidate tree on T0): what ``tidegate apply`` lands and ``tidegate undo`` reverses,
     safe from ``git gc`` while the ref stands."""
     tree = state.attempt.candidate_tree

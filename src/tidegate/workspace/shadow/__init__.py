@@ -14,10 +14,11 @@ import tempfile
 import threading
 from pathlib import Path
 
-from tidegate.errors import GitError
+from tidegate.errors import GitError, UsageError
 from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import claim
+from tidegate.workspace.lock import LockFileError, PoolLock
 from tidegate.workspace.repo import Repository
 from tidegate.workspace.shadow.content import mismatched_paths
 from tidegate.workspace.shadow.touched import (
@@ -56,6 +57,8 @@ class ShadowWorktree:
         # unset, a split index that grew whole is never split again.
         self.git = Git(path, git_dir=self.admin, work_tree=path, config=("core.splitIndex=true",))
         self.pooled = pooled
+        self.pool_lock: PoolLock | None = None
+        """Held while this run uses the warm shadow (released with the shadow)."""
         self.reused = False
         self.prepared: tuple[int, int, bytes] | None = None
         """``identity()`` when the shadow was made or reset: VERIFY checks it is unchanged."""
@@ -82,6 +85,8 @@ class ShadowWorktree:
         if not pool:
             return cls.create(repo, t0_commit, run_id)
         cleaning = warm if warm is not None else PoolCleaning.start(repo, background=False)
+        if cleaning.lock is None:  # another live run has the warm shadow: a shadow of our own
+            return cls.create(repo, t0_commit, run_id)
         shadow = cleaning.finish(t0_commit)
         if shadow is not None:
             return shadow
@@ -90,9 +95,11 @@ class ShadowWorktree:
             add_worktree(repo, path, t0_commit)
         except BaseException:
             discard(repo, path)
+            cleaning.release()
             raise
         (repo.runtime_dir / POOL_FILE).write_text(str(path) + "\n")
         shadow = cls(repo, path, t0_commit, pooled=True)
+        shadow.pool_lock, cleaning.lock = cleaning.lock, None
         # A split index: the kept shadow's index (one entry per tracked file) is rewritten
         # by every cleaning that restores a path; split, each rewrite writes only what
         # changed since the shared part (git keeps the two in the shadow's own git dir).
@@ -105,7 +112,12 @@ class ShadowWorktree:
         """Remove the shadow, unless it is the warm pooled one or ``keep`` asks to keep it.
         The pooled one keeps what this run wrote in it, for the next run's undo."""
         if self.pooled:
-            self._record_touched()
+            try:
+                self._record_touched()
+            finally:
+                if self.pool_lock is not None:
+                    self.pool_lock.release()
+                    self.pool_lock = None
         elif not keep:
             self.remove()
 
@@ -361,11 +373,13 @@ class PoolCleaning:
     """The warm shadow being cleaned to its own HEAD, in a thread while the T0 snapshot is
     taken: that cleaning is a full scan of the shadow (every tracked file's stat, every
     directory), as costly as T0's own scan of the main tree, and needs nothing from T0.
-    ``finish`` then moves it to T0 by the paths that differ. The run lock is held
-    throughout, so no other run uses the pool meanwhile."""
+    ``finish`` then moves it to T0 by the paths that differ. The pool's lock is taken
+    first and passes to the shadow: while a run uses the warm shadow, no other run does
+    (``lock`` None: another live run has it, and nothing was cleaned)."""
 
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
+        self.lock: PoolLock | None = None
         self.shadow: ShadowWorktree | None = None
         self.error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -373,6 +387,14 @@ class PoolCleaning:
     @classmethod
     def start(cls, repo: Repository, background: bool = True) -> PoolCleaning:
         cleaning = cls(repo)
+        lock = PoolLock(repo.runtime_dir, "pool")
+        try:
+            taken = lock.try_acquire()
+        except (LockFileError, UsageError):
+            taken = False  # no lock, no pool: the run makes a shadow of its own
+        if not taken:
+            return cleaning
+        cleaning.lock = lock
         if background:
             cleaning._thread = threading.Thread(
                 target=cleaning._clean, name="tidegate-pool-clean", daemon=True
@@ -413,6 +435,7 @@ class PoolCleaning:
         shadow = self.shadow
         if shadow is None:
             if self.error is not None and not isinstance(self.error, GitError | OSError):
+                self.release()
                 raise self.error
             return None
         try:
@@ -421,7 +444,18 @@ class PoolCleaning:
             shadow.move_to(t0_commit)
             shadow.reused = True
             shadow.prepared = shadow.identity()
+            shadow.pool_lock, self.lock = self.lock, None
             return shadow
         except (GitError, OSError):
             shadow.remove()
             return None
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Give the pool back, unless a shadow took it over (after the cleaning ended)."""
+        self.wait()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None

@@ -195,28 +195,27 @@ def test_a_held_change_whose_objects_are_gone_is_refused(dirty: Repo) -> None:
     res = tidegate_cli("apply", run_id, cwd=dirty.root)
 
     assert res.returncode == 2
-    assert "its change is no longer in this repository" in res.stderr
+    assert "its change is no longer kept in this repository (pruned by retention" in res.stderr
     assert len(res.stderr.splitlines()) == 1
     assert dirty.tree_state(with_mtimes=True) == before
 
 
 def test_a_result_ref_moved_to_another_change_is_refused(dirty: Repo) -> None:
-    """The ref is the repository's; what was verified is the run store's record."""
+    """The kept result is the repository's; what was verified is the run store's record."""
     run_id = held(dirty)
-    ref = f"refs/tidegate/runs/{run_id}/result"
-    t0 = dirty.git("rev-parse", f"{ref}^").strip()
     blob = dirty.git("hash-object", "-w", "--stdin", input=b"import os; os.system('evil')\n")
-    forged_tree = dirty.git(
-        "mktree", input=f"100644 blob {blob.strip()}\tcalc.py\n".encode()
-    ).strip()
-    forged = dirty.git("commit-tree", forged_tree, "-p", t0, "-m", "forged").strip()
-    dirty.git("update-ref", ref, forged)
+    forged = dirty.git("mktree", input=f"100644 blob {blob.strip()}\tcalc.py\n".encode()).strip()
+    entries = dirty.git("ls-tree", f"refs/tidegate/keep:{run_id}").splitlines()
+    entries = [e for e in entries if not e.endswith("\tresult")] + [f"040000 tree {forged}\tresult"]
+    run_tree = dirty.git("mktree", input="\n".join(entries).encode() + b"\n").strip()
+    top = dirty.git("mktree", input=f"040000 tree {run_tree}\t{run_id}\n".encode()).strip()
+    dirty.git("update-ref", "refs/tidegate/keep", dirty.git("commit-tree", top, "-m", "f").strip())
     before = dirty.tree_state(with_mtimes=True)
 
     res = tidegate_cli("apply", run_id, cwd=dirty.root)
 
     assert res.returncode == 2
-    assert f"{ref} does not hold the change that was verified" in res.stderr
+    assert "what is kept of its result does not hold the change that was verified" in res.stderr
     assert len(res.stderr.splitlines()) == 1
     assert dirty.tree_state(with_mtimes=True) == before
 

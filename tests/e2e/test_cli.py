@@ -145,7 +145,7 @@ def test_json_report(committed_repo: Repo) -> None:
     assert report["fs_mode"] == "read-write"
     run_id = report["run_id"]
     assert isinstance(run_id, str) and run_id
-    assert report["t0_ref"] == f"refs/tidegate/runs/{run_id}/t0"
+    assert report["t0_ref"] == f"refs/tidegate/keep:{run_id}/t0"
     committed_repo.git("rev-parse", "--verify", str(report["t0_ref"]))
     diff = report["diff"]
     assert isinstance(diff, str) and "+    return a + b" in diff

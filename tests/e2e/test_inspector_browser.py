@@ -157,7 +157,7 @@ def test_the_pages_show_real_runs_and_the_stores_hashes(
         assert [p.text for p in phases] == [p for (p,) in stored_phases]
         assert len(driver.find_elements(By.CSS_SELECTOR, "svg.timeline rect")) == len(phases)
         [proposal] = driver.find_elements(By.CSS_SELECTOR, "#proposals article.proposal")
-        kept = repo.git("cat-file", "blob", f"refs/tidegate/runs/{ok}/attempt-1/proposal")
+        kept = repo.git("cat-file", "blob", f"refs/tidegate/keep:{ok}/attempt-1/proposal")
         assert hashlib.sha256(kept.encode()).hexdigest() in proposal.text
         assert proposal.find_element(By.CSS_SELECTOR, "h4.path").text == "calc.py"
         shown = proposal.find_element(By.CSS_SELECTOR, "pre.proposal").text

@@ -36,7 +36,7 @@ def test_hold_verifies_and_keeps_the_change_without_touching_anything(dirty: Rep
 
     assert dirty.tree_state(with_mtimes=True) == before
     assert outside_refs(dirty) == refs
-    assert dirty.git("rev-parse", f"refs/tidegate/runs/{run_id}/result^{{tree}}").strip()
+    assert dirty.git("rev-parse", f"refs/tidegate/keep:{run_id}/result").strip()
     code, rows, _ = cli("runs", cwd=dirty.root)
     assert code == 0 and isinstance(rows, list)
     assert (rows[0]["run_id"], rows[0]["status"], rows[0]["landing"]) == (run_id, "held", None)

@@ -120,7 +120,7 @@ def test_ledger_run_over_two_items_then_ship(repo: Repo, tmp_path: Path) -> None
         assert hashlib.sha256(report["diff"].encode()).hexdigest() == report["diff_sha256"]
         assert f"- final diff sha256: {report['diff_sha256']}" in notes
         assert f"verify `{report['verify']['command']}` exit 0" in ref
-        repo.git("rev-parse", "--verify", f"refs/tidegate/runs/{report['run_id']}/t0")
+        repo.git("rev-parse", "--verify", f"refs/tidegate/keep:{report['run_id']}/t0")
 
     status = json.loads(_ok(tidegate_cli("ledger", "status", str(task), "--json")))
     assert [i["status"] for i in status["items"]] == ["done", "done"]

@@ -191,11 +191,11 @@ def test_t0_ref_records_tracked_and_untracked_but_not_ignored(repo: Repo) -> Non
     head = repo.git("rev-parse", "HEAD").strip()
     report = repo.run("edit-file: README.md\nreplace: demo\nwith: demo app\n")
     assert report.status == "succeeded", report.message
-    ref = f"refs/tidegate/runs/{report.run_id}/t0"
+    ref = f"refs/tidegate/keep:{report.run_id}/t0"  # the run's T0 tree, kept when it ended
     assert report.t0_ref == ref
-    commit = repo.git("rev-parse", "--verify", ref).strip()
-    assert commit == report.t0_commit
-    assert repo.git("rev-parse", f"{ref}^").strip() == head
+    commit = str(report.t0_commit)
+    assert repo.git("rev-parse", f"{commit}^{{tree}}").strip() == repo.git("rev-parse", ref).strip()
+    assert repo.git("rev-parse", f"{commit}^").strip() == head
     assert _ls_tree(repo, ref) == {
         ".gitignore",
         "README.md",
@@ -204,10 +204,10 @@ def test_t0_ref_records_tracked_and_untracked_but_not_ignored(repo: Repo) -> Non
         "notes.txt",
         "new/dir/deep.txt",
     }
-    assert repo.git("show", f"{ref}:src/app.py") == "VALUE = 2  # unstaged edit\n"
-    assert repo.git("show", f"{ref}:notes.txt") == "untracked\n"
-    assert repo.git("show", f"{ref}:new/dir/deep.txt") == "untracked, nested\n"
-    assert repo.git("show", f"{ref}:README.md") == "# demo\n"  # T0, before the change
+    assert repo.git("show", f"{ref}/src/app.py") == "VALUE = 2  # unstaged edit\n"
+    assert repo.git("show", f"{ref}/notes.txt") == "untracked\n"
+    assert repo.git("show", f"{ref}/new/dir/deep.txt") == "untracked, nested\n"
+    assert repo.git("show", f"{ref}/README.md") == "# demo\n"  # T0, before the change
     # The run applied its change, and the ignored files are still there, untouched.
     assert repo.read("README.md") == "# demo app\n"
     assert repo.read(".env") == "SECRET=1\n"
@@ -219,8 +219,8 @@ def test_t0_index_ref_records_the_staged_state(repo: Repo) -> None:
     staged_tree = repo.git("write-tree").strip()
     report = repo.run("edit-file: README.md\nreplace: demo\nwith: demo app\n")
     assert report.status == "succeeded", report.message
-    index_ref = f"refs/tidegate/runs/{report.run_id}/index"
-    assert repo.git("rev-parse", f"{index_ref}^{{tree}}").strip() == staged_tree
+    index_ref = f"refs/tidegate/keep:{report.run_id}/index"
+    assert repo.git("rev-parse", index_ref).strip() == staged_tree
 
 
 def _exclude_entries(text: str) -> list[str]:
@@ -244,10 +244,9 @@ def test_exclude_gains_tidegate_exactly_once_across_two_runs(committed_repo: Rep
     second = committed_repo.run("edit-file: README.md\nreplace: # calc v1\nwith: # calc v2\n")
     assert second.status == "succeeded", second.message
     assert exclude.read_text() == after_first
-    # Both runs kept their T0 refs.
-    refs = committed_repo.git("for-each-ref", "--format=%(refname)", "refs/tidegate/")
-    assert f"refs/tidegate/runs/{first.run_id}/t0" in refs.splitlines()
-    assert f"refs/tidegate/runs/{second.run_id}/t0" in refs.splitlines()
+    # Both runs' T0 is kept (in the one keep commit).
+    kept = committed_repo.git("ls-tree", "--name-only", "refs/tidegate/keep").split()
+    assert kept == sorted([first.run_id, second.run_id])
 
 
 def test_exclude_entry_really_ignores_tidegate_dir(committed_repo: Repo) -> None:
@@ -317,8 +316,12 @@ def test_t0_commits_carry_the_zone_git_would_write(committed_repo: Repo, zone: s
 
     (expected,) = zones(made)
     assert expected != "+0000"
-    refs = committed_repo.git("for-each-ref", "--format=%(refname)", "refs/tidegate/runs")
-    t0s = [r for r in refs.split() if r.endswith(("/t0", "/index"))]
-    assert len(t0s) == 2, refs
+    # Folded into refs/tidegate/keep when the run ended, T0's two commits are unreachable.
+    lost = committed_repo.git("fsck", "--unreachable", "--no-reflogs").split()
+    commits = [
+        lost[i + 2] for i, w in enumerate(lost) if w == "unreachable" and lost[i + 1] == "commit"
+    ]
+    t0s = [c for c in commits if "tidegate T0" in committed_repo.git("cat-file", "commit", c)]
+    assert len(t0s) == 2, lost
     for ref in t0s:
         assert zones(ref) == {expected}, ref

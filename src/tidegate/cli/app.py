@@ -1,4 +1,4 @@
-"""Commands: run, review, debug, recover, runs, read, resume, diff, apply, discard, undo (the
+"""Commands: run, review, debug, recover, gc, runs, read, resume, diff, apply, discard, undo (the
 engine's); the command
 groups are added by ``full_app`` only for a command line that needs them
 (``tidegate.cli.groups``).
@@ -362,6 +362,31 @@ def recover(
     for line in summary.errors:
         sys.stderr.write(sanitize(f"tidegate: error: {line}") + "\n")
     raise typer.Exit(0 if summary.clean else 1)
+
+
+@app.command()
+def gc(
+    repo: RepoOpt = Path("."),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say which runs would be pruned; change nothing.")
+    ] = False,
+    state_root: StateRootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Prune runs past retention ([retention] runs, default 50) and what dead runs left."""
+    from tidegate.cli.runtext import gc_lines
+    from tidegate.flow.retention import collect
+
+    store = open_store(repo, state_root)
+    try:
+        summary = collect(repo, store, dry_run=dry_run)
+    finally:
+        store.close()
+    if as_json:
+        sys.stdout.write(dump_json(summary.as_dict()) + "\n")
+    else:
+        sys.stdout.write(sanitize("\n".join(gc_lines(summary))) + "\n")
+    raise typer.Exit(1 if summary.errors else 0)
 
 
 @app.command()

@@ -6,8 +6,8 @@ value, ``--name=a|b``: one of these), ``RUN``: it takes a run id. Read without t
 
 COMMANDS: dict[str, str | tuple[str, ...]] = {
     "": (
-        "acp apply bootstrap completion debug diff discard engineer export goal-curation gym",
-        "improvement-curation init inspect ledger mcp meeting read recover resume review",
+        "acp apply bootstrap completion debug diff discard engineer export gc goal-curation",
+        "gym improvement-curation init inspect ledger mcp meeting read recover resume review",
         "!review-records run runs status tools undo --version",
     ),
     "acp": "--model= --verify= --max-attempts= --max-steps= --state-root=",
@@ -38,6 +38,7 @@ COMMANDS: dict[str, str | tuple[str, ...]] = {
     "engineer terminal-recipe-show": "--json",
     "export": "otel",
     "export otel": "RUN --repo= --state-root= --otlp=",
+    "gc": "--repo= --dry-run --state-root= --json",
     "goal-curation": "read run",
     "goal-curation read": "--json",
     "goal-curation run": "--json",

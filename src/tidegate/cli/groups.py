@@ -1,6 +1,6 @@
 """Which typer application a command line needs, so that a command imports only itself.
 
-The engine commands (run, review, debug, recover, runs, read, resume, diff, apply,
+The engine commands (run, review, debug, recover, gc, runs, read, resume, diff, apply,
 discard, undo) are in
 ``tidegate.cli.app``; each command group (ledger, tools, mcp, gym, inspect, export,
 acp, the operator's) is in a module of its own that imports what it uses (the store's writer, rich,
@@ -22,6 +22,7 @@ ENGINE_COMMANDS = frozenset(
         "review",
         "debug",
         "recover",
+        "gc",
         "runs",
         "status",
         "read",

@@ -50,6 +50,12 @@ _REST = """
 
 [shadow]
 # pool = false   # keep one warm shadow between runs (fast on large repositories)
+
+[retention]
+# What tidegate keeps of past runs (`tidegate gc`); a repository cannot change it.
+# runs = 50                   # the newest runs kept for apply/undo (held, paused: always)
+# undo_max_days = 14          # the tool host's kept bytes (`undo --call/--session`)
+# undo_max_bytes = 268435456
 """
 
 

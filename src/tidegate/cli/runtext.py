@@ -137,3 +137,29 @@ def landing_text(outcome: dict[str, Any]) -> str:
         out.append(line(f"  rejects written to {outcome['rejects_dir']}:"))
         out.extend(line(f"    {rej}") for rej in outcome["rejects"])
     return "".join(out)
+
+
+def gc_lines(summary: Any) -> list[str]:
+    """What ``tidegate gc`` did (or, with --dry-run, would do), one line per kind."""
+    would = "would be " if summary.dry_run else ""
+    out = [
+        f"{summary.runs_kept} run(s) kept in refs/tidegate/keep; "
+        f"{len(summary.runs_pruned)} {would}pruned, {len(summary.runs_folded)} {would}folded "
+        f"in, {summary.refs_deleted} per-run ref(s) {would}deleted; "
+        f"{summary.refs_left} ref(s) left under refs/tidegate/"
+    ]
+    removed = [
+        ("shadow(s)", summary.removed_shadows),
+        ("scratch dir(s)", summary.removed_scratch),
+        ("sandbox dir(s)", summary.removed_sandboxes),
+        ("sub-agent copies", summary.removed_copies),
+    ]
+    if not summary.dry_run:
+        parts = [f"{len(paths)} {what}" for what, paths in removed]
+        pool = "the idle warm pool's shadow" if summary.removed_pool else "no pool shadow"
+        out.append(f"removed what dead runs left: {', '.join(parts)}; {pool}")
+        out.append(f"undo bytes freed: {summary.undo_bytes_freed}")
+    if summary.runs_pruned:
+        out.append("`git gc` reclaims the pruned runs' objects")
+    out += [f"error: {e}" for e in summary.errors]
+    return out

@@ -116,12 +116,25 @@ class RunConfig(Checked):
     (None: ``tidegate.records.modes.DEFAULT_VERIFY_TIMEOUT_S``)."""
 
 
+class RetentionConfig(Checked):
+    """What tidegate keeps of past runs (``tidegate gc``, and the end of every run)."""
+
+    runs: Annotated[int, Meta(ge=1)] = 50
+    """The newest runs whose objects stay in ``refs/tidegate/keep`` (their change can be
+    applied, undone, read); a held, paused or live run is kept whatever its age."""
+    undo_max_days: Annotated[float, Meta(ge=0)] = 14.0
+    """Days the tool host's replaced bytes are kept for ``undo --call/--session``."""
+    undo_max_bytes: Annotated[int, Meta(ge=0)] = 256 * 1024 * 1024
+    """Bytes those may take, the oldest sessions dropped first."""
+
+
 class TidegateConfig(Checked):
     run: RunConfig = field(default_factory=RunConfig)
     validate_: ValidationConfig = field(default_factory=ValidationConfig, name="validate")
     shadow: ShadowConfig = field(default_factory=ShadowConfig)
     containment: ContainmentConfig = field(default_factory=ContainmentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
     model: dict[str, Any] = field(default_factory=dict)
     """``--model`` settings (base URL, key variable, limits, retry, price); validated by
     ``tidegate.models.settings`` when a model is used. Only the user's file sets them."""

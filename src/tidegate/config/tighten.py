@@ -16,6 +16,11 @@ WHY_MODEL = (
     f"server, or change what --max-cost counts); set it in {CONFIG_LOCAL}"
 )
 
+WHY_RETENTION = (
+    "how many runs tidegate keeps (what you can still undo or apply) is yours alone; "
+    f"set it in {CONFIG_LOCAL}"
+)
+
 Outcome = tuple[Any, tuple[str, ...]]
 """The value in force, and what of the repository's value was ignored (`` = 'none'``,
 `` entry 'JAVA_OPTS'``; empty: nothing)."""
@@ -86,6 +91,11 @@ TIGHTEN: dict[str, Rule] = {
     # a command the repository chose, run as such, and never replaces the user's.
     "run.verify": _users_only,
     "run.verify_timeout": _users_only,  # the user's patience, not the repository's
+    # Neither direction is "tighter": fewer runs kept is less to undo with, more is more
+    # of the user's disk. How much history to keep is the user's alone.
+    "retention.runs": _users_only,
+    "retention.undo_max_days": _users_only,
+    "retention.undo_max_bytes": _users_only,
 }
 """How a setting from the repository's ``[tool.tidegate]`` combines with the user's value
 (the local file's, else the default), by dotted key; a nested key follows the nearest
@@ -141,6 +151,6 @@ def tighten(
         value, dropped = _rule(path)(mine, _get(theirs, path))
         if value is not mine and value is not _MISSING:
             _set(values, path, value)
-        why = WHY_MODEL if path[0] == "model" else WHY_IGNORED
+        why = {"model": WHY_MODEL, "retention": WHY_RETENTION}.get(path[0], WHY_IGNORED)
         ignored += [f"{source} {'.'.join(path)}{what} ignored: {why}" for what in dropped]
     return TidegateConfig.model_validate(values), tuple(ignored)

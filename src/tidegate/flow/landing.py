@@ -10,7 +10,7 @@ became of the change is recorded after the work tree holds it (``store.landings`
 crash in between leaves the work tree ahead of the record, and the same command run again
 finds nothing left to write and records it.
 
-* ``apply``: the held change (T0 -> the candidate kept at ``refs/tidegate/runs/<id>/result``)
+* ``apply``: the held change (T0 -> the candidate kept as the run's ``result``, ``workspace.keep``)
   merged into the work tree as it is now. With ``--only``/``--exclude`` the chosen paths
   are a change that was never verified on its own: they go through a new run (a given
   proposal: their diff, the held run's verify command) that verifies them in a fresh
@@ -46,10 +46,10 @@ from tidegate.workspace.journal import (
     ApplyBackWriteError,
     apply_ops,
 )
+from tidegate.workspace.keep import drop_kept, kept_object
 from tidegate.workspace.lock import ApplyLock, landing
 from tidegate.workspace.merge_back import plan_merge
 from tidegate.workspace.repo import Repository, discover
-from tidegate.workspace.snapshot import result_ref
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 """What a run id looks like (``flow.headstart.new_run_id`` makes them): no path, no dots."""
@@ -174,13 +174,13 @@ def _chosen(
 
 
 def _change(repo: Repository, run: StoredRun) -> tuple[str, str]:
-    """The run's T0 commit and the tree its verification passed on, both as the run store
-    (outside the repository) recorded them. The kept result ref must hold that very tree:
-    a ref moved to another commit is refused, never landed. A run recorded before results
-    were kept has no ref; its tree is used while git still has it."""
+    """The run's T0 tree and the tree its verification passed on, as the run store
+    (outside the repository) recorded them. What the repository keeps of the run
+    (``workspace.keep``: its own refs, or ``refs/tidegate/keep``) must hold that very tree:
+    a result moved to another tree is refused, never landed. A run recorded before results
+    were kept has none; its tree is used while git still has it."""
     report = run.report
     assert report is not None
-    t0 = report.t0_commit
     verified = [
         a.candidate_tree
         for a in report.attempt_events
@@ -189,19 +189,17 @@ def _change(repo: Repository, run: StoredRun) -> tuple[str, str]:
     if not verified:
         raise UsageError(f"run {run.run_id}: its report names no verified change")
     tree = verified[-1]
-    ref = result_ref(run.run_id)
-    commit = repo.git.rev_parse(ref)
-    if commit is not None:
-        kept = repo.git.out("rev-parse", f"{commit}^{{tree}}")
-        if kept != tree:
-            raise UsageError(
-                f"run {run.run_id}: {ref} does not hold the change that was verified (tree "
-                f"{tree[:12]}, the ref's {kept[:12]}); nothing was applied"
-            )
-    if t0 is None or not _exists(repo, tree) or repo.git.rev_parse(t0) != t0:
+    kept = kept_object(repo, run.run_id, "result")
+    if kept is not None and kept != tree:
         raise UsageError(
-            f"run {run.run_id}: its change is no longer in this repository (its T0 or result "
-            "refs under refs/tidegate/ are gone)"
+            f"run {run.run_id}: what is kept of its result does not hold the change that was "
+            f"verified (tree {tree[:12]}, kept {kept[:12]}); nothing was changed"
+        )
+    t0 = kept_object(repo, run.run_id, "t0") or report.t0_commit
+    if t0 is None or not _exists(repo, tree) or not _exists(repo, t0):
+        raise UsageError(
+            f"run {run.run_id}: its change is no longer kept in this repository (pruned by "
+            "retention: `tidegate gc`, [retention] runs); nothing was changed"
         )
     return t0, tree
 
@@ -447,8 +445,8 @@ def discard_run(repo_path: Path, store: RunStore, run_id: str | None) -> Landing
         if (now := change_state(run, landings(store, run.run_id))) != "held":
             raise _refusal(run.run_id, now, "discard")
         record_landing(store, run.run_id, "discarded", {})
-    with suppress(GitError):  # the record says discarded: the ref only kept it from gc
-        repo.git.run("update-ref", "-d", result_ref(run.run_id), check=False)
+    with suppress(GitError):  # the record says discarded: what is kept of it can go
+        drop_kept(repo, run.run_id)
     return Landing(
         run.run_id,
         "discarded",

@@ -15,6 +15,7 @@ from tidegate.records.modes import Mode, fs_mode
 from tidegate.records.report import ChangedFile, FindingOut, FlowReport, PhaseEvent, VerifyOut
 from tidegate.records.request import RunRequest
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
+from tidegate.workspace.keep import kept_spec
 from tidegate.workspace.repo import Repository
 
 
@@ -88,7 +89,8 @@ def run_report(
         message=message,
         fs_mode=fs_mode(state.request.mode),  # type: ignore[arg-type]
         planner=state.planner.name,
-        t0_ref=state.snapshot.ref,
+        # Where T0 is once the run has ended (``workspace.keep``); a paused run's own ref.
+        t0_ref=state.snapshot.ref if status == "paused" else kept_spec(state.run_id, "t0"),
         t0_commit=state.snapshot.commit,
         head=state.snapshot.head,
         diff=diff,

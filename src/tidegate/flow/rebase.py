@@ -19,8 +19,8 @@ from tidegate.git.settings import no_index
 from tidegate.planners.rebase import RebasePlanner
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
+from tidegate.workspace.keep import kept_object
 from tidegate.workspace.repo import Repository
-from tidegate.workspace.snapshot import result_ref
 
 CONTEXTS = (3, 1, 0)
 """How much context the re-applied diff keeps, tried in this order."""
@@ -47,7 +47,7 @@ def rebase(
     (nothing to re-apply)."""
     assert report.t0_commit is not None
     try:
-        candidate = repo.git.rev_parse(result_ref(report.run_id))
+        candidate = kept_object(repo, report.run_id, "result")
     except GitError:
         return None
     if candidate is None:

@@ -16,6 +16,7 @@ import errno
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tidegate.errors import GitError
 from tidegate.flow.headstart import new_run_id
@@ -23,7 +24,7 @@ from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import ApplyLock
 from tidegate.workspace.owned_temp import remove_dead_owned, remove_dead_sandboxes
-from tidegate.workspace.repo import discover
+from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow.leftovers import remove_leftovers
 
 
@@ -74,23 +75,38 @@ def recover_repository(path: Path, rollback: bool = False) -> RecoverySummary:
                     f"run {jdir.name}: its apply-back journal could not be "
                     f"{'undone' if rollback else 'finished'} ({_why(exc)}); it is kept in {jdir}"
                 )
-        try:
-            leftovers = remove_leftovers(repo)
-            summary.removed_shadows = leftovers.shadows
-            summary.removed_scratch = leftovers.scratch
-        except (OSError, GitError) as exc:
-            summary.errors.append(f"stale shadows could not be removed: {_why(exc)}")
-        try:
-            summary.removed_copies = remove_dead_owned()
-        except OSError as exc:
-            summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
-        try:
-            summary.removed_sandboxes = remove_dead_sandboxes()
-        except OSError as exc:
-            summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")
+        remove_dead_leftovers(repo, summary)
     finally:
         lock.release()
     return summary
+
+
+class Swept(Protocol):
+    removed_shadows: list[str]
+    removed_scratch: list[str]
+    removed_copies: list[str]
+    removed_sandboxes: list[str]
+    errors: list[str]
+
+
+def remove_dead_leftovers(repo: Repository, summary: Swept) -> None:
+    """Remove what dead runs and processes left (shadows, scratch dirs, sub-agent copies,
+    sandbox dirs), never what a live one owns; what could not be removed, in ``errors``
+    (``tidegate recover`` and ``tidegate gc``)."""
+    try:
+        leftovers = remove_leftovers(repo)
+        summary.removed_shadows = leftovers.shadows
+        summary.removed_scratch = leftovers.scratch
+    except (OSError, GitError) as exc:
+        summary.errors.append(f"stale shadows could not be removed: {_why(exc)}")
+    try:
+        summary.removed_copies = remove_dead_owned()
+    except OSError as exc:
+        summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
+    try:
+        summary.removed_sandboxes = remove_dead_sandboxes()
+    except OSError as exc:
+        summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")
 
 
 def _why(exc: Exception) -> str:

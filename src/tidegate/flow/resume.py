@@ -43,6 +43,7 @@ from tidegate.flow.progress_inputs import (
     workspace_identity,
 )
 from tidegate.flow.progress_restore import restore
+from tidegate.flow.retention import fold_ended
 from tidegate.flow.transaction import Announced, closing_notes, new_state
 from tidegate.planners import Planner, planner_for
 from tidegate.records.report import FlowReport
@@ -118,7 +119,9 @@ def resume_run(
         )
         begin = _begin_resumed(ticket, recorder, driver, shadow)
         announced = Announced(lock, observer)
-        return driver.run(announced, begin, closing_notes(state, lock, shadow), restored)
+        report = driver.run(announced, begin, closing_notes(state, lock, shadow), restored)
+        fold_ended(repo, ticket.run_id, report.status, config.retention, recorder)
+        return report
     finally:
         if shadow is not None:
             shadow.release(keep=request.keep_shadow)

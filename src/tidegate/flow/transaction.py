@@ -43,6 +43,7 @@ from tidegate.flow.pipeline import PhaseObserver, RunRecorder
 from tidegate.flow.policy_record import effective_policy
 from tidegate.flow.rebase import rebasable, rebase
 from tidegate.flow.request import verify_clearance
+from tidegate.flow.retention import fold_ended
 from tidegate.flow.state import RunState
 from tidegate.planners import Planner, planner_for
 from tidegate.records.modes import Mode, Phase
@@ -225,9 +226,11 @@ def _run_locked(
             )
         state.policy = policy
         driver = Driver(state, boot.recorder, boot.started)
-        return driver.run(
+        report = driver.run(
             Announced(lock, observer), driver.start, closing_notes(state, lock, shadow)
         )
+        fold_ended(repo, boot.run_id, report.status, config.retention, boot.recorder)
+        return report
     finally:
         held.release()
 

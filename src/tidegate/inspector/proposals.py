@@ -1,6 +1,7 @@
 """Each attempt's proposal on a run's page: the text the planner proposed (SEARCH/REPLACE
 blocks, a unified diff, whole files), read from the blob the run kept under
-``refs/tidegate/runs/<run-id>/attempt-<n>/proposal`` (``flow.progress``), with the blob's
+``refs/tidegate/runs/<run-id>/attempt-<n>/proposal`` (``flow.progress``; once the run
+ended, ``refs/tidegate/keep:<run-id>/attempt-<n>/proposal``), with the blob's
 SHA-256. A proposal is the model's or the objective's text: it is shown through
 ``markup.text`` like every stored value, never as markup."""
 
@@ -24,6 +25,7 @@ _RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,127}")
 def read_proposals(root: str, run_id: str, attempts: int) -> list[tuple[int, bytes]]:
     """The kept proposal blobs of attempts 1..``attempts`` of ``run_id`` (those that exist)."""
     from tidegate.errors import TidegateError
+    from tidegate.workspace.keep import RUNS_PREFIX, kept_spec
     from tidegate.workspace.repo import discover
 
     if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
@@ -32,10 +34,12 @@ def read_proposals(root: str, run_id: str, attempts: int) -> list[tuple[int, byt
         git = discover(Path(root)).git
         out = []
         for number in range(1, min(attempts, MAX_ATTEMPTS) + 1):
-            ref = f"refs/tidegate/runs/{run_id}/attempt-{number}/proposal"
-            res = git.run("cat-file", "blob", ref, check=False)
-            if res.returncode == 0:
-                out.append((number, res.stdout))
+            name = f"attempt-{number}/proposal"
+            for spec in (f"{RUNS_PREFIX}/{run_id}/{name}", kept_spec(run_id, name)):
+                res = git.run("cat-file", "blob", spec, check=False)
+                if res.returncode == 0:
+                    out.append((number, res.stdout))
+                    break
         return out
     except TidegateError:
         return []

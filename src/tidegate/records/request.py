@@ -26,7 +26,8 @@ class RunRequest(Checked):
     keep_shadow: bool = False
     hold: bool = False
     """Verify, then stop before APPLY_BACK: the run ends ``held`` with the verified change
-    kept (``refs/tidegate/runs/<id>/result``); ``tidegate apply`` lands it later."""
+    kept (``refs/tidegate/runs/<id>/result``, then ``refs/tidegate/keep``); ``tidegate
+    apply`` lands it later."""
     rebase: Annotated[int, Meta(ge=0, le=10)] = 0
     """How many times a change that conflicts at APPLY_BACK (with what landed since T0) is
     re-applied on a fresh T0, verified again and landed (``--rebase``); 0: never."""

@@ -10,7 +10,8 @@ each path its before/after kind, hash and mode, and whether the bytes were kept 
 not: a secret-shaped file is withheld, an inventory capture sees hashes only).
 
 A blob is checked against its name when read: a tampered blob is refused. Retention:
-``TIDEGATE_UNDO_MAX_BYTES`` (default 256 MiB) and ``TIDEGATE_UNDO_MAX_DAYS`` (default 14);
+``[retention] undo_max_bytes`` (default 256 MiB) and ``undo_max_days`` (default 14) of the
+user's configuration, each overridden by ``TIDEGATE_UNDO_MAX_BYTES`` / ``_DAYS`` when set;
 ``prune`` drops whole sessions, oldest first, and then the blobs no session names.
 """
 
@@ -69,11 +70,18 @@ class Retention:
     max_age_s: float = DEFAULT_MAX_DAYS * 86400
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Retention:
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_days: float = DEFAULT_MAX_DAYS,
+    ) -> Retention:
+        """The limits given (``[retention] undo_max_bytes/undo_max_days``), each
+        overridden by its environment variable when set."""
         env = os.environ if env is None else env
         try:
-            max_bytes = int(env.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
-            days = float(env.get(MAX_DAYS_ENV, DEFAULT_MAX_DAYS))
+            max_bytes = int(env.get(MAX_BYTES_ENV, max_bytes))
+            days = float(env.get(MAX_DAYS_ENV, max_days))
         except ValueError as exc:
             raise UsageError(f"{MAX_BYTES_ENV}/{MAX_DAYS_ENV}: {exc}") from None
         return cls(max(0, max_bytes), max(0.0, days) * 86400)

@@ -163,12 +163,12 @@ def _keep_bytes(executor: ToolExecutor, state_root: str | None, repo: object, ru
     in the state root (``store.blobs``), pruning old sessions by retention first."""
     from tidegate.store.blobs import ByteStore
     from tidegate.store.state_root import repository_store, resolve_state_root
-    from tidegate.tools.undo_keep import CallKeeper
+    from tidegate.tools.undo_keep import CallKeeper, undo_retention
 
     root: Path = repo.root  # type: ignore[attr-defined]
     common: Path = repo.common_dir  # type: ignore[attr-defined]
     state = resolve_state_root(state_root, root, git_dir=common)
     store = ByteStore(repository_store(state, common, root.name))
     keeper = CallKeeper(store, run_id, executor.context.root, executor.context.workspace.secrets)
-    keeper.prune()
+    keeper.prune(undo_retention(root))
     executor.keep_bytes(keeper)

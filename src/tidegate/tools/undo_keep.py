@@ -56,6 +56,15 @@ def read_regular(root: Path, rel: str) -> bytes | None:
         return fh.read()
 
 
+def undo_retention(root: Path) -> Retention:
+    """The byte store's limits: ``[retention]`` of the configuration at ``root``, each
+    overridden by its environment variable."""
+    from tidegate.config import load_config
+
+    kept = load_config(root).retention
+    return Retention.from_env(max_bytes=kept.undo_max_bytes, max_days=kept.undo_max_days)
+
+
 class CallKeeper:
     """Keeps one session's replaced and deleted bytes in a ByteStore."""
 

@@ -1,5 +1,5 @@
-"""Objects of tidegate's own (the run's request and proposal blobs, T0's two commits)
-written into the object store without a git process, or by git when that is not safe.
+"""Objects of tidegate's own (the run's request and proposal blobs, T0's two commits, the
+trees and commit of ``refs/tidegate/keep``) written into the object store without a git process, or by git when that is not safe.
 
 A loose object is a file of its own: ``objects/<2 hex>/<38 hex>``, the zlib stream of
 ``"<kind> <size>\\0" + content``, named by the SHA-1 of that. The format has not changed
@@ -121,11 +121,12 @@ def write_blob(repo: Repository, data: bytes) -> str:
     return oid
 
 
-def write_commit(repo: Repository, tree: str, parent: str, message: str) -> str:
-    """``git commit-tree TREE -p PARENT -m MESSAGE`` with tidegate's identity."""
+def write_commit(repo: Repository, tree: str, parent: str | None, message: str) -> str:
+    """``git commit-tree TREE [-p PARENT] -m MESSAGE`` with tidegate's identity."""
     objects = objects_dir(repo)
     oid = None
-    if objects is not None and all(_HEX.fullmatch(o) for o in (tree, parent)):
+    parents = [parent] if parent is not None else []
+    if objects is not None and all(_HEX.fullmatch(o) for o in (tree, *parents)):
         now = int(time.time())
         offset = time.localtime(now).tm_gmtoff
         sign = "-" if offset < 0 else "+"
@@ -134,10 +135,29 @@ def write_commit(repo: Repository, tree: str, parent: str, message: str) -> str:
         author = f"{IDENTITY['GIT_AUTHOR_NAME']} <{IDENTITY['GIT_AUTHOR_EMAIL']}> {stamp}"
         committer = f"{IDENTITY['GIT_COMMITTER_NAME']} <{IDENTITY['GIT_COMMITTER_EMAIL']}> {stamp}"
         text = (
-            f"tree {tree}\nparent {parent}\nauthor {author}\ncommitter {committer}\n\n"
-            f"{message.rstrip(chr(10))}\n"
+            f"tree {tree}\n{''.join(f'parent {p}{chr(10)}' for p in parents)}"
+            f"author {author}\ncommitter {committer}\n\n{message.rstrip(chr(10))}\n"
         )
         oid = write_object(objects, "commit", text.encode())
     if oid is None:
-        oid = repo.git.out("commit-tree", tree, "-p", parent, "-m", message, env=IDENTITY)
+        flags = [a for p in parents for a in ("-p", p)]
+        oid = repo.git.out("commit-tree", tree, *flags, "-m", message, env=IDENTITY)
     return oid
+
+
+def write_tree(repo: Repository, entries: dict[str, tuple[str, str]]) -> str:
+    """A tree of ``name -> (mode, oid)`` (``40000`` a tree, ``100644`` a blob), in git's
+    order (a tree's name compared as if it ended in ``/``); ``git mktree`` where tidegate
+    may not write the object itself."""
+    names = sorted(entries, key=lambda n: n + "/" if entries[n][0] == "40000" else n)
+    objects = objects_dir(repo)
+    if objects is not None and all(_HEX.fullmatch(entries[n][1]) for n in names):
+        body = b"".join(
+            f"{entries[n][0]} {n}\0".encode() + bytes.fromhex(entries[n][1]) for n in names
+        )
+        oid = write_object(objects, "tree", body)
+        if oid is not None:
+            return oid
+    kinds = {"40000": "tree", "100644": "blob"}
+    text = "".join(f"{entries[n][0]} {kinds[entries[n][0]]} {entries[n][1]}\t{n}\0" for n in names)
+    return repo.git.run("mktree", "-z", input=text.encode()).text.strip()

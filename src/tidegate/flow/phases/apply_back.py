@@ -106,7 +106,8 @@ def _landing_out(state: RunState, lock: ApplyLock) -> LandingOut:
 
 
 def keep_result(state: RunState) -> None:
-    """Keep the verified change under ``refs/tidegate/runs/<id>/result`` (a commit of the
+    """Keep the verified change under ``refs/tidegate/runs/<id>/result`` (folded into
+    ``refs/tidegate/keep`` when the run ends: ``workspace.keep``) (a commit of the
     candidate tree on T0): what ``tidegate apply`` lands and ``tidegate undo`` reverses,
     safe from ``git gc`` while the ref stands."""
     tree = state.attempt.candidate_tree

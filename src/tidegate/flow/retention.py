@@ -1,0 +1,167 @@
+"""What tidegate keeps of past runs, and ``tidegate gc``.
+
+A run's objects are folded into ``refs/tidegate/keep`` when it ends (``fold_ended``, at
+the end of every run: one for-each-ref, one ls-tree and one update-ref). Retention
+(``[retention] runs`` of the user's configuration, 50 by default) keeps the newest runs
+there, plus, whatever their age, every run that is held (not yet applied or discarded),
+paused or recorded as still running (live, or interrupted and resumable) and every run a
+live process claims (``workspace.claims``). A paused or interrupted run keeps its own refs
+(a resume needs T0's commit); everything else is folded.
+
+``tidegate gc`` applies the retention now, migrates the per-run refs of older versions
+into the keep commit, removes what dead runs left (shadows, scratch, sandbox and copy
+directories: the same sweep as ``tidegate recover``, never a live run's), removes the
+warm pool's shadow when no run holds the repository lock, and prunes the tool host's
+undo bytes by ``[retention] undo_max_days/undo_max_bytes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tidegate.config import load_config
+from tidegate.config.records import RetentionConfig
+from tidegate.errors import TidegateError
+from tidegate.workspace.claims import all_claims
+from tidegate.workspace.keep import Kept, Plan, fold_only, read_kept, update_kept
+from tidegate.workspace.lock import PoolLock
+from tidegate.workspace.repo import Repository, discover
+
+if TYPE_CHECKING:
+    from tidegate.store.db import RunStore
+
+KEPT_STATUSES = ("held", "paused", "running")
+"""Stored statuses kept whatever their age (``running``: live, or interrupted)."""
+RESUMABLE = ("paused", "running")
+"""Statuses whose runs keep their own refs: a resume needs them as they are."""
+
+
+def fold_ended(
+    repo: Repository,
+    run_id: str,
+    status: str,
+    retention: RetentionConfig,
+    recorder: object = None,
+) -> None:
+    """At the end of a run: fold its refs into the keep commit (not a paused one's: its
+    resume needs them) and, when the run is recorded in a store, apply retention in the
+    same transaction. A failure leaves everything for ``tidegate gc``."""
+    if status in RESUMABLE:
+        return
+    store = getattr(recorder, "store", None)
+    with contextlib.suppress(TidegateError, OSError):
+        if store is None:
+            update_kept(repo, fold_only(run_id))
+        else:
+            update_kept(repo, retention_plan(repo, store, retention, own=run_id))
+
+
+def kept_statuses(store: RunStore) -> dict[str, str]:
+    """The runs retention keeps whatever their age, with their stored status: held and
+    never applied or discarded since, paused, or recorded as running."""
+    marks = ",".join("?" * len(KEPT_STATUSES))
+    rows = store.query(
+        f"SELECT run_id, status FROM runs WHERE status IN ({marks}) AND run_id NOT IN "
+        "(SELECT run_id FROM landings WHERE action IN ('applied', 'discarded'))",
+        KEPT_STATUSES,
+    )
+    return {str(run_id): str(status) for run_id, status in rows}
+
+
+def retention_plan(
+    repo: Repository, store: RunStore, retention: RetentionConfig, own: str | None = None
+) -> Plan:
+    """Fold every ended run's refs (``own``: the calling run, ended but still claimed),
+    drop every run retention does not keep. Decided on each read of the refs: the claims
+    are read after the refs, and a run claims before it makes refs, so every run seen
+    that is alive has its claim by then; a run not seen is never dropped."""
+
+    def plan(kept: Kept) -> tuple[set[str], set[str]]:
+        known = set(kept.runs) | set(kept.refs)
+        live = {run_id for run_id, owner in all_claims(repo).items() if owner.alive}
+        live.discard(own or "")
+        protected = kept_statuses(store)
+        # Run ids begin with their UTC start time (``headstart.new_run_id``): newest last.
+        keep = set(sorted(known)[-retention.runs :]) | set(protected) | live
+        resumable = {r for r, status in protected.items() if status in RESUMABLE}
+        return set(kept.refs) - live - resumable, known - keep
+
+    return plan
+
+
+@dataclass
+class GcSummary:
+    repo: str
+    dry_run: bool
+    runs_kept: int = 0
+    runs_folded: list[str] = field(default_factory=list)
+    runs_pruned: list[str] = field(default_factory=list)
+    refs_deleted: int = 0
+    refs_left: int = 0
+    """Refs under ``refs/tidegate/`` after gc (the keep ref, live and paused runs')."""
+    removed_shadows: list[str] = field(default_factory=list)
+    removed_scratch: list[str] = field(default_factory=list)
+    removed_sandboxes: list[str] = field(default_factory=list)
+    removed_copies: list[str] = field(default_factory=list)
+    removed_pool: str | None = None
+    undo_bytes_freed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def collect(repo_path: Path, store: RunStore, dry_run: bool = False) -> GcSummary:
+    """``tidegate gc``: apply retention now and remove what dead runs left."""
+    repo = discover(repo_path)
+    retention = load_config(repo.root).retention
+    summary = GcSummary(repo=str(repo.root), dry_run=dry_run)
+    change = update_kept(repo, retention_plan(repo, store, retention), dry_run)
+    summary.runs_folded, summary.runs_pruned = change.folded, change.dropped
+    summary.refs_deleted = change.refs_deleted
+    if not dry_run:
+        _sweep(repo, store, retention, summary)
+    after = read_kept(repo)
+    summary.runs_kept = len(set(after.runs) | set(after.refs)) - len(change.dropped) * dry_run
+    summary.refs_left = len(repo.git.out("for-each-ref", "refs/tidegate/").splitlines())
+    return summary
+
+
+def _sweep(repo: Repository, store: RunStore, retention: RetentionConfig, out: GcSummary) -> None:
+    from tidegate.flow.recovery import remove_dead_leftovers
+    from tidegate.store.blobs import ByteStore, Retention
+
+    remove_dead_leftovers(repo, out)
+    out.removed_pool = _remove_idle_pool(repo)
+    limits = Retention.from_env(
+        max_bytes=retention.undo_max_bytes, max_days=retention.undo_max_days
+    )
+    try:
+        out.undo_bytes_freed = ByteStore(store.path.parent).prune(limits)
+    except (OSError, TidegateError) as exc:  # a link planted there: refused, named
+        out.errors.append(f"the undo byte store could not be pruned: {exc}")
+
+
+def _remove_idle_pool(repo: Repository) -> str | None:
+    """The warm pool's shadow, removed when no run is using it (its lock is free; a run
+    makes a new one when it wants one)."""
+    from tidegate.workspace.shadow import ShadowWorktree
+    from tidegate.workspace.shadow.worktrees import pooled_path
+
+    lock = PoolLock(repo.runtime_dir, "gc")
+    try:
+        if not lock.try_acquire():
+            return None  # a run is using it
+    except (TidegateError, OSError):
+        return None
+    try:
+        path = pooled_path(repo)
+        if path is None:
+            return None
+        ShadowWorktree(repo, path, "", pooled=True).remove()
+        return str(path)
+    finally:
+        lock.release()

@@ -42,7 +42,10 @@ def _usage_error(res: subprocess.CompletedProcess[str]) -> str:
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
     assert res.stdout == ""
     assert res.stderr.count("\n") == 1 and res.stderr.endswith("\n"), res.stderr
-    assert res.stderr.startswith("tidegate: error: "), res.stderr
+    # git's own form for a mistyped command; every other usage error is "error: ..."
+    assert res.stderr.startswith("tidegate: error: ") or (
+        res.stderr.startswith("tidegate: '") and "is not a tidegate command" in res.stderr
+    ), res.stderr
     assert "Traceback" not in res.stderr
     return res.stderr
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tidegate.agent.guards import HARD_CAP, Allow, Decision, Stop
-from tidegate.agent.session import SessionToolRun
+from tidegate.agent.session_tools import SessionToolRun
 from tidegate.agent.sub_approval import approve_dispatch
 from tidegate.agent.sub_profile import (
     FilteredProfile,

@@ -4,11 +4,13 @@ goes."""
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tidegate.agent.guards import GuardLimits
+from tidegate.agent.guards import Budget, GuardLimits
 from tidegate.errors import UsageError
 from tidegate.models.messages import Attachment
 
@@ -160,3 +162,33 @@ class SessionRuntime:
             "prompt_hash": self.prompt_hash,
             "registry_hash": self.registry_hash,
         }
+
+
+def session_run_id(options: SessionOptions, recorder: object) -> str:
+    """The run a session records under: its options', else the run its recorder has
+    begun (``StoreRecorder.run_id``), else a fresh id."""
+    if options.run_id:
+        return options.run_id
+    try:
+        value = getattr(recorder, "run_id", None)
+    except RuntimeError:  # a recorder that has not begun a run
+        value = None
+    if isinstance(value, str) and value:
+        return value
+    return time.strftime("agent-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def budget_facts(budget: Budget) -> dict[str, object]:
+    """The budget for a trace payload (canonical JSON has no floats: cents and seconds)."""
+    out: dict[str, object] = {}
+    if budget.max_steps is not None:
+        out["max_steps"] = budget.max_steps
+    if budget.max_tokens is not None:
+        out["max_tokens"] = budget.max_tokens
+    if budget.max_wall_seconds is not None:
+        out["max_wall_seconds"] = round(budget.max_wall_seconds)
+    if budget.max_dollars is not None:
+        out["max_dollars"] = str(budget.max_dollars)
+    if budget.hard_dollar_cap is not None:
+        out["hard_dollar_cap"] = str(budget.hard_dollar_cap)
+    return out

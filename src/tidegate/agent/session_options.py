@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from tidegate.agent.guards import Budget, GuardLimits
 from tidegate.errors import UsageError
 from tidegate.models.messages import Attachment
+from tidegate.store.ports import Recorder
 
 READ_ONLY_TOOLS = frozenset(
     {
@@ -47,40 +46,9 @@ def phase_tools(phase: str) -> frozenset[str] | None:
     raise ValueError(f"no tool set for phase {phase!r}")
 
 
-class LoopRecorder(Protocol):
-    """Where a session's trace, checkpoints and tool calls go
-    (``tidegate.store.StoreRecorder`` is one)."""
-
-    def event(
-        self,
-        kind: str,
-        *,
-        attempt: int | None = None,
-        phase: str | None = None,
-        payload: Mapping[str, object] | None = None,
-        meta: Mapping[str, object] | None = None,
-    ) -> None: ...
-
-    def checkpoint(self, reason: str, state: Mapping[str, object]) -> None: ...
-
-    def tool_call_requested(
-        self,
-        tool_call_id: str,
-        canonical_tool: str,
-        input_sha256: str,
-        *,
-        attempt: int | None = None,
-    ) -> None: ...
-
-    def tool_call_finished(
-        self,
-        tool_call_id: str,
-        status: str,
-        effects: Mapping[str, object] | None,
-        *,
-        result_sha256: str | None = None,
-        attempt: int | None = None,
-    ) -> None: ...
+LoopRecorder = Recorder
+"""Where a session's trace, checkpoints and tool calls go: the store's port
+(``tidegate.store.ports.Recorder``; ``tidegate.store.StoreRecorder`` is one)."""
 
 
 class ResumeRefused(UsageError):

@@ -11,7 +11,8 @@
 - :mod:`.compaction`: fitting the context window; the host-written summary
 - :mod:`.transcript`: turns, tool calls, usage and cost (no model prose)
 - :mod:`.dispatch`: ``agent_dispatch``, a session tool handing a sub-task to an isolated
-  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`, :mod:`.sub_settings`)
+  sub-agent (:mod:`.sub_session`, :mod:`.sub_profile`, :mod:`.sub_settings`,
+  :mod:`.sub_audit`: what it records in the parent's trace)
 """
 
 from tidegate.agent.dispatch import SubAgentDispatch

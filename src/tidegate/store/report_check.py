@@ -51,8 +51,16 @@ MODELS: dict[str, tuple[tuple[str, Any], ...]] = {
         ("attempt_events", ("[]", "AttemptEvent")),
         ("phases", ("[]", "PhaseEvent")),
         ("notes", ("[]", "str")),
+        ("landing", ("?", "LandingOut")),
+        ("rebased_from", _OPT_STR),
         ("duration_s", "float"),
         ("replay_hash", _OPT_STR),
+    ),
+    "LandingOut": (
+        ("seq", ("?", "int")),
+        ("landed_between", ("?", ("[]", "str"))),
+        ("waited_s", "float"),
+        ("held_s", "float"),
     ),
     "ChangedFile": (
         ("path", "str"),

@@ -59,8 +59,9 @@ def sccs(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def sizes() -> tuple[int, int, int, int]:
-    big_modules = big_functions = lines = count = 0
+def sizes() -> tuple[int, int, int, list[str]]:
+    big_modules = lines = count = 0
+    big_functions: list[str] = []
     for path in ROOT.rglob("*.py"):
         text = path.read_text()
         n = text.count("\n")
@@ -70,7 +71,8 @@ def sizes() -> tuple[int, int, int, int]:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 span = (node.end_lineno or node.lineno) - node.lineno + 1
-                big_functions += span > 60
+                if span > 60:
+                    big_functions.append(f"{span:5d} {path.relative_to(ROOT)}: {node.name}")
     return count, lines, big_modules, big_functions
 
 
@@ -106,13 +108,15 @@ def main() -> None:
         print("  ", " <-> ".join(c))
     count, lines, big_m, big_f = sizes()
     print(
-        f"modules: {count}; lines: {lines}; over 400 lines: {big_m}; functions over 60 lines: {big_f}"
+        f"modules: {count}; lines: {lines}; over 400 lines: {big_m}; functions over 60 lines: {len(big_f)}"
     )
     if "--modules" in sys.argv:
         for path in sorted(ROOT.rglob("*.py")):
             n = path.read_text().count("\n")
             if n > 400:
                 print(f"  {n:5d} {path.relative_to(ROOT)}")
+        for line in sorted(big_f):
+            print(f"  {line}")
 
 
 if __name__ == "__main__":

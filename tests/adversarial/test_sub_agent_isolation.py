@@ -28,7 +28,8 @@ from tests.adversarial._dispatch import (
 from tests.conformance._agent import answer, call, digest, scripted, turn
 from tests.conftest import CALC, Repo, requires_containment
 from tidegate.agent import AgentSession, Budget, run_loop
-from tidegate.agent.dispatch import FORCED_ISOLATED, TOOL_GUARD_FILTERED, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
+from tidegate.agent.sub_audit import FORCED_ISOLATED, TOOL_GUARD_FILTERED
 from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.agents.contracts import load_contract, parse_contract
 from tidegate.agents.launch import AgentEndpoint

@@ -21,6 +21,7 @@ from tidegate.agent import (
     SessionOptions,
     agent_report,
     default_prompt_configuration,
+    resume_session,
 )
 from tidegate.models import ModelPort, resolve_model
 from tidegate.models.pricing import ModelPricing, Price
@@ -147,7 +148,7 @@ class Recorded:
         self.recorder = StoreRecorder(self.store, task_id=ticket.task_id, kind="agent")
         self.recorder.begin(self.run_id, str(self.root), "patch", {}, resumed=True)
         done = {str(c["tool_call_id"]) for c in self.recorder.completed_tool_calls()}
-        return AgentSession.resume(
+        return resume_session(
             ticket.state,
             limits=limits,
             completed=done,

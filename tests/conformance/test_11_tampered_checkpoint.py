@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import Repo
 from tests.integration._store import FIX, cli, start, state_root, wait_for_checkpoint_after
 from tidegate.store.chain_rows import rebuild
-from tidegate.store.writes import CHECKPOINT_ROW
+from tidegate.store.reading import CHECKPOINT_ROW
 
 CHECK = f"sleep 2; {sys.executable} -c 'from calc import add; assert add(2, 3) == 5'"
 

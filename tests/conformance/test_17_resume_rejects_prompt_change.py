@@ -1,7 +1,7 @@
 """Matrix 17: resume rejects a prompt configuration different from the checkpoint's.
 
 A recorded agent session pauses (step budget) with a sealed checkpoint in the run store. A
-fresh host reads the verified resume ticket and calls ``AgentSession.resume`` with the
+fresh host reads the verified resume ticket and calls ``resume_session`` with the
 prompt configuration it would use now. A stricter approval profile, another network or
 write policy, a dirty-state summary, another complexity or another goal each make the
 reassembled hashes differ, and the resume is refused with ``ResumeIncompatible`` naming
@@ -33,6 +33,7 @@ from tidegate.agent import (
     GuardLimits,
     SessionOptions,
     default_prompt_configuration,
+    resume_session,
     run_loop,
 )
 from tidegate.models.scripted import ScriptedModel
@@ -64,7 +65,7 @@ def resume_under(
     """What a fresh host does, with the configuration it states now."""
     store = open_run_store(record.root, None)
     ticket = resume_ticket(store, record.run_id)
-    return AgentSession.resume(
+    return resume_session(
         ticket.state,
         model=model,
         executor=ex,

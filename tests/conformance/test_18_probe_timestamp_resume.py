@@ -2,7 +2,7 @@
 
 A model's identity carries the time it was probed (``ModelIdentity.probed_at``, which the
 real provider adapters stamp when they are built). A recorded session runs under one probe,
-pauses and is checkpointed; a fresh host resumes it through ``AgentSession.resume`` with
+pauses and is checkpointed; a fresh host resumes it through ``resume_session`` with
 the same model probed an hour later, and the run completes. A re-probe that finds tool
 calling gone is a different capability set: the same checkpoint is refused with the
 model-capability hash named. The model here is the shipped scripted double, reporting the

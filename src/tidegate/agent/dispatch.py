@@ -13,7 +13,7 @@ the host catalog). One call, in this order, nothing started before the last chec
    (:mod:`tidegate.agent.sub_profile`); the audit events
    ``sub_agent.dispatch.read_only_forced_isolated`` and
    ``sub_agent.dispatch.read_only_tool_guard_filtered`` (the removed tools) go into the
-   parent's trace before the sub-agent exists;
+   parent's trace before the sub-agent exists (:mod:`tidegate.agent.sub_audit`);
 4. approval (:mod:`tidegate.agent.sub_approval`): the parent's approval profile judges
    the tool set the sub-agent could use; Ask goes to a grant, the approver, or becomes a
    pending approval that pauses the parent, exactly as a tool call's does;
@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tidegate.agent.guards import HARD_CAP, Allow, Decision, Stop
-from tidegate.agent.session import SessionToolRun
+from tidegate.agent.session_tools import SessionToolRun
 from tidegate.agent.sub_approval import approve_dispatch
+from tidegate.agent.sub_audit import dispatch_finished, dispatch_started, refused
 from tidegate.agent.sub_profile import (
     FilteredProfile,
     cli_equivalents,
@@ -69,9 +70,6 @@ if TYPE_CHECKING:
     from tidegate.agent.loop_outcome import LoopOutcome
     from tidegate.agent.session import AgentSession
     from tidegate.agents.workspace import AgentWorkspace
-
-FORCED_ISOLATED = "sub_agent.dispatch.read_only_forced_isolated"
-TOOL_GUARD_FILTERED = "sub_agent.dispatch.read_only_tool_guard_filtered"
 
 
 class DispatchInput(BaseModel):
@@ -149,7 +147,8 @@ class SubAgentDispatch:
         approval = approve_dispatch(session, call, args.model_dump(mode="json"), tools, started)
         if isinstance(approval, HostResult):
             return SessionToolRun(approval)
-        self._audit(session, call, args, profile, read_only)
+        dispatch_started(session, call, self.depth + 1, args.agent, profile, read_only)
+        self.last = {"profile": profile, "read_only": read_only}
         from tidegate.workspace.owned_temp import SUBAGENT_PREFIX, make_owned_temp
 
         scratch = make_owned_temp(SUBAGENT_PREFIX)  # `tidegate recover` removes it if we die
@@ -171,12 +170,7 @@ class SubAgentDispatch:
     def _refuse(
         self, session: AgentSession, call: HostCall, code: str, why: str, started: float
     ) -> SessionToolRun:
-        session.event(
-            "sub_agent.dispatch.refused",
-            {"call_id": call.call_id, "depth": self.depth + 1, "code": code},
-            {"reason": why[:300]},
-        )
-        return SessionToolRun(error_result(call, code, why, started, retryable=False))
+        return refused(session, call, self.depth + 1, code, why, started)
 
     def _profile(
         self, session: AgentSession, args: DispatchInput, read_only: bool
@@ -192,44 +186,6 @@ class SubAgentDispatch:
         return FilteredProfile(
             tuple(t for t in filtered.kept if t in offered), filtered.removed, filtered.why
         )
-
-    def _audit(
-        self,
-        session: AgentSession,
-        call: HostCall,
-        args: DispatchInput,
-        profile: FilteredProfile,
-        read_only: bool,
-    ) -> None:
-        """The trace says what was enforced before the sub-agent exists."""
-        base = {"call_id": call.call_id, "depth": self.depth + 1, "agent": args.agent}
-        session.event(
-            "sub_agent.dispatch.started",
-            {**base, "read_only": read_only, "workspace_strategy": "isolated-copy"},
-        )
-        if read_only:
-            session.event(
-                FORCED_ISOLATED,
-                {
-                    **base,
-                    "dry_run": True,
-                    "workspace_strategy": "isolated-copy",
-                    "parent_phase": session.phase,
-                    "enforced_by": "filtered tools + write access denied"
-                    if args.agent == TIDEGATE
-                    else "read-only containment of its tree",
-                },
-            )
-            session.event(
-                TOOL_GUARD_FILTERED,
-                {
-                    **base,
-                    "removed": list(profile.removed),
-                    "kept": list(profile.kept),
-                    "reasons": [f"{t}: {why}" for t, why in profile.why],
-                },
-            )
-        self.last = {"profile": profile, "read_only": read_only}
 
     # -- the isolated run --------------------------------------------------------------
 
@@ -286,7 +242,7 @@ class SubAgentDispatch:
         result = dispatch_result(call, report, approval, started)
         session.exclude_time(usage.wall_seconds - wall_before)
         session.executor.charge_calls(sub.executor.calls_made)
-        self._finished(session, call, result)
+        dispatch_finished(session, call, self.depth + 1, result)
         halt = _halt(session, outcome)
         if outcome.status == "cancelled":
             result = result.model_copy(update={"status": "cancelled"})
@@ -327,23 +283,8 @@ class SubAgentDispatch:
             removed=(cli_tool(cli.name),) if read_only else (),
         )
         result = dispatch_result(call, report, approval, started)
-        self._finished(session, call, result)
+        dispatch_finished(session, call, self.depth + 1, result)
         return SessionToolRun(result, session.guards.check_model_request())
-
-    def _finished(self, session: AgentSession, call: HostCall, result: HostResult) -> None:
-        out = result.output or {}
-        session.event(
-            "sub_agent.dispatch.finished",
-            {
-                "call_id": call.call_id,
-                "depth": self.depth + 1,
-                "agent": out.get("agent"),
-                "status": out.get("status"),
-                "diff_sha256": out.get("diff_sha256"),
-                "changed_paths": out.get("changed_paths"),
-            },
-            {"duration_ms": round(result.duration_ms)},
-        )
 
 
 # -- helpers -----------------------------------------------------------------------------

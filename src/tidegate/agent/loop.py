@@ -49,8 +49,9 @@ from tidegate.agent.guards import (
 )
 from tidegate.agent.loop_outcome import LoopOutcome, Status
 from tidegate.agent.round import RoundCancelled, RoundUnknown, Stopper, ToolRound
-from tidegate.agent.session import FINALIZE_NOTE, AgentSession
+from tidegate.agent.session import AgentSession
 from tidegate.agent.session_compaction import compact_session
+from tidegate.agent.session_options import FINALIZE_NOTE
 from tidegate.agent.transcript import TurnRecord, text_digest
 from tidegate.errors import ErrorClass, PersistenceError
 from tidegate.models.envelope import ModelRequest

@@ -17,35 +17,33 @@ Session tools are tools the session itself offers beside the executor's canonica
 (today one: ``agent.dispatch``, :mod:`tidegate.agent.dispatch`). They are not in the host's
 catalog, have no workspace effect of their own, and are offered in every phase.
 
+The tools the phase shows are :class:`tidegate.agent.session_tools.PhaseTools`.
+
 Checkpoints (format ``tidegate.agent/1``) hold every counter -- guards, ledger, transcript,
 sequence, state version, compactions -- plus the seven prompt hashes and the workspace
-fingerprint. :meth:`AgentSession.resume` refuses a checkpoint whose prompt contract or
-workspace differs, restores the counters (optionally under larger limits), never runs a
-recorded call again, and starts from the task plus a host-written summary of the
-evidence: when that evidence already completes the task, the first request offers no
-tools at all.
+fingerprint; :func:`tidegate.agent.session_resume.resume_session` continues from one.
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Protocol
 
 from tidegate.agent.compaction import TokenMeter, context_summary
 from tidegate.agent.evidence import EvidenceLedger
-from tidegate.agent.guards import Budget, Decision, GuardLimits, LoopGuards
+from tidegate.agent.guards import LoopGuards
 from tidegate.agent.session_options import (
     LoopRecorder,
-    ResumeRefused,
     SessionOptions,
     SessionRuntime,
-    phase_tools,
+    budget_facts,
+    session_run_id,
 )
 from tidegate.agent.session_prompt import model_facts
+from tidegate.agent.session_tools import PhaseTools, SessionToolRun
 from tidegate.agent.transcript import Transcript
 from tidegate.errors import UsageError
 from tidegate.models.envelope import ModelRequest
@@ -64,30 +62,14 @@ from tidegate.prompt import (
     assemble_prompt,
     format_user_task,
     reassemble,
-    require_resume_compatible,
 )
 from tidegate.prompt.hashing import sha256_json
 from tidegate.tools.calls import ToolCall as HostCall
-from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.catalog import ToolDefinition
 from tidegate.tools.effects import PROFILE_SHA256
 from tidegate.tools.executor import ToolExecutor
 
 FORMAT = "tidegate.agent/1"
-
-FINALIZE_NOTE = (
-    "The host now has the evidence it needs ({reason}). No tools are available for this "
-    "turn: give your final answer."
-)
-
-
-@dataclass(frozen=True)
-class SessionToolRun:
-    """What a session tool's call produced: the result the model sees and, when the call
-    must end the round (a shared budget spent by a sub-agent), the decision that does."""
-
-    result: HostResult
-    halt: Decision | None = None
 
 
 class SessionTool(Protocol):
@@ -97,14 +79,6 @@ class SessionTool(Protocol):
     def definition(self) -> ToolDefinition: ...
 
     def run(self, session: AgentSession, call: HostCall) -> SessionToolRun: ...
-
-
-def new_run_id() -> str:
-    return time.strftime("agent-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-_ToolsView = tuple[tuple[str, ...], list[ToolDefinition], tuple[ModelToolSpec, ...]]
-"""(active tool ids, the definitions the phase shows, their model-facing specs)"""
 
 
 class AgentSession:
@@ -131,7 +105,7 @@ class AgentSession:
         self.executor = executor
         self.config = config
         self.task = task
-        run_id = options.run_id or _recorded_run_id(recorder) or new_run_id()
+        run_id = session_run_id(options, recorder)
         self.options = replace(options, run_id=run_id)
         self.recorder = recorder
         self.pricing = pricing or ModelPricing(None, "unknown: no pricing given")
@@ -139,7 +113,8 @@ class AgentSession:
         self.ledger = ledger or EvidenceLedger()
         self.transcript = transcript or Transcript()
         self.contract = TaskContract.from_task(task, config)
-        self._tools_view: _ToolsView | None = None
+        own = [t.definition for t in session_tools]
+        self.tools = PhaseTools(executor, self.options.phase, own)
         self.prompt = self._assemble()
         self.meter = TokenMeter(model)
         self.messages: list[Message] = [UserMessage(format_user_task(self.contract))]
@@ -172,82 +147,6 @@ class AgentSession:
         if session.options.checkpoints:
             session.checkpoint("start")
         return session
-
-    @classmethod
-    def resume(
-        cls,
-        saved: Mapping[str, Any],
-        *,
-        limits: GuardLimits | None = None,
-        completed: set[str] | None = None,
-        **kwargs: Any,
-    ) -> AgentSession:
-        """Continue from checkpoint state ``saved``. ``limits`` replaces the recorded guard
-        limits (a larger budget) while every counter is kept; ``completed`` adds record ids
-        the store knows finished (``StoreRecorder.completed_tool_calls``)."""
-        if saved.get("format") != FORMAT:
-            raise ResumeRefused(f"cannot resume: not an agent checkpoint ({saved.get('format')!r})")
-        executor: ToolExecutor = kwargs["executor"]
-        executor.registry.activate(saved["active_tools"])
-        guards = LoopGuards.from_json(str(saved["guards"]), limits)
-        options: SessionOptions = kwargs.pop("options")
-        options = replace(
-            options,
-            run_id=str(saved["run_id"]),
-            phase=str(saved["phase"]),
-            guard_limits=guards.limits,
-        )
-        session = cls(
-            options=options,
-            guards=guards,
-            ledger=EvidenceLedger.from_json(str(saved["ledger"])),
-            transcript=Transcript.from_json(saved["transcript"]),
-            **kwargs,
-        )
-        session._require_resumable(saved)
-        session._restore_counters(saved["counters"], completed)
-        session._open_resumed(saved)
-        return session
-
-    def _require_resumable(self, saved: Mapping[str, Any]) -> None:
-        """Refuse a checkpoint whose prompt contract or workspace differs from this one."""
-        require_resume_compatible(PromptHashes(**saved["hashes"]), self.hashes)
-        recorded = saved.get("workspace_fingerprint")
-        if recorded is not None:
-            current = self.fingerprint()
-            if current != recorded:
-                raise ResumeRefused(
-                    "cannot resume: the workspace changed since the checkpoint "
-                    f"({str(recorded)[:19]} then, {current[:19]} now)"
-                )
-
-    def _restore_counters(self, counters: Mapping[str, Any], completed: set[str] | None) -> None:
-        self.seq = int(counters["seq"])
-        self.state_base = int(counters["state_version"])
-        self.workspace_version = int(counters["workspace_version"])
-        self.compactions = int(counters["compactions"])
-        self.inspections = int(counters["inspections"])
-        self.completed = self.transcript.completed_ids() | (completed or set())
-        self.finalizing = "resumed with completion evidence" if self.evidence_ready() else None
-
-    def _open_resumed(self, saved: Mapping[str, Any]) -> None:
-        """Start the resumed conversation from a host-written summary of the evidence, and
-        record the resume."""
-        heading = "The session resumes from a checkpoint; earlier turns are not repeated."
-        summary = context_summary(
-            self.transcript,
-            self.ledger,
-            expect_changes=self.expect_changes,
-            heading=heading,
-        )
-        if self.finalizing:
-            summary += "\n" + FINALIZE_NOTE.format(reason=self.finalizing) + "\n"
-        self.messages.append(UserMessage(summary))
-        self.event(
-            "agent.resumed",
-            {**self.started_facts(), "checkpoint_reason": saved.get("reason")},
-            {"runtime": self.runtime().to_json()},
-        )
 
     def _assemble(self) -> PromptSnapshot:
         identity, capabilities = model_facts(self.model)
@@ -324,15 +223,14 @@ class AgentSession:
             "prompt": self.prompt.record(),
             "model": self.model.identity.label,
             "tools": [d.canonical_id for d in self.visible_definitions()],
-            "budget": _int_budget(self.guards.limits.budget),
+            "budget": budget_facts(self.guards.limits.budget),
         }
 
     # -- tools -----------------------------------------------------------------------------
 
     def visible_definitions(self) -> list[ToolDefinition]:
-        """The active tools the phase exposes; rebuilt only when the active set changes
-        (rendering a tool's JSON schema is not cheap)."""
-        return list(self._tools()[1])
+        """The active tools the phase exposes, then the session tools."""
+        return self.tools.definitions()
 
     def session_tool(self, name: str) -> SessionTool | None:
         """The session tool a call names (model-facing name or canonical ID), if any."""
@@ -349,27 +247,11 @@ class AgentSession:
         self._mark += max(0.0, seconds)
 
     def tool_specs(self) -> tuple[ModelToolSpec, ...]:
-        return self._tools()[2]
-
-    def _tools(self) -> _ToolsView:
-        active = tuple(self.executor.registry.active)
-        if self._tools_view is None or self._tools_view[0] != active:
-            allowed = phase_tools(self.options.phase)
-            definitions = [
-                d
-                for d in self.executor.definitions()
-                if allowed is None or d.canonical_id in allowed
-            ]
-            definitions += [t.definition for t in self.session_tools.values()]
-            specs = tuple(ModelToolSpec(d.name, d.description, d.input_schema) for d in definitions)
-            self._tools_view = (active, definitions, specs)
-        return self._tools_view
+        return self.tools.specs()
 
     def refresh_prompt(self) -> None:
         """After lazy activation: a new snapshot for the new registry, recorded."""
-        if self._tools_view is not None and self._tools_view[0] == tuple(
-            self.executor.registry.active
-        ):
+        if self.tools.current():
             return
         if self.executor.registry.active_hash == self.prompt.registry_hash:
             return
@@ -514,28 +396,3 @@ class AgentSession:
 
     def context_note(self) -> str:
         return context_summary(self.transcript, self.ledger, expect_changes=self.expect_changes)
-
-
-def _recorded_run_id(recorder: object) -> str | None:
-    """The run a recorder has begun (``StoreRecorder.run_id``), if it says."""
-    try:
-        value = getattr(recorder, "run_id", None)
-    except RuntimeError:  # a recorder that has not begun a run
-        return None
-    return value if isinstance(value, str) and value else None
-
-
-def _int_budget(budget: Budget) -> dict[str, object]:
-    """The budget for a trace payload (canonical JSON has no floats: cents and seconds)."""
-    out: dict[str, object] = {}
-    if budget.max_steps is not None:
-        out["max_steps"] = budget.max_steps
-    if budget.max_tokens is not None:
-        out["max_tokens"] = budget.max_tokens
-    if budget.max_wall_seconds is not None:
-        out["max_wall_seconds"] = round(budget.max_wall_seconds)
-    if budget.max_dollars is not None:
-        out["max_dollars"] = str(budget.max_dollars)
-    if budget.hard_dollar_cap is not None:
-        out["hard_dollar_cap"] = str(budget.hard_dollar_cap)
-    return out

@@ -5,7 +5,8 @@ tools are offered), recorded as ``agent.compacted``. The loop decides when."""
 from __future__ import annotations
 
 from tidegate.agent.compaction import compact, context_summary, kept_call_ids
-from tidegate.agent.session import FINALIZE_NOTE, AgentSession
+from tidegate.agent.session import AgentSession
+from tidegate.agent.session_options import FINALIZE_NOTE
 
 
 def compact_session(s: AgentSession, reason: str, *, keep: int) -> None:

@@ -4,13 +4,14 @@ goes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import secrets
+import time
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from tidegate.agent.guards import GuardLimits
+from tidegate.agent.guards import Budget, GuardLimits
 from tidegate.errors import UsageError
 from tidegate.models.messages import Attachment
+from tidegate.store.ports import Recorder
 
 READ_ONLY_TOOLS = frozenset(
     {
@@ -45,40 +46,9 @@ def phase_tools(phase: str) -> frozenset[str] | None:
     raise ValueError(f"no tool set for phase {phase!r}")
 
 
-class LoopRecorder(Protocol):
-    """Where a session's trace, checkpoints and tool calls go
-    (``tidegate.store.StoreRecorder`` is one)."""
-
-    def event(
-        self,
-        kind: str,
-        *,
-        attempt: int | None = None,
-        phase: str | None = None,
-        payload: Mapping[str, object] | None = None,
-        meta: Mapping[str, object] | None = None,
-    ) -> None: ...
-
-    def checkpoint(self, reason: str, state: Mapping[str, object]) -> None: ...
-
-    def tool_call_requested(
-        self,
-        tool_call_id: str,
-        canonical_tool: str,
-        input_sha256: str,
-        *,
-        attempt: int | None = None,
-    ) -> None: ...
-
-    def tool_call_finished(
-        self,
-        tool_call_id: str,
-        status: str,
-        effects: Mapping[str, object] | None,
-        *,
-        result_sha256: str | None = None,
-        attempt: int | None = None,
-    ) -> None: ...
+LoopRecorder = Recorder
+"""Where a session's trace, checkpoints and tool calls go: the store's port
+(``tidegate.store.ports.Recorder``; ``tidegate.store.StoreRecorder`` is one)."""
 
 
 class ResumeRefused(UsageError):
@@ -160,3 +130,33 @@ class SessionRuntime:
             "prompt_hash": self.prompt_hash,
             "registry_hash": self.registry_hash,
         }
+
+
+def session_run_id(options: SessionOptions, recorder: object) -> str:
+    """The run a session records under: its options', else the run its recorder has
+    begun (``StoreRecorder.run_id``), else a fresh id."""
+    if options.run_id:
+        return options.run_id
+    try:
+        value = getattr(recorder, "run_id", None)
+    except RuntimeError:  # a recorder that has not begun a run
+        value = None
+    if isinstance(value, str) and value:
+        return value
+    return time.strftime("agent-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def budget_facts(budget: Budget) -> dict[str, object]:
+    """The budget for a trace payload (canonical JSON has no floats: cents and seconds)."""
+    out: dict[str, object] = {}
+    if budget.max_steps is not None:
+        out["max_steps"] = budget.max_steps
+    if budget.max_tokens is not None:
+        out["max_tokens"] = budget.max_tokens
+    if budget.max_wall_seconds is not None:
+        out["max_wall_seconds"] = round(budget.max_wall_seconds)
+    if budget.max_dollars is not None:
+        out["max_dollars"] = str(budget.max_dollars)
+    if budget.hard_dollar_cap is not None:
+        out["hard_dollar_cap"] = str(budget.hard_dollar_cap)
+    return out

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from dataclasses import dataclass
 
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolError
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.effects import ApprovalEffect, Effects
+from tidegate.tools.results import elapsed_ms
 
 TOOL_ID = "agent.dispatch"
 TOOL_NAME = "agent_dispatch"
@@ -115,7 +115,3 @@ def denied_result(
         ),
         duration_ms=elapsed_ms(started),
     )
-
-
-def elapsed_ms(started: float) -> float:
-    return round((time.monotonic() - started) * 1000, 3)

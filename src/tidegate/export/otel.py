@@ -23,8 +23,9 @@ from tidegate.errors import UsageError
 from tidegate.export.records import SpanRecord
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span, Tracer
 
 EXTRA = "otel"
 MISSING = (
@@ -68,21 +69,31 @@ def sdk_spans(
     handed to ``exporter`` when one is given. ``instance`` is the resource's
     ``service.instance.id`` (default: the run id)."""
     require_sdk()
-    from opentelemetry import context as otel_context
-    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    collected = InMemorySpanExporter()
+    provider, ids = _provider(run_id, instance or run_id, (collected, exporter))
+    tracer = provider.get_tracer(SCOPE, __version__)
+    started: dict[str, Span] = {}
+    for record in records:
+        ids.next = span_id(run_id, record.key)
+        started[record.key] = _start_span(tracer, run_id, record)
+    for record in records:
+        end = record.end_ms if record.end_ms is not None else record.start_ms
+        started[record.key].end(end_time=max(end, record.start_ms) * 1_000_000)
+    provider.shutdown()
+    return list(collected.get_finished_spans())
+
+
+def _provider(
+    run_id: str, instance: str, exporters: Sequence[SpanExporter | None]
+) -> tuple[TracerProvider, Any]:
+    """A tracer provider whose ids are the run's (the span id is set on the returned id
+    generator before each span starts), each span handed to every exporter given."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.sdk.trace.id_generator import IdGenerator
-    from opentelemetry.trace import (
-        NonRecordingSpan,
-        SpanContext,
-        SpanKind,
-        Status,
-        StatusCode,
-        TraceFlags,
-    )
 
     class RunIds(IdGenerator):
         """The run's trace id; each span's id is set just before the span starts."""
@@ -97,61 +108,65 @@ def sdk_spans(
             return self.next
 
     ids = RunIds()
-    collected = InMemorySpanExporter()
     resource = Resource.create(
         {
             "service.name": "tidegate",
             "service.version": __version__,
-            "service.instance.id": instance or run_id,
+            "service.instance.id": instance,
         }
     )
-    # no atexit hook: the provider is shut down below (and a live export makes one a poll)
+    # no atexit hook: the caller shuts it down (and a live export makes one a poll)
     provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
-    provider.add_span_processor(SimpleSpanProcessor(collected))
-    if exporter is not None:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer(SCOPE, __version__)
-    kinds = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
-    codes = {"ok": StatusCode.OK, "error": StatusCode.ERROR}
-    started: dict[str, Any] = {}
-    for record in records:
-        ids.next = span_id(run_id, record.key)
-        # the parent by its derived id: it need not be among ``records`` (a live export
-        # sends a phase before the run that holds it has ended)
-        ctx = (
-            trace.set_span_in_context(
-                NonRecordingSpan(
-                    SpanContext(
-                        trace_id(run_id),
-                        span_id(run_id, record.parent),
-                        is_remote=False,
-                        trace_flags=TraceFlags(TraceFlags.SAMPLED),
-                    )
+    for exporter in exporters:
+        if exporter is not None:
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, ids
+
+
+def _start_span(tracer: Tracer, run_id: str, record: SpanRecord) -> Span:
+    """``record`` started as a span, with its events and status, under its parent."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import (
+        NonRecordingSpan,
+        SpanContext,
+        SpanKind,
+        Status,
+        StatusCode,
+        TraceFlags,
+    )
+
+    # the parent by its derived id: it need not be among the records exported (a live
+    # export sends a phase before the run that holds it has ended)
+    ctx = (
+        trace.set_span_in_context(
+            NonRecordingSpan(
+                SpanContext(
+                    trace_id(run_id),
+                    span_id(run_id, record.parent),
+                    is_remote=False,
+                    trace_flags=TraceFlags(TraceFlags.SAMPLED),
                 )
             )
-            if record.parent is not None
-            else otel_context.Context()  # the root: nothing from the caller's context
         )
-        span = tracer.start_span(
-            record.name,
-            context=ctx,
-            kind=kinds[record.kind],
-            attributes=record.attributes,
-            start_time=record.start_ms * 1_000_000,
-        )
-        for event in record.events:
-            span.add_event(
-                event.name, attributes=event.attributes, timestamp=event.at_ms * 1_000_000
-            )
-        if record.status in codes:
-            message = record.status_message if record.status == "error" else None
-            span.set_status(Status(codes[record.status], message or None))
-        started[record.key] = span
-    for record in records:
-        end = record.end_ms if record.end_ms is not None else record.start_ms
-        started[record.key].end(end_time=max(end, record.start_ms) * 1_000_000)
-    provider.shutdown()
-    return list(collected.get_finished_spans())
+        if record.parent is not None
+        else otel_context.Context()  # the root: nothing from the caller's context
+    )
+    kinds = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+    span = tracer.start_span(
+        record.name,
+        context=ctx,
+        kind=kinds[record.kind],
+        attributes=record.attributes,
+        start_time=record.start_ms * 1_000_000,
+    )
+    for event in record.events:
+        span.add_event(event.name, attributes=event.attributes, timestamp=event.at_ms * 1_000_000)
+    codes = {"ok": StatusCode.OK, "error": StatusCode.ERROR}
+    if record.status in codes:
+        message = record.status_message if record.status == "error" else None
+        span.set_status(Status(codes[record.status], message or None))
+    return span
 
 
 def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:

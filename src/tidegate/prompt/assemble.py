@@ -212,21 +212,14 @@ def assemble_prompt(
     duplicate tool names or empty hashes.
     """
     _check_inputs(config, tools, registry_hash, effect_policy_hash)
-    lines = tuple(
-        sorted(
-            (ToolLine(t.name, canonical_id(t), t.description) for t in tools),
-            key=lambda t: t.canonical_id,
-        )
-    )
+    lines = _tool_lines(tools)
     sections = _sections(ModuleContext(config=config, tools=lines))
     system_prompt = "\n\n".join(s.text for s in sections) + "\n"
 
-    identity_json = canonical_json(semantic_projection(model_identity))
-    capabilities_json = canonical_json(semantic_projection(model_capabilities))
+    identity_json, identity_hash = _model_facts(model_identity)
+    capabilities_json, capability_hash = _model_facts(model_capabilities)
     system_prompt_hash = sha256_text(system_prompt)
     configuration_hash = config.configuration_hash()
-    identity_hash = sha256_text(identity_json)
-    capability_hash = sha256_text(capabilities_json)
     prompt_hash = _prompt_hash(
         sections,
         system_prompt=system_prompt_hash,
@@ -253,6 +246,18 @@ def assemble_prompt(
         token_estimate=(count_tokens or estimate_tokens)(system_prompt),
         prompt_hash=prompt_hash,
     )
+
+
+def _tool_lines(tools: Sequence[ToolDescriptor]) -> tuple[ToolLine, ...]:
+    """The prompt's lines for ``tools``, in canonical-id order."""
+    lines = (ToolLine(t.name, canonical_id(t), t.description) for t in tools)
+    return tuple(sorted(lines, key=lambda t: t.canonical_id))
+
+
+def _model_facts(facts: Mapping[str, Any]) -> tuple[str, str]:
+    """A model mapping without its volatile keys, as canonical JSON, and that JSON's hash."""
+    text = canonical_json(semantic_projection(facts))
+    return text, sha256_text(text)
 
 
 def _check_inputs(

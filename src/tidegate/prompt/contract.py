@@ -78,7 +78,10 @@ def reject_legacy_fields(data: object, where: str) -> None:
             )
 
 
-class _Input(BaseModel):
+class HostInput(BaseModel):
+    """A host's structured input: camelCase keys (the Python names accepted too), no
+    unknown key, frozen."""
+
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
@@ -88,7 +91,7 @@ class _Input(BaseModel):
     )
 
 
-class CommandEnvironment(_Input):
+class CommandEnvironment(HostInput):
     """The one interpreter that runs ``command.run``: exactly what the adapter spawns."""
 
     executable: str = Field(min_length=1)
@@ -126,7 +129,7 @@ class CommandEnvironment(_Input):
         return parts
 
 
-class HostEnvironment(_Input):
+class HostEnvironment(HostInput):
     operating_system: str = Field(min_length=1)
     architecture: str = Field(default=UNKNOWN, min_length=1)
     command: CommandEnvironment | None = None
@@ -138,7 +141,7 @@ class HostEnvironment(_Input):
         return None if value == UNKNOWN else value
 
 
-class TrustedInstruction(_Input):
+class TrustedInstruction(HostInput):
     """A workspace instruction the host verified before the run: promoted text, with where
     it came from. Repository text is untrusted unless it arrives this way."""
 
@@ -167,7 +170,7 @@ class TrustedInstruction(_Input):
         return self
 
 
-class PromptConfiguration(_Input):
+class PromptConfiguration(HostInput):
     """Everything a host may say about the prompt. Hashing it is deterministic."""
 
     approval_profile: ApprovalProfile

@@ -14,10 +14,10 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
 
 from tidegate.prompt.contract import (
     Complexity,
+    HostInput,
     PromptConfiguration,
     PromptConfigurationError,
     describe_validation_error,
@@ -35,22 +35,12 @@ _MODE_MEANING = {
 }
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-    )
-
-
-class AcceptanceCriterion(_Input):
+class AcceptanceCriterion(HostInput):
     id: str = Field(pattern=_ID_PATTERN)
     text: str = Field(min_length=1, max_length=2_000)
 
 
-class RunTask(_Input):
+class RunTask(HostInput):
     """What the caller asks an agent run to do."""
 
     task_id: str = Field(pattern=_ID_PATTERN)

@@ -13,32 +13,27 @@ acknowledged, raises ``PersistenceError``. A final report counts only once ackno
 until then readers see the run as failed with PERSISTENCE_ERROR. Everything is redacted
 before it is written. Read-only stores never write, not even a migration.
 
-The schema and its migrations are in ``schema``, the records read back and their rows in
-``rows``, the SQL each write transaction runs in ``writes``.
+The connections, transactions and acknowledgement are ``connection``'s; the schema and its
+migrations are in ``schema``, the records read back and their rows in ``rows``, the SQL
+each write transaction runs in ``writes``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import json
-import os
-import random
 import sqlite3
-import stat
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from tidegate.errors import PersistenceError, UsageError
+from tidegate.errors import PersistenceError
 from tidegate.store.chain_rows import ChainTip
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey
+from tidegate.store.connection import StoreConnection
 from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.faults import StoreFaults
-from tidegate.store.group import GroupCommit, QueuedWrite
+from tidegate.store.group import QueuedWrite
 from tidegate.store.holder import ProcessIdentity
 from tidegate.store.reading import RESUMABLE, TERMINAL
 from tidegate.store.record_reads import RecordReads
@@ -49,7 +44,7 @@ from tidegate.store.rows import (
     StoredRun,
     StoredToolCall,
 )
-from tidegate.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
+from tidegate.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tidegate.store.trace import TraceEvent, now_ms
 from tidegate.store.writes import (
     insert_checkpoint,
@@ -76,10 +71,8 @@ __all__ = [
     "StoredToolCall",
 ]
 
-T = TypeVar("T")
 
-
-class RunStore(RecordReads):
+class RunStore(StoreConnection, RecordReads):
     """One repository's run store. ``key`` signs checkpoints; ``faults`` injects failures."""
 
     def __init__(
@@ -90,136 +83,25 @@ class RunStore(RecordReads):
         faults: StoreFaults | None = None,
         busy_timeout_s: float = 30.0,
     ) -> None:
-        self.path = path
-        self.key = key
-        self.faults = faults if faults is not None else StoreFaults.from_env()
-        self.read_only = False
-        self.busy_timeout_s = busy_timeout_s
-        self._tips: dict[str, ChainTip] = {}
-        self._redactor = Redactor()
-        self._read_upto: dict[str, int] = {}
-        created = False
-        try:
-            _refuse_links(path)
-            if not path.exists():
-                # Private from the start (SQLite gives its -wal and -shm files the same mode).
-                try:
-                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                    os.close(os.open(path, flags, 0o600))
-                    created = True
-                except FileExistsError:
-                    pass  # another process made it between the check and here: open theirs
-            self._db = sqlite3.connect(
-                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            self._lock = threading.RLock()
-            self._group = GroupCommit(self._db, self._lock, self._retrying)
-            self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-            # Reads and read-back acknowledgements go through a second connection: they
-            # see what is committed, and need not wait for another thread's commit.
-            self._reader = sqlite3.connect(
-                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            self._read_lock = threading.RLock()
-        except (sqlite3.Error, OSError) as exc:
-            with contextlib.suppress(OSError):
-                if created and path.stat().st_size == 0:  # nothing in it: leave no empty store
-                    path.unlink()
-            raise PersistenceError(f"{path}: cannot open the run store: {exc}") from exc
+        faults = faults if faults is not None else StoreFaults.from_env()
+        super().__init__(path, faults=faults, busy_timeout_s=busy_timeout_s)
+        self._keep(key)
 
     @classmethod
     def open_read_only(cls, path: Path, *, key: CheckpointKey | None = None) -> RunStore:
         """A store that never writes: opened ``mode=ro``; an older schema is migrated in a
         private in-memory copy, never in place."""
-        store = cls.__new__(cls)
-        store.path = path
-        store.key = key
-        store.faults = StoreFaults()
-        store.read_only = True
-        store.busy_timeout_s = 30.0
-        store._tips = {}
-        store._redactor = Redactor()
-        store._read_upto = {}
-        store._lock = store._read_lock = threading.RLock()
-        # With no WAL file no writer is active, and ``immutable`` reads the file without
-        # creating the -wal and -shm files a read-only WAL reader would otherwise leave.
-        wal = path.with_name(path.name + "-wal")
-        query = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-        try:
-            db = sqlite3.connect(
-                f"{path.resolve().as_uri()}?{query}", uri=True, timeout=30, check_same_thread=False
-            )
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise UsageError(f"{path}: written by a newer tidegate (schema {version})")
-            if version < SCHEMA_VERSION:
-                memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                db.backup(memory)
-                db.close()
-                db = memory
-                store._db = store._reader = db
-                store._migrate()
-            else:
-                db.isolation_level = None
-                store._db = store._reader = db
-        except sqlite3.Error as exc:
-            raise PersistenceError(f"{path}: cannot read the run store: {exc}") from exc
+        store = cls._connect_read_only(path)
+        store._keep(key)
         return store
 
-    # -- schema ---------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        migrate(self._db, self.path, self._retrying)
-
-    # -- transactions ---------------------------------------------------------------------
-
-    def _retrying(self, fn: Callable[[], T]) -> T:
-        """Run ``fn``, retrying while SQLite reports another writer holds the lock."""
-        deadline = time.monotonic() + self.busy_timeout_s
-        delay = 0.005
-        while True:
-            try:
-                return fn()
-            except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or time.monotonic() > deadline:
-                    raise
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 0.2)
-
-    def transaction(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in a write transaction -- with the writes other threads hand in at the
-        same time (``GroupCommit``) -- committed when this returns; any failure of the
-        write or of the commit is a ``PersistenceError``."""
-        if self.read_only:
-            raise PersistenceError(f"{self.path}: opened read-only; cannot {what}")
-
-        try:
-            result: T = self._group.run(fn)
-        except (sqlite3.Error, OSError) as exc:
-            raise PersistenceError(f"{self.path}: could not {what}: {exc}") from exc
-        return result
-
-    def acknowledge(self, what: str, point: str, check: Callable[[], bool]) -> None:
-        """Confirm a committed write by reading it back; a failure here still fails the
-        caller, even though the write itself committed."""
-        try:
-            self.faults.check(point)
-            ok = check()
-        except (sqlite3.Error, OSError) as exc:
-            raise PersistenceError(f"{self.path}: {what} was not acknowledged: {exc}") from exc
-        if not ok:
-            raise PersistenceError(f"{self.path}: {what} was not acknowledged: read-back differs")
-
-    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        try:
-            with self._read_lock:
-                return self._reader.execute(sql, tuple(params)).fetchall()
-        except sqlite3.Error as exc:
-            raise PersistenceError(f"{self.path}: could not read the run store: {exc}") from exc
+    def _keep(self, key: CheckpointKey | None) -> None:
+        """What the writes keep between transactions: the key, each run's chain tip, the
+        redactor, and how far each run's trace was read back."""
+        self.key = key
+        self._tips: dict[str, ChainTip] = {}
+        self._redactor = Redactor()
+        self._read_upto: dict[str, int] = {}
 
     # -- writing runs ---------------------------------------------------------------------
 
@@ -387,12 +269,7 @@ class RunStore(RecordReads):
             ),
         )
 
-    def _inject(self, points: Sequence[str], what: str) -> None:
-        try:
-            for point in points:
-                self.faults.check(point)
-        except OSError as exc:
-            raise PersistenceError(f"{self.path}: could not {what}: {exc}") from exc
+    # -- read-back -----------------------------------------------------------------------
 
     def _has_event(self, run_id: str, seq: int) -> bool:
         with self._read_lock:
@@ -428,35 +305,6 @@ class RunStore(RecordReads):
         if row is None or row[0] is None:
             return None
         return hashlib.sha256(str(row[0]).encode()).hexdigest()
-
-    # -- reading --------------------------------------------------------------------------
-
-    def integrity_check(self) -> str:
-        return str(self.query("PRAGMA integrity_check")[0][0])
-
-    def close(self) -> None:
-        with self._lock, self._read_lock:
-            self._reader.close()
-            self._db.close()
-
-
-_SQLITE_FILES = ("", "-wal", "-shm", "-journal")
-"""The database and the files SQLite keeps beside it, which it opens following links."""
-
-
-def _refuse_links(path: Path) -> None:
-    """Refuse a store whose database, or a file SQLite keeps beside it, is anything but a
-    regular file (a planted link would take SQLite's writes elsewhere). The directory is
-    tidegate's own (0700, made without following a link), so what is checked here stays."""
-    for suffix in _SQLITE_FILES:
-        name = path.with_name(path.name + suffix)
-        try:
-            mode = name.lstat().st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            what = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
-            raise OSError(errno.ELOOP, f"{name.name} is {what}; not followed")
 
 
 class QueuedFlush:

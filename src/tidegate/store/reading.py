@@ -62,6 +62,13 @@ RUN_COLUMNS = (
     "started_ms, updated_ms, report_json, acknowledged"
 )
 """The ``runs`` columns every reader selects, in this order (``store.rows`` too)."""
+CHECKPOINT_ROW = "run_id, seq, event_seq, reason, prev_hash, hash, mac, document, encoding"
+"""The ``checkpoints`` columns ``chain_rows.rebuild`` reads, in its order."""
+CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
+    str, int, int, str, (str, type(None)), str, str, str, str,
+)  # fmt: skip
+"""The Python types of a ``checkpoints`` row as the store writes it (SQLite itself would
+keep anything in any column)."""
 LAST_LANDING_SQL = (
     "(SELECT action FROM landings l WHERE l.run_id = runs.run_id ORDER BY l.seq DESC LIMIT 1)"
 )

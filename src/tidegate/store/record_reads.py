@@ -13,7 +13,7 @@ from tidegate.errors import UsageError
 from tidegate.store.chain_rows import rebuild
 from tidegate.store.checkpoints import ChainHead, Checkpoint
 from tidegate.store.corrupt import CorruptRecord, stored_json
-from tidegate.store.reading import RUN_COLUMNS
+from tidegate.store.reading import CHECKPOINT_ROW, CHECKPOINT_TYPES, RUN_COLUMNS
 from tidegate.store.rows import (
     ATTEMPT_COLUMNS,
     TOOL_CALL_COLUMNS,
@@ -25,13 +25,6 @@ from tidegate.store.rows import (
     stored_tool_call,
 )
 from tidegate.store.trace import TraceEvent, check_event
-from tidegate.store.writes import CHECKPOINT_ROW
-
-_CHECKPOINT_TYPES: tuple[type | tuple[type, ...], ...] = (
-    str, int, int, str, (str, type(None)), str, str, str, str,
-)  # fmt: skip
-"""The Python types of a ``checkpoints`` row as the store writes it (SQLite itself would
-keep anything in any column)."""
 
 
 class RecordReads(ABC):
@@ -87,7 +80,7 @@ class RecordReads(ABC):
             f"SELECT {CHECKPOINT_ROW} FROM checkpoints WHERE run_id = ? ORDER BY seq", [run_id]
         )
         for row in rows:
-            if not all(isinstance(v, t) for v, t in zip(row, _CHECKPOINT_TYPES, strict=True)):
+            if not all(isinstance(v, t) for v, t in zip(row, CHECKPOINT_TYPES, strict=True)):
                 raise CorruptRecord(
                     f"run {run_id}: checkpoint row {row[1]!r} has a field of the wrong type"
                 )

@@ -1,5 +1,6 @@
-"""The store's side of a run: ``StoreRecorder`` (the engine's ``RunRecorder``) and the
-verified ``ResumeTicket`` that ``tidegate resume`` starts from.
+"""The store's side of a run: ``StoreRecorder`` (the engine's ``RunRecorder``, and the
+``ports.Recorder`` the agent loop writes through) and the verified ``ResumeTicket`` that
+``tidegate resume`` starts from.
 
 The recorder numbers trace events as they come, and at every checkpoint flushes them with
 the checkpoint in one transaction. The final report is stored with the replay hash of the
@@ -22,13 +23,14 @@ from tidegate.records.resume import ResumeTicket
 from tidegate.store.checkpoints import Checkpoint, verify_committed
 from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.db import RESUMABLE, TERMINAL, RunStart, RunStore
+from tidegate.store.ports import Recorder
 from tidegate.store.replay import replay_hash
 from tidegate.store.trace import Trace, TraceEvent, new_execution_id
 
 TOOL_STATUSES = frozenset({"succeeded", "failed", "denied", "unknown"})
 
 
-class StoreRecorder:
+class StoreRecorder(Recorder):
     """Records one run (one execution of it) in a ``RunStore``."""
 
     def __init__(

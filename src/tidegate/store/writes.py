@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from tidegate.disk.faults import maybe_crash
 from tidegate.store.chain_rows import ChainTip, encode, tip_of
 from tidegate.store.checkpoints import Checkpoint, CheckpointKey, seal, seal_head
+from tidegate.store.reading import CHECKPOINT_ROW
 from tidegate.store.redact import Redactor
 from tidegate.store.trace import TraceEvent, now_ms
 from tidegate.text.sanitize import redact_value
@@ -198,10 +199,6 @@ def insert_checkpoint(
         (head.run_id, head.count, head.last_hash, head.mac),
     )
     return sealed, new_tip
-
-
-CHECKPOINT_ROW = "run_id, seq, event_seq, reason, prev_hash, hash, mac, document, encoding"
-"""The ``checkpoints`` columns ``chain_rows.rebuild`` reads, in its order."""
 
 
 def _since_last_full(db: sqlite3.Connection, run_id: str) -> list[tuple[object, ...]]:

@@ -12,7 +12,8 @@ from tests.adversarial._dispatch import dispatch_turn, editing, host, parent
 from tests.conformance._agent import PRICE, answer, call, configuration, scripted, task, turn
 from tests.conftest import Repo
 from tidegate.agent import AgentSession, Budget, GuardLimits, LoopSettings, SessionOptions, run_loop
-from tidegate.agent.dispatch import FORCED_ISOLATED, TOOL_GUARD_FILTERED, SubAgentDispatch
+from tidegate.agent.dispatch import SubAgentDispatch
+from tidegate.agent.sub_audit import FORCED_ISOLATED, TOOL_GUARD_FILTERED
 from tidegate.agent.sub_settings import DispatchSettings
 from tidegate.flow.transaction import execute
 from tidegate.planners.model import ModelPlanner

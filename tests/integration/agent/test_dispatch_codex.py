@@ -16,7 +16,7 @@ from tests.conftest import Repo
 from tests.integration.agents.conftest import require_agent, require_containment
 from tests.integration.agents.servers import ScriptedServer, responses_turn
 from tidegate.agent import DispatchSettings, SubAgentDispatch, run_loop
-from tidegate.agent.dispatch import TOOL_GUARD_FILTERED
+from tidegate.agent.sub_audit import TOOL_GUARD_FILTERED
 from tidegate.agents.contracts import load_contract
 from tidegate.agents.launch import AgentEndpoint
 from tidegate.planners.agent import CliSubAgent

@@ -25,6 +25,7 @@ from tidegate.agent import (
     GuardLimits,
     ResumeRefused,
     SessionOptions,
+    resume_session,
     run_loop,
 )
 from tidegate.tools.executor import ToolExecutor
@@ -32,7 +33,7 @@ from tidegate.workspace.fingerprint import workspace_fingerprint
 
 
 def resume_from(saved: dict[str, object], ex: ToolExecutor, model: object) -> AgentSession:
-    return AgentSession.resume(
+    return resume_session(
         saved,
         limits=GuardLimits(),
         model=model,

@@ -22,6 +22,7 @@ from tidegate.agent import (
     GuardLimits,
     ResumeRefused,
     SessionOptions,
+    resume_session,
     run_loop,
 )
 from tidegate.prompt import ResumeIncompatible
@@ -43,7 +44,7 @@ def resume(
     s: AgentSession, saved: dict[str, object], model: object = None, **kw: object
 ) -> AgentSession:
     ex = executor(s.executor.context.root)
-    return AgentSession.resume(
+    return resume_session(
         saved,
         model=model or s.model,
         executor=ex,

@@ -81,9 +81,9 @@ DJANGO = Project(
 
 RELEASES = (("10.2.0", "10.3.0"), ("10.3.0", "10.4.0"), ("10.4.0", "10.5.0"))
 """more-itertools' releases."""
-REAL = ((SYMPY, "1.11", "1.11.1", "1.11"), (DJANGO, "4.2.15", "4.2.16", "4.2"))
-"""A SymPy and a Django instance from bug-fix releases (the specs' version last): lambdify
-with ``cse=True`` (sympy#23536), and a password-reset mail failure logged (Django 4.2.16)."""
+REAL = ((SYMPY, "1.10", "1.10.1", "1.10"), (DJANGO, "4.2.15", "4.2.16", "4.2"))
+"""A SymPy and a Django instance from bug-fix releases (the specs' version last): ``diff`` with
+a string variable (sympy#23222), and a password-reset mail failure logged (Django 4.2.16)."""
 
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:

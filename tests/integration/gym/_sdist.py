@@ -194,7 +194,7 @@ def release_instance(
     after = _outcomes(project, python, repo, directives, [gold, tests])
     f2p = sorted(t for t, s in after.items() if s == PASSED and before.get(t) != PASSED)
     p2p = sorted(t for t, s in after.items() if s == PASSED and before.get(t) == PASSED)
-    row = {
+    row: dict[str, Any] = {
         "instance_id": f"{name}__{old}-{new}", "repo": repo_name, "base_commit": commit,
         "problem_statement": f"The changes of {project.pypi} {new}.", "patch": gold,
         "test_patch": tests, "FAIL_TO_PASS": json.dumps(f2p), "PASS_TO_PASS": json.dumps(p2p),

@@ -3,7 +3,9 @@ the ``swebench`` package's own functions (``get_eval_report``, ``get_resolution_
 the verdicts and the per-test lists must be equal.
 
 The instances: two real ones from more-itertools' release history (PyPI sdists, see
-``_sdist.py``) with the gold patch, half of it, and a documentation-only patch; and
+``_sdist.py``) with the gold patch, half of it, and a documentation-only patch; a SymPy
+and a Django one (bug-fix releases, graded with ``bin/test`` and ``tests/runtests.py`` in
+environments built from swebench's specs) with the gold, an empty and a wrong patch; and
 tiny ones built here for the rules the issue found wrong (XFAIL, truncated parametrized
 ids, a data file in the test patch, a partial fix, a broken PASS_TO_PASS test).
 

@@ -149,7 +149,7 @@ def _one(
             pass
         spec = spec_for(instance)
         source = mirror(repos, instance.repo)
-        wanted = env_spec(instance, spec.log_parser)
+        wanted = env_spec(instance, spec)
         with environment(instance, wanted, source, venv_cache(), clearance, python) as env:
             if contestant is not None:
                 engine, prediction["model_patch"] = contestant_patch(
@@ -244,7 +244,7 @@ def contestant_patch(
                 raise UsageError(f"setup: {step.stderr.strip()[:300]}")
         seen = [d for d in spec.directives if (repo / d).exists()]
         verify = (f"{env.python} -m pytest -q -p no:cacheprovider {' '.join(seen)}"
-                  if seen and spec.log_parser == "pytest" else f"{env.python} -m compileall -q .")  # fmt: skip
+                  if seen and spec.runs_pytest else f"{env.python} -m compileall -q .")  # fmt: skip
         request = RunRequest(
             repo=repo, mode=Mode.PATCH, objective=instance.problem_statement or instance.instance_id,
             objective_base=repo, verify=verify, max_attempts=3, origin="benchmark",

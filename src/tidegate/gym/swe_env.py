@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -39,6 +40,7 @@ from tidegate.exec.guard import Clearance
 from tidegate.exec.runner import CommandResult, run_command
 from tidegate.git.command import Git
 from tidegate.gym.swe_instances import Instance
+from tidegate.gym.swe_specs import RunSpec, official_spec
 
 READY_FILE = ".tidegate-ready"
 _INSTALL_NAMES = ("PIP_", "UV_", "SSL_CERT_", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
@@ -110,22 +112,52 @@ class EnvSpec:
     """A version (``3.11``) or an interpreter's path; None: the first Python uv finds."""
     packages: tuple[str, ...]
     install: str | None
+    requirements: tuple[str, ...] = ()
+    """The checkout's requirements files, the first that exists installed (``-r``)."""
+    pre_install: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def key(self) -> list[Any]:
+        return [self.python, list(self.packages), self.install, list(self.requirements),
+                list(self.pre_install)]  # fmt: skip
 
 
-def env_spec(instance: Instance, parser: str) -> EnvSpec:
+_ROOT_ONLY = re.compile(r"apt-get|locale-gen|/etc/|\bconda\b")
+"""Pre-install steps that need the harness's container (root, apt, conda): not run."""
+
+
+def env_spec(instance: Instance, spec: RunSpec) -> EnvSpec:
+    """What the environment holds: the instance's ``environment`` where it names a part,
+    else swebench's spec for (repository, version), else pytest for a pytest run. The
+    spec's conda ``packages`` are installed with pip; ``requirements.txt`` installs the
+    checkout's requirements file; pre-install steps needing root or conda are not run."""
     raw = instance.extra.get("environment") or {}
     if not isinstance(raw, dict):
         raise UsageError(f"{instance.instance_id}: environment must be an object")
+    official = official_spec(instance.repo, instance.extra.get("version"))
+    named = str(official.get("packages") or "")
+    listed = () if named.endswith((".txt", ".yml")) else tuple(named.split())
+    default = [*listed, *official.get("pip_packages", [])] if official else None
     packages = raw.get("packages", instance.requirements)
+    packages = default if packages is None else packages
     if packages is None:
-        packages = ["pytest"] if parser == "pytest" else []
+        packages = ["pytest"] if spec.runs_pytest else []
     if not isinstance(packages, list | tuple) or not all(isinstance(p, str) for p in packages):
         raise UsageError(f"{instance.instance_id}: environment packages must be strings")
-    python, install = raw.get("python"), raw.get("install")
+    requirements = tuple(official["requirements_paths"]) if named == "requirements.txt" else ()
+    steps = [str(c) for c in official.get("pre_install", [])]
+    notes = [f"{instance.repo} {instance.extra.get('version')}: not run (needs the harness's "
+             f"container): pre-install {c!r}" for c in steps if _ROOT_ONLY.search(c)]  # fmt: skip
+    if named.endswith(".yml"):
+        notes.append(f"the spec's conda {named} is not followed")
+    python, install = raw.get("python", official.get("python")), raw.get("install")
     return EnvSpec(
         None if python is None else str(python),
         tuple(packages),
-        None if install is None else str(install),
+        str(install) if install is not None else official.get("install"),
+        requirements if "packages" not in raw else (),
+        tuple(c for c in steps if not _ROOT_ONLY.search(c)),
+        tuple(notes),
     )
 
 
@@ -156,12 +188,15 @@ def environment(
     installs may write ``envs``, nothing there is followed if a link: ``envs`` itself
     is refused, a link at an environment's name is removed and it is built anew."""
     uv = find_uv()
-    key = json.dumps([instance.repo, instance.extra.get("version"), spec.python,
-                      list(spec.packages), spec.install, python_override])  # fmt: skip
+    key = json.dumps([instance.repo, instance.extra.get("version"), *spec.key(), python_override])
     name = hashlib.sha256(key.encode()).hexdigest()[:16]
     root = envs / name
     python = python_override or str(root / "venv" / "bin" / "python")
-    notes = () if uv or python_override else ("uv not found: the venv was made with venv and pip",)
+    notes = (
+        spec.notes
+        if uv or python_override
+        else (*spec.notes, "uv not found: the venv was made with venv and pip")
+    )
     envs.parent.mkdir(parents=True, exist_ok=True)
     with (
         opened_dir(envs.parent, envs.name, create=True) as envs_fd,
@@ -206,15 +241,18 @@ def _build_venv(
     python = str(venv / "bin" / "python")
     base = base_python(spec.python)
     if base is None:
-        raise UsageError(f"{instance.instance_id}: no Python {spec.python} found on this machine")
-    if uv:
-        steps = [[uv, "venv", "-q", "--python", base, str(venv)]]
-        if spec.packages:
-            steps.append([uv, "pip", "install", "-q", "--python", python, *spec.packages])
-    else:
-        steps = [[base, "-m", "venv", str(venv)]]
-        if spec.packages:
-            steps.append([python, "-m", "pip", "install", "-q", *spec.packages])
+        raise UsageError(
+            f"{instance.instance_id}: no Python {spec.python} found on this machine "
+            "(name another in the instance's environment.python, or pass --python)"
+        )
+    steps = [[uv, "venv", "-q", "--python", base, str(venv)] if uv
+             else [base, "-m", "venv", str(venv)]]  # fmt: skip
+    if spec.packages:
+        steps.append(_pip(uv, python, *spec.packages))
+    reqs = next((r for r in spec.requirements if (testbed / r).is_file()), None)
+    if reqs is not None:
+        steps.append(_pip(uv, python, "-r", str(testbed / reqs)))
+    steps += [["/bin/sh", "-c", step] for step in spec.pre_install]
     install = spec.install
     if install is None and any((testbed / f).is_file() for f in ("setup.py", "pyproject.toml")):
         install = "python -m pip install -e ."
@@ -239,6 +277,11 @@ def _build_venv(
         if not res.ok:
             tail = (res.stderr_tail or res.stdout_tail).strip()[-400:]
             raise UsageError(f"{instance.instance_id}: building its environment failed: {tail}")
+
+
+def _pip(uv: str | None, python: str, *args: str) -> list[str]:
+    return [uv, "pip", "install", "-q", "--python", python, *args] if uv else [
+        python, "-m", "pip", "install", "-q", *args]  # fmt: skip
 
 
 def base_python(request: str | None) -> str | None:

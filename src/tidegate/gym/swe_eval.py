@@ -297,13 +297,13 @@ def run_tests(
     if not plugin.is_file() or plugin.read_text() != _PLUGIN_SOURCE:
         plugin_dir.mkdir(exist_ok=True)
         plugin.write_text(_PLUGIN_SOURCE)
-    pytest = spec.log_parser == "pytest"
+    pytest = spec.runs_pytest
     probe = "" if pytest else f"python -c {shlex.quote(_PROBE)}\n"
     command = spec.test_cmd
     if command.startswith("pytest ") and not (Path(env.bin_dir) / "pytest").exists():
         command = f"python -m {command}"  # an interpreter given with --python, no script
     script = (
-        f"{probe}echo {shlex.quote(START)}\n"
+        "".join(f"{line}\n" for line in spec.exports) + f"{probe}echo {shlex.quote(START)}\n"
         f"{command} {' '.join(shlex.quote(d) for d in spec.directives)}\n"
         f'code=$?\necho {shlex.quote(END)}\necho "{EXIT_CODE}: $code"\n'
     )

@@ -43,8 +43,8 @@ EMPTY_PATCH = "empty patch"
 StatusMap = dict[str, str]
 
 
-def parse_pytest(log: str) -> StatusMap:
-    """``pytest -rA`` summary lines: ``STATUS test_id``."""
+def parse_pytest(log: str, name: Callable[[str], str] = str) -> StatusMap:
+    """``pytest -rA`` summary lines: ``STATUS test_id`` (``name`` rewrites the id)."""
     statuses: StatusMap = {}
     for line in log.split("\n"):
         if any(line.startswith(s) for s in _STATUSES):
@@ -55,7 +55,66 @@ def parse_pytest(log: str) -> StatusMap:
                 continue
             if words[0] == SKIPPED and re.match(r"^\[\d+\]$", words[1]):
                 continue  # "SKIPPED [N] path:line: reason": N is not a test
-            statuses[words[1]] = words[0]
+            statuses[name(words[1])] = words[0]
+    return statuses
+
+
+def _option_id(test: str) -> str:
+    """``parse_log_pytest_options``: a parameter that is an absolute path keeps only its
+    last part (``t[/tmp/x/a.txt]`` is ``t[/a.txt]``), so ids do not depend on the machine."""
+    found = re.search(r"(.*?)\[(.*)\]", test)
+    if not found:
+        return test
+    main, option = found.groups()
+    if option.startswith("/") and not option.startswith("//") and "*" not in option:
+        option = "/" + option.split("/")[-1]
+    return f"{main}[{option}]"
+
+
+def parse_pytest_options(log: str) -> StatusMap:
+    """requests, pydicom, pylint: pytest's lines, absolute-path parameters shortened."""
+    return parse_pytest(log, _option_id)
+
+
+def parse_matplotlib(log: str) -> StatusMap:
+    """matplotlib: pytest's lines, ``MouseButton.LEFT``/``RIGHT`` read as 1 and 3."""
+    return parse_pytest(log.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3"))
+
+
+_ESCAPES = str.maketrans("", "", "".join(chr(c) for c in range(1, 32)))
+
+
+def parse_pytest_v2(log: str) -> StatusMap:
+    """astropy, scikit-learn, sphinx: colour codes stripped, an id may hold spaces, and
+    an older pytest's ``test_id STATUS`` lines count too."""
+    statuses: StatusMap = {}
+    for raw in log.split("\n"):
+        line = re.sub(r"\[(\d+)m", "", raw).translate(_ESCAPES)
+        if any(line.startswith(s) for s in _STATUSES):
+            words = (line.split(" - ", 1)[0] if line.startswith(FAILED) else line).split()
+            if len(words) >= 2 and not (words[0] == SKIPPED and re.match(r"^\[\d+\]$", words[1])):
+                statuses[" ".join(words[1:])] = words[0]
+        elif any(line.endswith(s) for s in _STATUSES):
+            words = line.split()
+            if len(words) >= 2:
+                statuses[" ".join(words[:-1])] = words[-1]
+    return statuses
+
+
+def parse_seaborn(log: str) -> StatusMap:
+    """seaborn: ``FAILED id``, ``PASSED id`` and ``id PASSED ...`` lines."""
+    statuses: StatusMap = {}
+    for line in log.split("\n"):
+        words = line.split()
+        if len(words) < 2:
+            continue
+        if line.startswith(FAILED):
+            statuses[words[1]] = FAILED
+        elif f" {PASSED} " in line:
+            if words[1] == PASSED:
+                statuses[words[0]] = PASSED
+        elif line.startswith(PASSED):
+            statuses[words[1]] = PASSED
     return statuses
 
 
@@ -114,6 +173,10 @@ def parse_sympy(log: str) -> StatusMap:
 
 PARSERS: dict[str, Callable[[str], StatusMap]] = {
     "pytest": parse_pytest,
+    "pytest_options": parse_pytest_options,
+    "pytest_v2": parse_pytest_v2,
+    "matplotlib": parse_matplotlib,
+    "seaborn": parse_seaborn,
     "django": parse_django,
     "sympy": parse_sympy,
 }

@@ -3,7 +3,9 @@ the ``swebench`` package's own functions (``get_eval_report``, ``get_resolution_
 the verdicts and the per-test lists must be equal.
 
 The instances: two real ones from more-itertools' release history (PyPI sdists, see
-``_sdist.py``) with the gold patch, half of it, and a documentation-only patch; and
+``_sdist.py``) with the gold patch, half of it, and a documentation-only patch; a SymPy
+and a Django one (bug-fix releases, graded with ``bin/test`` and ``tests/runtests.py`` in
+environments built from swebench's specs) with the gold, an empty and a wrong patch; and
 tiny ones built here for the rules the issue found wrong (XFAIL, truncated parametrized
 ids, a data file in the test patch, a partial fix, a broken PASS_TO_PASS test).
 
@@ -19,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.gym._sdist import RELEASES, release_instance
+from tests.integration.gym._sdist import REAL, RELEASES, release_instance
 from tests.integration.gym._swe import (
     CALC,
     CALC_GOLD,
@@ -43,6 +45,14 @@ _VERDICT = {"RESOLVED_FULL": "resolved", "RESOLVED_PARTIAL": "partially resolved
             "RESOLVED_NO": "unresolved"}  # fmt: skip
 
 
+def _parser_name(repo: str) -> str:
+    """swebench's parser for ``repo`` (its ``MAP_REPO_TO_PARSER_PY``), else pytest's."""
+    from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
+
+    found = MAP_REPO_TO_PARSER_PY.get(repo)
+    return found.__name__ if found is not None else "parse_log_pytest"
+
+
 def swebench_verdict(row: dict[str, Any], patch: str, result: dict[str, Any]) -> tuple[str, Any]:
     """swebench's verdict on the log tidegate kept, and its ``tests_status``."""
     if not patch.strip():
@@ -53,7 +63,7 @@ def swebench_verdict(row: dict[str, Any], patch: str, result: dict[str, Any]) ->
     spec = swebench_types.TestSpec(
         instance_id=row["instance_id"], image="", eval_script_list=[], repo=row["repo"],
         version=row.get("version", ""), FAIL_TO_PASS=json.loads(row["FAIL_TO_PASS"]),
-        PASS_TO_PASS=json.loads(row["PASS_TO_PASS"]), log_parser="parse_log_pytest",
+        PASS_TO_PASS=json.loads(row["PASS_TO_PASS"]), log_parser=_parser_name(row["repo"]),
         eval_type="pass_and_fail",
     )  # fmt: skip
     prediction = {
@@ -172,6 +182,39 @@ def test_real_release_instances_agree_with_swebench(
     assert all(t[2] == "unresolved" for t in table if t[1] == "docs-only")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("real", REAL, ids=[r[0].pypi for r in REAL])
+def test_sympy_and_django_instances_agree_with_swebench(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    swe_cache: Path,
+    real: tuple[Any, str, str, str],
+) -> None:
+    """A SymPy and a Django bug-fix release as instances, graded by their official runners
+    (``bin/test``, ``tests/runtests.py``) in environments built from swebench's specs:
+    gold resolved, an empty patch empty, a wrong patch (another file of the release
+    alone) unresolved, and swebench's parser and rules agree."""
+    project, old, new, version = real
+    mirrors = tmp_path / "mirrors"
+    mirrors.mkdir()
+    sdists = tmp_path_factory.getbasetemp().parent / "tidegate-sdists"  # kept between runs
+    row = release_instance(old, new, mirrors, sdists, project, version)
+    assert json.loads(row["FAIL_TO_PASS"]) and json.loads(row["PASS_TO_PASS"]), row["instance_id"]
+    cases = [(row, row["patch"], "gold"), (row, "", "empty"), (row, _wrong(row), "wrong")]
+    table = _crosscheck(capsys, tmp_path, mirrors, cases)
+    print("\n".join(" | ".join(t) for t in table))
+    assert [t[2] for t in table] == [t[3] for t in table], table
+    assert [t[2] for t in table] == ["resolved", "empty patch", "unresolved"], table
+
+
+def _wrong(row: dict[str, Any]) -> str:
+    """A patch that changes the package but not what the FAIL_TO_PASS tests check: the
+    gold patch's first file only (Django's version bump; SymPy's pickling fix, whose test
+    is the last of its file, so no list holds it)."""
+    return "diff --git " + row["patch"].split("diff --git ")[1]
+
+
 def _readme_patch(mirrors: Path, row: dict[str, Any]) -> str:
     repo = mirrors / f"more-itertools__{row['repo'].split('/')[1]}"
     return diff(repo, {"README.rst": (repo / "README.rst").read_text() + "\nA line of docs.\n"})
@@ -206,3 +249,61 @@ def test_the_parsers_read_logs_as_swebenchs_do(parser: str) -> None:
                                    version="", FAIL_TO_PASS=[], PASS_TO_PASS=[])  # fmt: skip
     log = _LOGS[parser]
     assert PARSERS[parser](log) == PARSER_REGISTRY[f"parse_log_{parser}"](log, spec)
+
+
+_REAL_TESTS = """import pytest
+
+
+@pytest.mark.parametrize("path", ["/tmp/a/b/data.txt", "//net/x", "plain"])
+def test_path(path):
+    assert path != "plain"
+
+
+@pytest.mark.parametrize("button", ["MouseButton.LEFT", "MouseButton.RIGHT"])
+def test_click(button):
+    assert button
+
+
+@pytest.mark.skip(reason="no")
+def test_skipped():
+    pass
+
+
+@pytest.mark.xfail
+def test_known():
+    assert False
+
+
+def test_fails():
+    assert 1 == 2, "a - b"
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("-rA",), ("-rA", "--color=yes"), ("-rA", "-vv", "-o", "console_output_style=classic")],
+    ids=["plain", "color", "classic-vv"],
+)
+def test_the_pytest_family_parsers_read_real_logs_as_swebenchs_do(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """Every pytest-family parser (pytest, pytest_options, pytest_v2, matplotlib, seaborn)
+    reads a log real pytest wrote, in the forms the specs' commands ask for, as swebench's."""
+    import subprocess
+    import sys
+
+    from swebench.harness.log_parsers import PARSER_REGISTRY
+
+    from tidegate.gym.swe_grade import PARSERS
+
+    (tmp_path / "test_real.py").write_text(_REAL_TESTS)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv,
+                           "test_real.py"], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    log = done.stdout
+    assert "PASSED" in log and "FAILED" in log, log
+    spec = swebench_types.TestSpec(instance_id="i", image="", eval_script_list=[], repo="r",
+                                   version="", FAIL_TO_PASS=[], PASS_TO_PASS=[])  # fmt: skip
+    for name in ("pytest", "pytest_options", "pytest_v2", "matplotlib", "seaborn"):
+        assert PARSERS[name](log) == PARSER_REGISTRY[f"parse_log_{name}"](log, spec), name
+    found = PARSERS["pytest_v2"](log)
+    assert found.get("test_real.py::test_fails") == "FAILED", found  # colour codes stripped

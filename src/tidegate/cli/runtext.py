@@ -163,3 +163,50 @@ def gc_lines(summary: Any) -> list[str]:
         out.append("`git gc` reclaims the pruned runs' objects")
     out += [f"error: {e}" for e in summary.errors]
     return out
+
+
+def recover_lines(summary: Any, rollback: bool) -> list[str]:
+    """What ``tidegate recover`` did, one line each, for a person."""
+    lines: list[str] = []
+    if not (
+        summary.journals
+        or summary.removed_shadows
+        or summary.removed_scratch
+        or summary.removed_copies
+        or summary.removed_sandboxes
+        or summary.errors
+    ):
+        lines.append("nothing to recover")
+    for j in summary.journals:
+        run_id, _, kind = j.run_id.partition(".")
+        what = {"apply": "apply", "undo": "undo"}.get(kind, "apply-back")
+        lines.append(f"run {run_id}: {what} {j.action}; {len(j.finished)} path(s) written")
+        if kind and j.action == "completed":
+            lines.append(
+                f"  run `tidegate {what} {run_id}` again to record it (nothing is written twice)",
+            )
+        elif j.action == "completed":
+            lines.append(
+                f"  its record says 'interrupted' until `tidegate resume {j.run_id}` "
+                "records the report (nothing is written twice)",
+            )
+        for path in j.diverged:
+            lines.append(f"  left alone (changed since the crash): {path}")
+        for kept in j.kept:
+            beside = (
+                f"the {'old' if rollback else 'new'} version is in {kept.side_copy}"
+                if kept.side_copy
+                else f"the {'old' if rollback else 'new'} version has no file there"
+            )
+            lines.append(
+                f"  kept your edit of {kept.path} (changed after the crash); {beside}",
+            )
+    for path in summary.removed_shadows:
+        lines.append(f"removed stale shadow {path}")
+    for path in summary.removed_scratch:
+        lines.append(f"removed stale scratch directory {path}")
+    for path in summary.removed_copies:
+        lines.append(f"removed a dead sub-agent's copy {path}")
+    for path in summary.removed_sandboxes:
+        lines.append(f"removed a dead command's sandbox directory {path}")
+    return lines

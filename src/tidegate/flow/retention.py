@@ -71,6 +71,14 @@ def kept_statuses(store: RunStore) -> dict[str, str]:
     return {str(run_id): str(status) for run_id, status in rows}
 
 
+def newest_first(store: RunStore, run_ids: set[str]) -> list[str]:
+    """``run_ids`` newest first: by the order the store recorded the runs in (two runs may
+    start in the same second, and a run id's tail is random), then by the start time a
+    run id begins with for runs the store does not know."""
+    order = {str(run_id): int(seq) for run_id, seq in store.query("SELECT run_id, seq FROM runs")}
+    return sorted(run_ids, key=lambda r: (r[:15], order.get(r, -1)), reverse=True)
+
+
 def retention_plan(
     repo: Repository, store: RunStore, retention: RetentionConfig, own: str | None = None
 ) -> Plan:
@@ -84,8 +92,7 @@ def retention_plan(
         live = {run_id for run_id, owner in all_claims(repo).items() if owner.alive}
         live.discard(own or "")
         protected = kept_statuses(store)
-        # Run ids begin with their UTC start time (``headstart.new_run_id``): newest last.
-        keep = set(sorted(known)[-retention.runs :]) | set(protected) | live
+        keep = set(newest_first(store, known)[: retention.runs]) | set(protected) | live
         resumable = {r for r, status in protected.items() if status in RESUMABLE}
         return set(kept.refs) - live - resumable, known - keep
 

@@ -21,6 +21,7 @@ from typing import Any
 from tidegate.errors import UsageError
 from tidegate.flow.headstart import new_run_id
 from tidegate.flow.phases.apply_back import write_rejects
+from tidegate.git.settings import no_index
 from tidegate.records.report import FlowReport
 from tidegate.store.db import RunStore
 from tidegate.store.landings import landed_by, landings
@@ -213,6 +214,19 @@ def policy_unchanged(repo: Repository, run: StoredRun) -> None:
             "[tool.tidegate] or .tidegate/config.toml) judges changes differently since the "
             "run was held; nothing was applied. Run it again, or discard it"
         )
+
+
+def change_diff(
+    repo: Repository, t0: str, tree: str, paths: list[str] | None = None, context: int = 3
+) -> str:
+    """The change from ``t0`` to ``tree`` (of ``paths`` only, when given) as a unified diff
+    with ``context`` lines, binary content included: a proposal a new run can apply."""
+    return repo.git.run(
+        "diff", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff",
+        "--no-textconv", f"--unified={context}", t0, tree,
+        *(["--", *(f":(literal){p}" for p in paths)] if paths is not None else []),
+        env=no_index(),
+    ).stdout.decode("utf-8", "surrogateescape")  # fmt: skip
 
 
 def tree_exists(repo: Repository, oid: str) -> bool:

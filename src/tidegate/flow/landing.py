@@ -30,6 +30,7 @@ from tidegate.disk.faults import maybe_crash
 from tidegate.errors import GitError, UsageError
 from tidegate.flow.land import (
     Landing,
+    change_diff,
     change_state,
     checked_run_id,
     chosen_run,
@@ -43,7 +44,7 @@ from tidegate.flow.land import (
     select_paths,
 )
 from tidegate.flow.pipeline import PhaseObserver
-from tidegate.git.settings import no_index
+from tidegate.records.report import FlowReport
 from tidegate.store.db import RunStore
 from tidegate.store.landings import landed_by, landings, record_landing
 from tidegate.store.rows import StoredRun
@@ -114,14 +115,6 @@ def _apply_subset(
     observer: PhaseObserver | None,
 ) -> Landing:
     """Verify the chosen paths on their own in a new run, and land them if they pass."""
-    from tidegate.flow.transaction import execute
-    from tidegate.planners.given import GivenProposalPlanner
-    from tidegate.records.modes import Mode
-    from tidegate.records.proposal import Proposal
-    from tidegate.records.request import RunRequest
-    from tidegate.store.recorder import StoreRecorder
-
-    assert run.report is not None
     paths = [c.path for c in chosen]
     if _already_there(repo, chosen):
         # A crash after the subset's run landed it, before it was recorded: record it now.
@@ -133,23 +126,8 @@ def _apply_subset(
             "(landed before an interruption); recorded as applied, nothing written",
             unchanged=paths,
         )
-    diff = repo.git.run(
-        "diff", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff",
-        "--no-textconv", t0, tree, "--", *(f":(literal){p}" for p in paths),
-        env=no_index(),
-    ).stdout.decode("utf-8", "surrogateescape")  # fmt: skip
-    verify = run.report.verify.command if run.report.verify is not None else None
-    summary = f"{len(paths)} of the paths of held run {run.run_id}, verified on their own"
-    request = RunRequest(
-        repo=repo.root,
-        mode=Mode.PATCH,
-        objective=summary,
-        verify=verify,
-        planner="given",
-        max_attempts=1,
-    )
-    planner = GivenProposalPlanner(Proposal(diff=diff), summary)
-    report = execute(request, observer=observer, planner=planner, recorder=StoreRecorder(store))
+    diff = change_diff(repo, t0, tree, paths)
+    report, verify = _subset_run(repo, store, run, diff, len(paths), observer)
     outcome = Landing(run.run_id, "applied", "", by_run=report.run_id, report=report)
     if report.status != "succeeded":
         outcome.action = "conflict" if report.status == "conflict" else "failed"
@@ -177,6 +155,39 @@ def _apply_subset(
         f"{total - len(paths)} path(s) left out stay in `tidegate diff {run.run_id}`"
     )
     return outcome
+
+
+def _subset_run(
+    repo: Repository,
+    store: RunStore,
+    run: StoredRun,
+    diff: str,
+    count: int,
+    observer: PhaseObserver | None,
+) -> tuple[FlowReport, str | None]:
+    """A new run whose proposal is ``diff`` (a given one, ``count`` paths), verified with
+    the held run's command on the work tree as it is now: its report, and the command."""
+    from tidegate.flow.transaction import execute
+    from tidegate.planners.given import GivenProposalPlanner
+    from tidegate.records.modes import Mode
+    from tidegate.records.proposal import Proposal
+    from tidegate.records.request import RunRequest
+    from tidegate.store.recorder import StoreRecorder
+
+    assert run.report is not None
+    verify = run.report.verify.command if run.report.verify is not None else None
+    summary = f"{count} of the paths of held run {run.run_id}, verified on their own"
+    request = RunRequest(
+        repo=repo.root,
+        mode=Mode.PATCH,
+        objective=summary,
+        verify=verify,
+        planner="given",
+        max_attempts=1,
+    )
+    planner = GivenProposalPlanner(Proposal(diff=diff), summary)
+    report = execute(request, observer=observer, planner=planner, recorder=StoreRecorder(store))
+    return report, verify
 
 
 def _already_there(repo: Repository, chosen: list[PathChange]) -> bool:

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Callable
 
 from tidegate.errors import GitError
-from tidegate.git.settings import no_index
+from tidegate.flow.land import change_diff
 from tidegate.planners.rebase import RebasePlanner
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
@@ -52,7 +52,7 @@ def rebase(
         return None
     if candidate is None:
         return None
-    diffs = tuple((n, _diff(repo, report.t0_commit, candidate, n)) for n in CONTEXTS)
+    diffs = tuple((n, change_diff(repo, report.t0_commit, candidate, context=n)) for n in CONTEXTS)
     planner = RebasePlanner(diffs, report.run_id)
     note = (
         f"rebase of run {report.run_id}: its change conflicted with what landed since its "
@@ -76,10 +76,3 @@ def rebase(
         shutil.rmtree(report.rejects_dir, ignore_errors=True)
         notes.append(f"removed the .rej files of run {report.run_id}'s conflict")
     return again, new.model_copy(update={"rebased_from": report.run_id, "notes": notes})
-
-
-def _diff(repo: Repository, t0: str, candidate: str, context: int) -> str:
-    return repo.git.run(
-        "diff", "--binary", "--no-renames", "--full-index", "--no-color", "--no-ext-diff",
-        "--no-textconv", f"--unified={context}", t0, candidate, env=no_index(),
-    ).stdout.decode("utf-8", "surrogateescape")  # fmt: skip

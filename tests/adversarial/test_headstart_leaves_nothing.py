@@ -126,12 +126,10 @@ def test_the_adopted_t0_is_the_work_tree_and_staged_state(
     index = dirty.index_bytes()
     code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"])
     assert code == 0
-    (ref,) = [
-        line.split()[-1] for line in dirty.git("for-each-ref").splitlines() if line.endswith("/t0")
-    ]
-    assert dirty.git("show", f"{ref}:g.txt") == "unstaged on top\n"
-    assert dirty.git("show", f"{ref}:new.txt") == "untracked\n"
-    assert dirty.git("show", f"{ref.rsplit('/', 1)[0]}/index:g.txt") == "staged\n"
+    run = _kept_run(dirty)
+    assert dirty.git("show", f"{run}/t0/g.txt") == "unstaged on top\n"
+    assert dirty.git("show", f"{run}/t0/new.txt") == "untracked\n"
+    assert dirty.git("show", f"{run}/index/g.txt") == "staged\n"
     assert dirty.read("f.txt") == "one\nTWO\n"
     assert dirty.index_bytes() == index
     assert sorted(p.name for p in tmp.iterdir()) == []
@@ -149,10 +147,13 @@ def test_without_the_exclusion_line_the_run_writes_it_and_t0_skips_tidegate_dir(
     code = main(["run", "--repo", str(dirty.root), "--objective", OBJECTIVE, "--json"])
     assert code == 0
     assert "/.tidegate/" in exclude.read_text()
-    (ref,) = [
-        line.split()[-1] for line in dirty.git("for-each-ref").splitlines() if line.endswith("/t0")
-    ]
-    assert ".tidegate" not in dirty.git("ls-tree", "-r", "--name-only", ref)
+    assert ".tidegate" not in dirty.git("ls-tree", "-r", "--name-only", f"{_kept_run(dirty)}/t0")
+
+
+def _kept_run(repo: Repo) -> str:
+    """``refs/tidegate/keep:<run-id>`` of the one run kept (an ended run is folded there)."""
+    (run_id,) = repo.git("ls-tree", "--name-only", "refs/tidegate/keep").split()
+    return f"refs/tidegate/keep:{run_id}"
 
 
 @pytest.mark.parametrize(

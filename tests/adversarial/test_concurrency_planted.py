@@ -97,3 +97,43 @@ def test_a_live_runs_registration_cannot_be_taken_by_a_second_process(
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
+
+
+def test_status_never_loses_a_run_being_born(committed_repo: Repo) -> None:
+    """``status`` (``live_runs``) asks every registration whether it is alive while runs
+    start beside it: a run's registration is born locked (written under a random name,
+    then renamed into place), so asking never takes one that is starting for a dead
+    run's, never deletes it, and never makes a starting run look "already running"."""
+    from tidegate.workspace.lock import RunLock
+
+    runtime = committed_repo.root / ".git" / "tidegate"
+    runtime.mkdir()
+    code = (
+        "import sys, time; from pathlib import Path;"
+        "from tidegate.workspace.lock import live_runs;"
+        "end = time.monotonic() + float(sys.argv[2]);"
+        "print('go', flush=True)\n"
+        "while time.monotonic() < end: live_runs(Path(sys.argv[1]))"
+    )
+    askers = [
+        subprocess.Popen([sys.executable, "-c", code, str(runtime), "4"], stdout=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    try:
+        for asker in askers:
+            assert asker.stdout is not None and asker.stdout.readline() == b"go\n"
+        lost = 0
+        for i in range(400):
+            lock = RunLock(runtime, f"run-{i}").acquire()
+            held = os.fstat(lock._fd)  # type: ignore[arg-type]
+            try:
+                named = os.stat(lock.path)
+            except FileNotFoundError:
+                lost += 1
+            else:
+                lost += (named.st_ino, named.st_dev) != (held.st_ino, held.st_dev)
+            lock.release()
+        assert lost == 0, f"{lost} of 400 registrations were deleted while their run lived"
+    finally:
+        for asker in askers:
+            asker.communicate(timeout=30)

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tidegate.disk.linksafe import open_lock_file, opened_dir
+from tidegate.disk.linksafe import open_lock_file, opened_dir, temp_name
 from tidegate.errors import RepositoryLockedError, TidegateError, UsageError
 from tidegate.workspace.journal import pending_journals
 
@@ -121,7 +121,12 @@ class _Lock:
 
 
 class RunLock(_Lock):
-    """A live run's registration: held from the run's start to its end."""
+    """A live run's registration: held from the run's start to its end.
+
+    Born locked: the record is written and locked under a random name, then renamed into
+    place, so a file at ``live/<run-id>.lock`` is always either held by its live run or
+    left by a dead one (``live_runs`` can tell, without ever racing a run that is
+    starting). Liveness is asked with a shared lock, which never refuses another asker."""
 
     what = "run lock"
 
@@ -130,12 +135,33 @@ class RunLock(_Lock):
         self.run_id = run_id
 
     def acquire(self) -> RunLock:
-        if not self._try():
-            holder = self.busy_holder
+        name = self.path.name
+        if (previous := _holder_if_dead(self.path)) is None:
+            fd = _open(self.path, self.what)
+            holder = _read_holder(fd)
+            os.close(fd)
             raise RepositoryLockedError(
                 f"run {self.run_id} is already running (pid {holder.get('pid', '?')}); "
                 f"lock file {self.path}"
             )
+        if previous.get("pid"):
+            self.took_over = previous  # its run died holding it (a resume takes it over)
+        temp = temp_name(name)
+        fd = _open(self.path.with_name(temp), self.what)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh random name: free
+            self._fd = fd
+            self._write({**self.holder, "pid": os.getpid(), "since": time.time()})
+            with opened_dir(self.path.parent.parent, LIVE_DIR) as dir_fd:
+                os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException as exc:
+            self._fd = None
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path.with_name(temp))
+            if isinstance(exc, OSError):
+                raise LockFileError(f"cannot register run {self.run_id} at {self.path}: {exc}")
+            raise
         return self
 
     def describe(self, **facts: object) -> None:
@@ -145,8 +171,11 @@ class RunLock(_Lock):
                 self._write({**self.holder, **facts})
 
     def release(self) -> None:
-        """Unlock and remove the registration."""
-        self._unlock(unlink=True)
+        """Unlock and remove the registration (only if the name is still this one's)."""
+        if self._fd is not None and _same_file(self.path, self._fd):
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        self._unlock(unlink=False)
 
     def __enter__(self) -> RunLock:
         return self.acquire()
@@ -267,7 +296,7 @@ def crashed_journal(runtime_dir: Path) -> str | None:
 
 def live_runs(runtime_dir: Path) -> list[dict[str, Any]]:
     """The records of the runs alive in this work tree, oldest first. A registration whose
-    holder is gone (killed) is removed on the way."""
+    holder is gone (killed) is removed on the way (only while it is still that file)."""
     directory = runtime_dir / LIVE_DIR
     try:
         names = sorted(os.listdir(directory))
@@ -275,8 +304,8 @@ def live_runs(runtime_dir: Path) -> list[dict[str, Any]]:
         return []
     out = []
     for name in names:
-        if not name.endswith(".lock"):
-            continue
+        if not name.endswith(".lock") or name.startswith("."):
+            continue  # a registration being born (``.<name>.<random>.tmp``) is not listed
         try:
             fd = _open(directory / name, "run lock")
         except (LockFileError, TidegateError):
@@ -289,11 +318,39 @@ def live_runs(runtime_dir: Path) -> list[dict[str, Any]]:
                 if record:
                     out.append(record)
                 continue
-            with contextlib.suppress(OSError):  # nobody holds it: a dead run's
-                os.unlink(directory / name)
+            if _same_file(directory / name, fd):  # nobody holds it: a dead run's
+                with contextlib.suppress(OSError):
+                    os.unlink(directory / name)
         finally:
             os.close(fd)
     return sorted(out, key=lambda r: float(r.get("since", 0)))
+
+
+def _holder_if_dead(path: Path) -> dict[str, Any] | None:
+    """The record at ``path`` when no live process holds it ({} when there is no file);
+    None when one does."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        return {}  # a link or worse: the rename replaces the name, never follows it
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        return _read_holder(fd)
+    finally:
+        os.close(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        named, held = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _read_holder(fd: int) -> dict[str, Any]:

@@ -92,6 +92,10 @@ def run_scenario(
     approval (``--allow-uncontained``) to run the contestant's code without containment
     where bubblewrap is unusable; without it such a run is refused by the guard."""
     scenario = load_scenario(name)
+    if scenario.crowd:
+        from tidegate.gym.crowd import run_crowd
+
+        return run_crowd(scenario, contestant_spec, gym_root, keep=keep)
     started_ms = time.time_ns() // 1_000_000
     run_name = f"{started_ms}-{secrets.token_hex(3)}"
     records = "operator" if scenario.mode == "composite-review" else "state"

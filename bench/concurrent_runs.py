@@ -17,7 +17,9 @@ memory: the largest sum, over the samples taken every 50 ms from ``/proc``, of t
 every live process of the runs (the N tidegate processes and all their descendants: git,
 the verify command, bubblewrap). The goal (issue #26): the concurrent wall time within
 1.5x one run's wall time (the serial runs' median) plus the concurrent runs' summed holds
-of the landing lock (the serialised apply-backs).
+of the landing lock (the serialised apply-backs). ``cpu_s``: the user + system CPU of the
+runs and every process they waited for (``RUSAGE_CHILDREN``); divided by the cores, the
+least wall time the mode could take here if nothing else ran.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -123,9 +126,17 @@ def _finish(proc: Any, started: float) -> dict[str, Any]:
     }
 
 
+def _children_cpu() -> float:
+    """User + system CPU of the waited-for children (the runs and the git and verify
+    processes each run waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_mode(args: argparse.Namespace, repo: Path, env: dict[str, str], concurrent: bool) -> Any:
     sampler = RssSampler()
     sampler.start()
+    cpu_before = _children_cpu()
     started = time.monotonic()
     runs = []
     if concurrent:
@@ -143,6 +154,7 @@ def run_mode(args: argparse.Namespace, repo: Path, env: dict[str, str], concurre
             sampler.pids.append(proc.pid)
             runs.append(_finish(proc, t))
     wall = time.monotonic() - started
+    cpu = _children_cpu() - cpu_before
     sampler.stop()
     subprocess.run(
         ["git", "checkout", "--", *(target(i)[0] for i in range(args.runs))], cwd=repo, check=True
@@ -157,6 +169,8 @@ def run_mode(args: argparse.Namespace, repo: Path, env: dict[str, str], concurre
         "lock_held_sum_s": round(sum(held), 4),
         "lock_waited_max_s": round(max(waited, default=0.0), 4),
         "peak_rss_sum_mb": round(sampler.peak_kib / 1024, 1),
+        "cpu_s": round(cpu, 2),
+        "cpu_floor_s": round(cpu / (os.cpu_count() or 1), 2),
         "rss_samples": sampler.samples,
     }
 
@@ -233,6 +247,8 @@ def _table(r: dict[str, Any]) -> str:
         f"{'lock held sum s':22}{s['lock_held_sum_s']:>12}{c['lock_held_sum_s']:>12}",
         f"{'lock waited max s':22}{s['lock_waited_max_s']:>12}{c['lock_waited_max_s']:>12}",
         f"{'peak RSS sum MB':22}{s['peak_rss_sum_mb']:>12}{c['peak_rss_sum_mb']:>12}",
+        f"{'CPU (user+sys) s':22}{s['cpu_s']:>12}{c['cpu_s']:>12}",
+        f"{'CPU / cores s':22}{s['cpu_floor_s']:>12}{c['cpu_floor_s']:>12}",
         f"goal: concurrent wall <= {GOAL} x {r['one_run_median_s']} + {c['lock_held_sum_s']} "
         f"= {r['goal_s']} s: {'met' if r['goal_met'] else 'NOT met'}",
     ]

@@ -27,9 +27,8 @@ from tidegate.exec.runner import CommandResult
 from tidegate.gym import crowd as crowd_module
 from tidegate.gym.contestants import contestant
 from tidegate.gym.crowd import _launch_all, _one, run_crowd, score
-from tidegate.gym.runner import damage, user_bytes
 from tidegate.gym.scenarios import Lane, load_scenario
-from tidegate.gym.seed import build
+from tidegate.gym.seed import build, damage, user_bytes
 
 SCENARIO = load_scenario("crowd-dirty-tree")
 
@@ -119,8 +118,8 @@ def test_the_gate_makes_every_t0_precede_every_landing(
 
     monkeypatch.setattr(crowd_module, "_one", one_late)
     fast = SCENARIO.model_copy(update={"verify": None})
-    (tmp_path / "state").mkdir()
-    document = run_crowd(fast, None, tmp_path / "state" / "gym")
+    (tmp_path / "run" / "state").mkdir(parents=True)
+    document = run_crowd(fast, None, tmp_path / "run")
     assert document["crowd"]["gate"]["all_t0_before_any_landing"] is True
     failed = [c["name"] for c in document["checks"] if not c["passed"]]
     assert failed == [], document["checks"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from tidegate.gym.checks import expand, run_check
 from tidegate.gym.contestants import Contestant, contestant
 from tidegate.gym.scenarios import Lane, Scenario
 from tidegate.gym.scorecard import Unmeasured, assessment, seal
-from tidegate.gym.seed import build
+from tidegate.gym.seed import build, damage, user_bytes
 from tidegate.workspace.lock import LIVE_DIR, ApplyLock
 from tidegate.workspace.repo import discover
 
@@ -45,13 +44,12 @@ GATE_TIMEOUT_S = 120.0
 
 
 def run_crowd(
-    scenario: Scenario, contestant_spec: str | None, gym_root: Path, *, keep: bool = False
+    scenario: Scenario, contestant_spec: str | None, run_dir: Path, *, keep: bool = False
 ) -> dict[str, Any]:
-    """Run ``scenario``'s lanes at once on its seed and score them (a gym report)."""
-    from tidegate.gym.runner import _make_run_dir, _write_artifacts, damage, user_bytes
-
+    """Run ``scenario``'s lanes at once on its seed and score them: the gym report, whose
+    artifacts the caller writes (``runner.run_scenario``). The runs record into
+    ``run_dir/state``."""
     started_ms = time.time_ns() // 1_000_000
-    run_dir = _make_run_dir(gym_root, scenario.id, f"{started_ms}-{secrets.token_hex(3)}", "state")
     scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-gym-{scenario.id}-"))
     try:
         who = contestant(contestant_spec or scenario.contestant, scratch)
@@ -72,14 +70,13 @@ def run_crowd(
     finally:
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    _write_artifacts(gym_root, run_dir, document)
-    document["artifacts"] = str(run_dir)
     return document
 
 
 def _flags(who: Contestant) -> list[str]:
     if who.agent:
-        return ["--agent", who.agent, *(["--agent-model", who.agent_model] * bool(who.agent_model))]
+        model = ["--agent-model", who.agent_model] if who.agent_model else []
+        return ["--agent", who.agent, *model]
     if who.model:
         return ["--model", who.model]
     if who.planner != "structured":
@@ -190,7 +187,7 @@ def score(
     repo: Path,
 ) -> list[dict[str, Any]]:
     """The crowd's checks (see the module's docstring); ``damaged``: the bytes and paths
-    of user work changed outside the lanes' files (``runner.damage``)."""
+    of user work changed outside the lanes' files (``seed.damage``)."""
     winners = designed_winners(lanes, reports)
     checks = [
         _outcome(lane, r, lane.name in winners, repo)

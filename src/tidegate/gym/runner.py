@@ -16,6 +16,7 @@ from typing import Any
 from tidegate.exec.guard import Clearance
 from tidegate.gym.checks import expand, run_check
 from tidegate.gym.contestants import Contestant, contestant
+from tidegate.gym.crowd import run_crowd
 from tidegate.gym.places import gym_dir, write_artifact
 from tidegate.gym.scenarios import Scenario, load_scenario
 from tidegate.gym.scorecard import (
@@ -26,43 +27,9 @@ from tidegate.gym.scorecard import (
     seal,
     shown,
 )
-from tidegate.gym.seed import build
+from tidegate.gym.seed import build, damage, user_bytes
 
 REPORT_SCHEMA = "tidegate.gym-report/1"
-
-
-def user_bytes(repo: Path) -> dict[str, bytes]:
-    """Every file of the work tree (not .git) and the index: the user's work."""
-    state: dict[str, bytes] = {}
-    for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = [d for d in dirnames if not (dirpath == str(repo) and d == ".git")]
-        for name in filenames:
-            full = Path(dirpath) / name
-            state[str(full.relative_to(repo))] = (
-                os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
-            )
-    index = repo / ".git" / "index"
-    state["<index>"] = index.read_bytes() if index.exists() else b""
-    return state
-
-
-def damage(
-    before: dict[str, bytes], after: dict[str, bytes], allowed: set[str]
-) -> tuple[int, list[str]]:
-    """Bytes of user work changed outside ``allowed``, and which paths."""
-    total, paths = 0, []
-    for path in sorted(set(before) | set(after)):
-        if path in allowed or path.startswith(".tidegate/"):
-            continue
-        old, new = before.get(path), after.get(path)
-        if old == new:
-            continue
-        paths.append(path)
-        if old is None or new is None:
-            total += len(old or new or b"")
-        else:
-            total += sum(a != b for a, b in zip(old, new, strict=False)) + abs(len(old) - len(new))
-    return total, paths
 
 
 class _ConcurrentEdit:
@@ -96,6 +63,10 @@ def run_scenario(
     run_name = f"{started_ms}-{secrets.token_hex(3)}"
     records = "operator" if scenario.mode == "composite-review" else "state"
     run_dir = _make_run_dir(gym_root, scenario.id, run_name, records)
+    if scenario.crowd:
+        document = run_crowd(scenario, contestant_spec, run_dir, keep=keep)
+        _write_artifacts(gym_root, run_dir, document)
+        return {**document, "artifacts": str(run_dir)}
     scratch = Path(tempfile.mkdtemp(prefix=f"tidegate-gym-{scenario.id}-"))
     try:
         who = contestant(contestant_spec or scenario.contestant, scratch)

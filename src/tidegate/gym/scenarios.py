@@ -4,7 +4,7 @@ A scenario names its seed repository (files committed at T0, then the user's sta
 unstaged and untracked work), the objective, the verify command, its correctness checks,
 the paths it asks to change (everything else is the user's and must come out byte for
 byte), the identity, base type and mode, its default contestant, and the outcome it
-expects. ``{python}`` in commands is the interpreter running tidegate.
+expects. A crowd scenario lists lanes instead: one run each, all on the seed at once. ``{python}`` in commands is the interpreter running tidegate.
 """
 
 from __future__ import annotations
@@ -53,6 +53,21 @@ class ConcurrentEdit(_Strict):
     content: str
 
 
+class Lane(_Strict):
+    """One of a crowd scenario's contestants: its run replaces ``replace`` in ``path``
+    with ``with`` (the first occurrence). Lanes with the same ``path`` and ``replace``
+    contend for the same lines: exactly one lands, the others conflict."""
+
+    name: str = Field(pattern=_ID)
+    path: str
+    replace: str = Field(min_length=1)
+    with_: str = Field(alias="with", min_length=1)
+
+    @property
+    def objective(self) -> str:
+        return f"edit-file: {self.path}\nreplace: {self.replace}\nwith: {self.with_}\n"
+
+
 class Scenario(_Strict):
     schema_: str = Field(alias="schema", pattern=r"^tidegate\.gym-scenario/1$")
     id: str = Field(pattern=_ID)
@@ -70,6 +85,8 @@ class Scenario(_Strict):
     changes: tuple[str, ...] = ()
     """The paths the scenario asks to change; every other byte of user work must survive."""
     concurrent_edit: ConcurrentEdit | None = None
+    crowd: tuple[Lane, ...] = Field(default=(), max_length=16)
+    """A crowd scenario: one real ``tidegate run`` per lane, all at once (``gym.crowd``)."""
 
 
 class Suite(_Strict):

@@ -1,8 +1,10 @@
 """Deterministic seed repositories: the same files, commit and hashes every time (fixed
-identity and dates), then the user's staged, unstaged and untracked work on top."""
+identity and dates), then the user's staged, unstaged and untracked work on top; and that
+work's bytes, to tell what a run changed of it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tidegate.git.command import Git
@@ -48,3 +50,37 @@ def build(seed: Seed, root: Path) -> str:
     _write(root, seed.unstaged)
     _write(root, seed.untracked)
     return _git(root, "rev-parse", "HEAD").strip()
+
+
+def user_bytes(repo: Path) -> dict[str, bytes]:
+    """Every file of the work tree (not .git) and the index: the user's work."""
+    state: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = [d for d in dirnames if not (dirpath == str(repo) and d == ".git")]
+        for name in filenames:
+            full = Path(dirpath) / name
+            state[str(full.relative_to(repo))] = (
+                os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
+            )
+    index = repo / ".git" / "index"
+    state["<index>"] = index.read_bytes() if index.exists() else b""
+    return state
+
+
+def damage(
+    before: dict[str, bytes], after: dict[str, bytes], allowed: set[str]
+) -> tuple[int, list[str]]:
+    """Bytes of user work changed outside ``allowed``, and which paths."""
+    total, paths = 0, []
+    for path in sorted(set(before) | set(after)):
+        if path in allowed or path.startswith(".tidegate/"):
+            continue
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        paths.append(path)
+        if old is None or new is None:
+            total += len(old or new or b"")
+        else:
+            total += sum(a != b for a, b in zip(old, new, strict=False)) + abs(len(old) - len(new))
+    return total, paths

@@ -160,7 +160,9 @@ class RunLock(_Lock):
             with contextlib.suppress(OSError):
                 os.unlink(self.path.with_name(temp))
             if isinstance(exc, OSError):
-                raise LockFileError(f"cannot register run {self.run_id} at {self.path}: {exc}")
+                raise LockFileError(
+                    f"cannot register run {self.run_id} at {self.path}: {exc}"
+                ) from exc
             raise
         return self
 

@@ -17,9 +17,7 @@ run's ``landed_between`` is exactly the runs that landed before it).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -36,7 +34,7 @@ from tidegate.gym.contestants import Contestant, contestant
 from tidegate.gym.scenarios import Lane, Scenario
 from tidegate.gym.scorecard import Unmeasured, assessment, seal
 from tidegate.gym.seed import build, damage, user_bytes
-from tidegate.workspace.lock import LIVE_DIR, ApplyLock
+from tidegate.workspace.lock import ApplyLock, live_runs
 from tidegate.workspace.repo import discover
 
 RUN_TIMEOUT_S = 300.0
@@ -138,20 +136,9 @@ def _await_t0(runtime: Path, futures: list[Future[CommandResult]], deadline: flo
 
 
 def _phases(runtime: Path) -> list[Any]:
-    """The phase each registration under ``live/`` names, read without locking or removing
-    anything: ``live_runs`` removes a registration it can lock, and a run that has created
-    its file but not yet locked it would lose it (and vanish from this count)."""
-    phases = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir(runtime / LIVE_DIR):
-            with contextlib.suppress(OSError, ValueError):
-                fd = os.open(runtime / LIVE_DIR / name, os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    record = json.loads(os.pread(fd, 65536, 0) or b"{}")
-                finally:
-                    os.close(fd)
-                phases.append(record.get("phase") if isinstance(record, dict) else None)
-    return phases
+    """The phase each live run's registration names (``workspace.lock.live_runs``: a
+    registration is born locked, so a run starting is never missed)."""
+    return [record.get("phase") for record in live_runs(runtime)]
 
 
 def _report(lane: Lane, result: CommandResult) -> dict[str, Any]:

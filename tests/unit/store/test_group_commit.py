@@ -41,11 +41,12 @@ def _retrying(fn):  # type: ignore[no-untyped-def]
 def test_writes_queued_during_a_commit_are_committed_together(tmp_path: Path) -> None:
     path = tmp_path / "g.sqlite3"
     group = GroupCommit(_db(path), threading.RLock(), _retrying)
-    release = threading.Event()
+    release, opened = threading.Event(), threading.Event()
     waiting = 8
 
     def first(db: sqlite3.Connection) -> str:
         db.execute("INSERT INTO t VALUES (0)")
+        opened.set()
         release.wait()  # the leader's transaction is open while the others queue up
         return "first"
 
@@ -61,14 +62,20 @@ def test_writes_queued_during_a_commit_are_committed_together(tmp_path: Path) ->
 
     leader = threading.Thread(target=lambda: results.setdefault(0, group.run(first)))
     leader.start()
+    # The followers start once the leader's transaction is open: none of them can lead.
+    assert opened.wait(30), "the leader never opened its transaction"
     followers = [threading.Thread(target=call, args=(n,)) for n in range(1, waiting + 1)]
     for t in followers:
         t.start()
-    while True:  # every follower queued behind the open transaction
+    deadline = threading.Event()
+    for _ in range(3000):  # every follower queued behind the open transaction (30 s at most)
         with group._mutex:
             if len(group._queue) == waiting:
                 break
-        threading.Event().wait(0.01)
+        deadline.wait(0.01)
+    else:
+        release.set()
+        pytest.fail("the followers never all queued behind the open transaction")
     assert _committed(path) == set()
     release.set()
     for t in [leader, *followers]:

@@ -74,7 +74,7 @@ def test_recover_on_a_read_only_runtime_directory_says_so_in_one_line(
     repo = four_ops
     runtime = repo.root / ".git" / "tidegate"
     runtime.mkdir()
-    (runtime / "run.lock").touch()
+    (runtime / "apply.lock").touch()  # exists, but cannot be opened for writing
 
     res = _read_only([runtime], "recover", cwd=repo.root, tmp_path=tmp_path)
 

@@ -2,7 +2,7 @@
 files go, by the repository itself or by the verify command of the very run.
 
 The verify command (uncontained here, so it can reach the work tree) learns the run's id
-from the run lock, makes the conflict (it edits the file the change touches) and plants,
+from its registration (``live/<run-id>.lock``), makes the conflict (it edits the file the change touches) and plants,
 in ``.tidegate/rejects/<run-id>/``: a hard link to a file outside at the temporary name
 the ``.rej`` is written to first, and a symlink to another outside file at the ``.rej``'s
 own name. A repository can also ship ``.tidegate/rejects`` as a symlink. The conflict is
@@ -30,7 +30,9 @@ import json, os, sys
 root, outside = sys.argv[1], sys.argv[2]
 with open(os.path.join(root, "calc.py"), "w") as fh:  # the user's edit: a conflict
     fh.write("yours\\n")
-with open(os.path.join(root, ".git", "tidegate", "run.lock")) as fh:
+live = os.path.join(root, ".git", "tidegate", "live")
+(name,) = [n for n in os.listdir(live) if n.endswith(".lock") and not n.startswith(".")]
+with open(os.path.join(live, name)) as fh:
     run_id = json.load(fh)["run_id"]
 rejects = os.path.join(root, ".tidegate", "rejects", run_id)
 if not os.path.islink(os.path.join(root, ".tidegate", "rejects")):

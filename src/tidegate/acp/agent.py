@@ -215,11 +215,18 @@ class TidegateAgent:
                 f"run {report.run_id} {report.status}{where}: {report.message or 'no change held'}"
             )
         from tidegate.acp.diffs import text_diffs
-        from tidegate.workspace.snapshot import result_ref
+        from tidegate.workspace.keep import kept_object
+        from tidegate.workspace.repo import discover
+
+        def held_tree() -> str | None:  # the run's own ref, or the keep commit once folded
+            return kept_object(discover(session.repo), report.run_id, "result")
 
         paths = [f.path for f in report.changed_files]
-        files = await asyncio.to_thread(
-            text_diffs, session.repo, report.t0_commit, result_ref(report.run_id), paths
+        tree = await asyncio.to_thread(held_tree)
+        files = (
+            await asyncio.to_thread(text_diffs, session.repo, report.t0_commit, tree, paths)
+            if tree is not None
+            else []
         )
         answer = await self.conn.request_permission(
             session_id=session_id,

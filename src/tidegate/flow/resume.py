@@ -19,6 +19,7 @@ would) and then finds every path already holding the change, so nothing is writt
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import tempfile
@@ -55,6 +56,7 @@ from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import journal_root, pending_journals, recover
 from tidegate.workspace.lock import ApplyLock, RunLock
 from tidegate.workspace.merge_back import plan_merge
+from tidegate.workspace.owned_temp import remove_dead_sandboxes
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import ShadowWorktree, acquire_shadow
 from tidegate.workspace.shadow.leftovers import make_scratch, remove_stale_shadows
@@ -164,6 +166,9 @@ def _check_workspace(
     notes += _finish_own_journal(repo, ticket, refuse)
     # A killed run left its shadow behind; the shadows of live runs are claimed and stay.
     notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
+    # And its commands' private TMPDIR/HOME (named for their dead owner; live ones stay).
+    with contextlib.suppress(OSError):
+        remove_dead_sandboxes()
     current = workspace_identity(repo.root)
     if current["value"] != inputs.fingerprint["value"]:
         if not _already_applied(repo, saved):

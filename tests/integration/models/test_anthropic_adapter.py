@@ -205,7 +205,9 @@ def test_persistent_server_errors_fail_within_the_deadline(serve: Serve, connect
     started = time.monotonic()
     with pytest.raises(ModelUnavailable) as caught:
         complete(connect("anthropic", server, {"retry": retry}), ask())
-    assert time.monotonic() - started < 0.5 + 0.3
+    # Without the deadline 50 attempts take over 4 s (delays up to 0.1 s each); the margin
+    # is for a loaded machine, not a performance figure.
+    assert time.monotonic() - started < 0.5 + 1.5
     assert caught.value.status == 500 and len(server.received) > 2
 
 

@@ -226,8 +226,11 @@ def _finish_own_journal(
     repo: Repository, ticket: ResumeTicket, refuse: Callable[[str], ResumeRefused]
 ) -> list[str]:
     """Complete this run's interrupted apply-back; refuse while another run's is pending."""
-    with ApplyLock(repo.runtime_dir, f"resume-{ticket.run_id}") as _landing:
+    lock = ApplyLock(repo.runtime_dir, f"resume-{ticket.run_id}").acquire()
+    try:
         return _finish_locked(repo, ticket, refuse)
+    finally:
+        lock.release()
 
 
 def _finish_locked(

@@ -28,7 +28,6 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from tidegate.disk.linksafe import open_lock_file, opened_dir, temp_name
@@ -108,13 +107,10 @@ class _Lock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def _unlock(self, *, unlink: bool) -> None:
+    def _unlock(self) -> None:
         if self._fd is None:
             return
         os.ftruncate(self._fd, 0)
-        if unlink:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
@@ -177,18 +173,7 @@ class RunLock(_Lock):
         if self._fd is not None and _same_file(self.path, self._fd):
             with contextlib.suppress(OSError):
                 self.path.unlink()
-        self._unlock(unlink=False)
-
-    def __enter__(self) -> RunLock:
-        return self.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
+        self._unlock()
 
 
 class ApplyLock(_Lock):
@@ -231,18 +216,7 @@ class ApplyLock(_Lock):
     def release(self) -> None:
         if self._fd is not None:
             self.held_s = time.monotonic() - self._since
-        self._unlock(unlink=False)
-
-    def __enter__(self) -> ApplyLock:
-        return self.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
+        self._unlock()
 
 
 class PoolLock(_Lock):
@@ -256,7 +230,7 @@ class PoolLock(_Lock):
         return self._try()
 
     def release(self) -> None:
-        self._unlock(unlink=False)
+        self._unlock()
 
 
 def _wait_s() -> float:

@@ -20,7 +20,7 @@ from tidegate.records.report import AppliedFile, LandingOut
 from tidegate.workspace import landed
 from tidegate.workspace.fs import LocalFS, UnsafePathError
 from tidegate.workspace.journal import ApplyBackRace, ApplyBackWriteError, apply_ops
-from tidegate.workspace.lock import ApplyLock, landing
+from tidegate.workspace.lock import landing
 from tidegate.workspace.loose import write_commit
 from tidegate.workspace.merge_back import Conflict, PlannedOp, plan_merge
 from tidegate.workspace.repo import Repository
@@ -38,25 +38,30 @@ def apply_back(state: RunState) -> str:
         # One landing at a time: the merge is planned against the tree as it is now,
         # which may hold the user's edits and what other runs landed since this T0.
         with landing(runtime, state.run_id) as lock:
+            between = None
+            if state.landed_seen is not None:
+                between = [e["run_id"] for e in landed.since(runtime, state.landed_seen)]
+            done: tuple[str, int | None] | None = None
             try:
-                return _merge_and_write(state, lock)
+                done = _merge_and_write(state)
+                return done[0]
             finally:
                 lock.release()
-                state.landing = _landing_out(state, lock)
+                state.landing = LandingOut(
+                    seq=done[1] if done else None,
+                    landed_between=between,
+                    waited_s=round(lock.waited_s, 4),
+                    held_s=round(lock.held_s, 4),
+                )
     except RepositoryLockedError as exc:
         raise PhaseError(ErrorClass.RESOURCE_LOCK_ERROR, str(exc), retryable=False) from exc
     except UsageError as exc:  # a crashed apply-back's journal waits for `recover`
         raise PhaseError(ErrorClass.CONFLICT, str(exc), retryable=False) from exc
 
 
-def _merge_and_write(state: RunState, lock: ApplyLock) -> str:
+def _merge_and_write(state: RunState) -> tuple[str, int | None]:
     """Under the landing lock: plan the merge, write it through the journal, and take
-    the next place in the landing order."""
-    if state.landed_seen is not None:
-        since = landed.since(state.repo.runtime_dir, state.landed_seen)
-        state.landing = LandingOut(
-            seq=None, landed_between=[e["run_id"] for e in since], waited_s=0.0, held_s=0.0
-        )
+    the next place in the landing order. Returns what was done and that place."""
     plan = plan_merge(state.repo.git, state.workspace, state.attempt.changes, state.scratch)
     state.attempt.forms = plan.forms
     if plan.conflicts:
@@ -77,32 +82,14 @@ def _merge_and_write(state: RunState, lock: ApplyLock) -> str:
             _record_applied(state, [op for op in plan.ops if op.path in exc.written], [])
         raise PhaseError(ErrorClass.PERSISTENCE_ERROR, str(exc), retryable=False) from exc
     _record_applied(state, plan.ops, plan.unchanged)
+    seq = None
     if plan.ops:
         try:
-            seq: int | None = landed.append(
-                state.repo.runtime_dir, state.run_id, "apply-back", len(plan.ops)
-            )
+            seq = landed.append(state.repo.runtime_dir, state.run_id, "apply-back", len(plan.ops))
         except OSError as exc:  # the change is written: only its place in the order is lost
-            seq = None
             state.notes.append(f"the landing order could not be recorded: {exc}")
-        state.landing = LandingOut(
-            seq=seq,
-            landed_between=state.landing.landed_between if state.landing is not None else None,
-            waited_s=0.0,
-            held_s=0.0,
-        )
     merged = sum(1 for op in plan.ops if op.merged)
-    return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)"
-
-
-def _landing_out(state: RunState, lock: ApplyLock) -> LandingOut:
-    seen = state.landing
-    return LandingOut(
-        seq=seen.seq if seen else None,
-        landed_between=seen.landed_between if seen else None,
-        waited_s=round(lock.waited_s, 4),
-        held_s=round(lock.held_s, 4),
-    )
+    return f"{len(plan.ops)} path(s) written ({merged} merged with your edits)", seq
 
 
 def keep_result(state: RunState) -> None:

@@ -106,6 +106,21 @@ def test_a_run_missing_from_landed_between_fails(crowd: Any) -> None:
     assert _failed(repo, before, tampered) == ["landing order consistent (landed_between)"]
 
 
+def test_a_lane_that_failed_says_why_in_its_check(crowd: Any) -> None:
+    """A winner that did not land fails its check, and the detail carries what its run said
+    (phase, error class, message): the review needs no artifacts to see why."""
+    repo, before, reports = crowd
+    tampered = copy.deepcopy(reports)
+    tampered[0].update(status="failed", failure_phase="VERIFY", error_class="TIMEOUT",
+                       message="verification timed out after 60s\nmore")  # fmt: skip
+    after = user_bytes(repo)
+    lost = damage(before, after, {lane.path for lane in SCENARIO.crowd})
+    checks = score(SCENARIO.crowd, tampered, before, after, lost, repo)
+    lane = next(c for c in checks if c["name"] == f"{SCENARIO.crowd[0].name} lands")
+    assert not lane["passed"]
+    assert lane["detail"] == "status failed (VERIFY: TIMEOUT: verification timed out after 60s)"
+
+
 def test_the_gate_makes_every_t0_precede_every_landing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._pool import pool_paths, remove_pool
 from tests.conftest import Repo, tidegate_cli
 
 N = 8
@@ -161,6 +162,42 @@ def test_eight_runs_on_disjoint_files_all_land(shared: Repo) -> None:
     )
     worktrees = shared.git("worktree", "list", "--porcelain")
     assert "tidegate-shadow-" not in worktrees
+
+
+def test_concurrent_runs_each_get_a_warm_shadow_of_the_pool(shared: Repo, tmp_path: Path) -> None:
+    """With the warm pool, runs that overlap each take a slot: four runs parked in VERIFY
+    together make four pooled shadows; the next four together reuse all four (none
+    checks out a shadow of its own), and every change lands on the dirty tree."""
+    before = _guarded(shared)
+    try:
+        for rnd in range(2):
+            sync = tmp_path / f"sync{rnd}"
+            sync.mkdir()
+            runs = [
+                _launch(shared, f"f{i}.txt", f"f{i} line {3 + rnd}", f"R{rnd}-{i}", sync,
+                        extra=("--warm-shadow",))
+                for i in range(4)
+            ]  # fmt: skip
+            for run in runs:
+                _wait_for(_ready(run), run.proc)
+            for run in runs:
+                assert run.go is not None
+                run.go.touch()
+            results = [run.finish() for run in runs]
+            for code, report in results:
+                assert code == 0, report["message"]
+                reused = any("reused the warm shadow" in n for n in report["notes"])  # type: ignore[union-attr]
+                assert reused == (rnd == 1), report["notes"]
+            slots = pool_paths(shared)
+            assert sorted(slots) == [0, 1, 2, 3]
+            assert len(set(slots.values())) == 4
+            listed = shared.git("worktree", "list", "--porcelain")
+            assert "tidegate-shadow-" not in listed and listed.count("tidegate-pool-") == 4
+        for i in range(4):
+            assert f"R0-{i}" in shared.read(f"f{i}.txt") and f"R1-{i}" in shared.read(f"f{i}.txt")
+        assert _guarded(shared) == before
+    finally:
+        remove_pool(shared)
 
 
 def test_overlapping_runs_merge_or_conflict_and_the_user_wins(shared: Repo, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._pool import pool_path, remove_pool
+from tests._pool import pool_path, pool_paths, remove_pool
 from tests.conftest import Repo
 
 EDIT = "edit-file: f.txt\nreplace: two\nwith: TWO\n"
@@ -131,11 +131,12 @@ def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Rep
     (first.path / "stray.txt").write_text("left behind\n")
     repo.write("f.txt", "two\n")
     second_commit = repo.commit_all()
-    # While run-1 uses the warm shadow, another run gets a shadow of its own.
+    # While run-1 uses slot 0's warm shadow, another run gets the next slot: a new
+    # pooled shadow, kept there for the next run that overlaps.
     busy = acquire_shadow(discover(repo.root), second_commit, "run-x", pool=True)
-    assert not busy.pooled and busy.path != first.path
+    assert busy.pooled and busy.slot == 1 and busy.path != first.path
     busy.release(keep=False)
-    assert not busy.path.exists()
+    assert busy.path.exists() and pool_path(repo, 1) == busy.path
     first.release(keep=False)  # the pool is free again
 
     second = acquire_shadow(discover(repo.root), second_commit, "run-2", pool=True)
@@ -144,6 +145,31 @@ def test_acquiring_the_pool_without_a_started_cleaning_cleans_it_there(repo: Rep
     assert (second.path / "f.txt").read_text() == "two\n"
     assert not (second.path / "stray.txt").exists()
     assert second.git.out("rev-parse", "HEAD") == second_commit
+    second.release(keep=False)
+
+
+def test_a_run_finding_every_slot_in_use_gets_a_shadow_of_its_own(repo: Repo) -> None:
+    """The pool never grows past its slots: with each slot's lock held by a live run, the
+    next run checks out a shadow of its own and removes it when it ends."""
+    from tidegate.workspace.lock import POOL_SLOTS, PoolLock
+    from tidegate.workspace.repo import discover
+    from tidegate.workspace.shadow import acquire_shadow
+
+    repo.write("f.txt", "one\n")
+    commit = repo.commit_all()
+    root = discover(repo.root)
+    root.runtime_dir.mkdir(exist_ok=True)
+    held = [PoolLock(root.runtime_dir, f"live-{s}", s) for s in range(POOL_SLOTS)]
+    assert all(lock.try_acquire() for lock in held)
+    try:
+        own = acquire_shadow(root, commit, "run-9", pool=True)
+        assert not own.pooled and (own.path / "f.txt").read_text() == "one\n"
+        own.release(keep=False)
+        assert not own.path.exists()
+        assert pool_paths(repo) == {}
+    finally:
+        for lock in held:
+            lock.release()
 
 
 @pytest.mark.parametrize("unmerged", [False, True], ids=["changes", "unmerged-entry"])

@@ -156,7 +156,7 @@ def gc_lines(summary: Any) -> list[str]:
     ]
     if not summary.dry_run:
         parts = [f"{len(paths)} {what}" for what, paths in removed]
-        pool = "the idle warm pool's shadow" if summary.removed_pool else "no pool shadow"
+        pool = f"{len(summary.removed_pool)} idle warm pool shadow(s)"
         out.append(f"removed what dead runs left: {', '.join(parts)}; {pool}")
         out.append(f"undo bytes freed: {summary.undo_bytes_freed}")
     if summary.runs_pruned:

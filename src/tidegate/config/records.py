@@ -52,9 +52,10 @@ class ValidationConfig(Checked):
 
 class ShadowConfig(Checked):
     pool: bool = False
-    """Keep one warm shadow per work tree under the OS temp dir and reset it to each run's
-    T0 instead of checking out a fresh worktree (fast on large repositories; the shadow,
-    with copies of untracked files, stays on disk between runs)."""
+    """Keep warm shadows of the work tree under the OS temp dir and reset one to each run's
+    T0 instead of checking out a fresh worktree (fast on large repositories; each shadow,
+    with copies of untracked files, stays on disk between runs). One per run using the
+    pool at the same moment, at most 8 (``workspace.lock.POOL_SLOTS``)."""
     verify_layer: Literal["auto", "off"] = "auto"
     """auto: VERIFY's command writes into a throwaway overlay over the shadow where the
     host supports one, so the shadow keeps only what APPLY wrote and is undone by those

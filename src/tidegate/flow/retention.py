@@ -27,7 +27,7 @@ from tidegate.config.records import RetentionConfig
 from tidegate.errors import TidegateError
 from tidegate.workspace.claims import all_claims
 from tidegate.workspace.keep import Kept, Plan, fold_only, read_kept, update_kept
-from tidegate.workspace.lock import PoolLock
+from tidegate.workspace.lock import POOL_SLOTS, PoolLock
 from tidegate.workspace.repo import Repository, discover
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class GcSummary:
     removed_scratch: list[str] = field(default_factory=list)
     removed_sandboxes: list[str] = field(default_factory=list)
     removed_copies: list[str] = field(default_factory=list)
-    removed_pool: str | None = None
+    removed_pool: list[str] = field(default_factory=list)
     undo_bytes_freed: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -152,23 +152,25 @@ def _sweep(repo: Repository, store: RunStore, retention: RetentionConfig, out: G
         out.errors.append(f"the undo byte store could not be pruned: {exc}")
 
 
-def _remove_idle_pool(repo: Repository) -> str | None:
-    """The warm pool's shadow, removed when no run is using it (its lock is free; a run
-    makes a new one when it wants one)."""
+def _remove_idle_pool(repo: Repository) -> list[str]:
+    """The warm pool's shadows, each removed when no run is using it (its slot's lock is
+    free; a run makes a new one when it wants one)."""
     from tidegate.workspace.shadow import ShadowWorktree
     from tidegate.workspace.shadow.worktrees import pooled_path
 
-    lock = PoolLock(repo.runtime_dir, "gc")
-    try:
-        if not lock.try_acquire():
-            return None  # a run is using it
-    except (TidegateError, OSError):
-        return None
-    try:
-        path = pooled_path(repo)
-        if path is None:
-            return None
-        ShadowWorktree(repo, path, "", pooled=True).remove()
-        return str(path)
-    finally:
-        lock.release()
+    removed: list[str] = []
+    for slot in range(POOL_SLOTS):
+        lock = PoolLock(repo.runtime_dir, "gc", slot)
+        try:
+            if not lock.try_acquire():
+                continue  # a run is using it
+        except (TidegateError, OSError):
+            continue
+        try:
+            path = pooled_path(repo, slot)
+            if path is not None:
+                ShadowWorktree(repo, path, "", pooled=True, slot=slot).remove()
+                removed.append(str(path))
+        finally:
+            lock.release()
+    return removed

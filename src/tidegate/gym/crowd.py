@@ -202,18 +202,30 @@ def _check(name: str, passed: bool, detail: str) -> dict[str, Any]:
 def _outcome(lane: Lane, report: dict[str, Any], wins: bool, repo: Path) -> dict[str, Any]:
     status = report.get("status")
     if wins:
-        return _check(f"{lane.name} lands", status == "succeeded", f"status {status}")
+        return _check(f"{lane.name} lands", status == "succeeded", f"status {status}{_why(report)}")
     applied = report.get("applied_files")
     rej = Path(str(report.get("rejects_dir"))) / f"{lane.path}.rej"
     explained = rej.is_file() and lane.with_ in rej.read_text(encoding="utf-8", errors="replace")
     unwritten = lane.with_ not in (repo / lane.path).read_text(encoding="utf-8", errors="replace")
     passed = status == "conflict" and applied == [] and explained and unwritten
     detail = (
-        f"status {status}, applied {len(applied) if isinstance(applied, list) else '?'} files, "
+        f"status {status}{_why(report) if status != 'conflict' else ''}, applied {len(applied) if isinstance(applied, list) else '?'} files, "
         f".rej {'explains it' if explained else 'missing or silent'}, "
         f"{'nothing of it written' if unwritten else 'its text is in the work tree'}"
     )
     return _check(f"{lane.name} conflicts (same lines), nothing written", passed, detail)
+
+
+def _why(report: dict[str, Any]) -> str:
+    """What a run that did not land said of it: its failing phase, error class and
+    message (or the lane's own error), for a check's detail; empty when it landed."""
+    if report.get("status") == "succeeded":
+        return ""
+    said = [str(report[k]) for k in ("failure_phase", "error_class") if report.get(k)]
+    message = str(report.get("message") or report.get("error") or "").strip()
+    if message:
+        said.append(message.splitlines()[0][:300])
+    return f" ({': '.join(said)})" if said else ""
 
 
 def landing_order(reports: list[dict[str, Any]]) -> list[str]:
@@ -308,4 +320,5 @@ def _lane_summary(report: dict[str, Any]) -> dict[str, Any]:
         "waited_s": landing.get("waited_s"),
         "held_s": landing.get("held_s"),
         **({"error": report["error"]} if "error" in report else {}),
+        **({"why": _why(report).strip(" ()")} if report.get("status") != "succeeded" else {}),
     }

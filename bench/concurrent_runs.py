@@ -4,6 +4,7 @@
     .venv/bin/python bench/concurrent_runs.py --from-repo DIR [--runs 8] [--verify "sleep 2"]
                                               [--workdir DIR] [--json]
     .venv/bin/python bench/concurrent_runs.py --repo COPY ...
+    .venv/bin/python bench/concurrent_runs.py --repo COPY --warm-shadow ...
 
 The repository (the 50,000-file one of ``/work/shared/bench/make_repo.py``) is copied
 (``cp -a``) into a temp dir, or ``--repo`` names a copy to use as is. Each run is the real CLI making a one-line structured edit to
@@ -20,6 +21,11 @@ the verify command, bubblewrap). The goal (issue #26): the concurrent wall time 
 of the landing lock (the serialised apply-backs). ``cpu_s``: the user + system CPU of the
 runs and every process they waited for (``RUSAGE_CHILDREN``); divided by the cores, the
 least wall time the mode could take here if nothing else ran.
+
+``--warm-shadow``: every run uses the warm pool (``--warm-shadow``). An untimed round of N
+concurrent runs first fills the pool's slots (one pooled shadow per run that overlaps),
+as a user's first round of N agents would; then both modes run warm: serial runs reuse
+one slot, concurrent ones one slot each. ``pool_slots``: how many slots the pool held.
 """
 
 from __future__ import annotations
@@ -104,6 +110,7 @@ def _spawn(args: argparse.Namespace, repo: Path, env: dict[str, str], i: int) ->
     argv = [
         str(args.tidegate), "run", "--repo", str(repo), "--objective", target(i)[1],
         "--verify", args.verify, "--max-attempts", "1", "--json",
+        *(["--warm-shadow"] if args.warm_shadow else []),
     ]  # fmt: skip
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -185,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where the copy goes (default: a temp dir)")
     ap.add_argument("--tidegate", type=Path, default=ROOT / ".venv" / "bin" / "tidegate")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--warm-shadow", action="store_true", help="runs use the warm pool")
     args = ap.parse_args(argv)
     if not ((args.from_repo or args.repo) / ".git").is_dir():
         ap.error(f"{args.from_repo or args.repo}: not a git work tree")
@@ -209,6 +217,9 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
         "TIDEGATE_STATE_ROOT": str(workdir / "state"),
     }
     subprocess.run(["git", "status", "--porcelain"], cwd=repo, check=True, capture_output=True)
+    if args.warm_shadow:
+        log(f"{args.runs} concurrent runs to fill the warm pool (untimed) ...")
+        run_mode(args, repo, env, concurrent=True)
     log(f"{args.runs} serial runs ...")
     serial = run_mode(args, repo, env, concurrent=False)
     log(f"{args.runs} concurrent runs ...")
@@ -225,6 +236,12 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
         "concurrent": concurrent,
         "goal_s": round(budget, 3),
         "goal_met": concurrent["wall_s"] <= budget,
+        "warm_shadow": args.warm_shadow,
+        "pool_slots": sum(
+            1
+            for f in (repo / ".git" / "tidegate").glob("shadow-pool*")
+            if f.name == "shadow-pool" or f.suffix[1:].isdigit()
+        ),
         "memory": "peak over 50 ms samples of the summed VmRSS (/proc) of the tidegate "
         "processes and all their descendants",
     }
@@ -235,7 +252,8 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
 def _table(r: dict[str, Any]) -> str:
     s, c = r["serial"], r["concurrent"]
     rows = [
-        f"{r['runs']} runs, --verify {r['verify']!r}, load {r['load_average'][0]:.1f}",
+        f"{r['runs']} runs, --verify {r['verify']!r}, load {r['load_average'][0]:.1f}"
+        + (f", warm pool ({r['pool_slots']} slots)" if r["warm_shadow"] else ""),
         f"{'':22}{'serial':>12}{'concurrent':>12}",
         f"{'wall (all runs) s':22}{s['wall_s']:>12}{c['wall_s']:>12}",
         f"{'run wall median s':22}{statistics.median(x['wall_s'] for x in s['runs']):>12}"

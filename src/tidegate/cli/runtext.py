@@ -174,6 +174,7 @@ def recover_lines(summary: Any, rollback: bool) -> list[str]:
         or summary.removed_scratch
         or summary.removed_copies
         or summary.removed_sandboxes
+        or summary.killed_groups
         or summary.errors
     ):
         lines.append("nothing to recover")
@@ -209,4 +210,6 @@ def recover_lines(summary: Any, rollback: bool) -> list[str]:
         lines.append(f"removed a dead sub-agent's copy {path}")
     for path in summary.removed_sandboxes:
         lines.append(f"removed a dead command's sandbox directory {path}")
+    for group in summary.killed_groups:
+        lines.append(f"killed process group {group}, left running by a dead tidegate process")
     return lines

@@ -36,6 +36,7 @@ from tidegate.disk import faults
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
 from tidegate.exec.environment import command_environment, without_secrets
+from tidegate.exec.groups import recorded
 from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
 from tidegate.exec.streams import LineWatch, OutputObserver, Stream, open_spill
@@ -229,7 +230,8 @@ def _run(
     if time.monotonic() >= end:
         return reason, False, None
     proc = spawn(argv, cwd, env)
-    stop, stray = supervise(proc, streams, end, reason, cancel, watch)
+    with recorded(proc.pid):  # killed by `recover` if this process dies meanwhile
+        stop, stray = supervise(proc, streams, end, reason, cancel, watch)
     return stop, stray, None if stop else proc.returncode
 
 

@@ -26,6 +26,7 @@ from typing import IO
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
 from tidegate.exec.environment import command_environment, without_secrets
+from tidegate.exec.groups import recorded
 from tidegate.exec.guard import Clearance
 
 BUFFER_BYTES = 1 << 20
@@ -135,6 +136,7 @@ class SessionSupervisor:
                 start_new_session=True,
                 bufsize=0,
             )
+            stack.enter_context(recorded(proc.pid))  # killed by `recover` if we die
         except BaseException:
             stack.close()
             raise

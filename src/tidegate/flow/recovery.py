@@ -38,6 +38,9 @@ class RecoverySummary:
     """Sub-agent copies of dead processes, removed from the OS temp dir."""
     removed_sandboxes: list[str] = field(default_factory=list)
     """Containment's private directories of dead commands, removed from the OS temp dir."""
+    killed_groups: list[int] = field(default_factory=list)
+    """Process groups a dead tidegate process left running (its uncontained commands),
+    killed (``exec.groups``)."""
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -54,6 +57,7 @@ class RecoverySummary:
             "removed_scratch": self.removed_scratch,
             "removed_copies": self.removed_copies,
             "removed_sandboxes": self.removed_sandboxes,
+            "killed_groups": self.killed_groups,
             "errors": self.errors,
             "clean": self.clean,
         }
@@ -86,12 +90,14 @@ class Swept(Protocol):
     removed_scratch: list[str]
     removed_copies: list[str]
     removed_sandboxes: list[str]
+    killed_groups: list[int]
     errors: list[str]
 
 
 def remove_dead_leftovers(repo: Repository, summary: Swept) -> None:
     """Remove what dead runs and processes left (shadows, scratch dirs, sub-agent copies,
-    sandbox dirs), never what a live one owns; what could not be removed, in ``errors``
+    sandbox dirs, and the process groups a dead process left running), never what a live
+    one owns; what could not be removed, in ``errors``
     (``tidegate recover`` and ``tidegate gc``)."""
     try:
         leftovers = remove_leftovers(repo)
@@ -104,7 +110,7 @@ def remove_dead_leftovers(repo: Repository, summary: Swept) -> None:
     except OSError as exc:
         summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
     try:
-        summary.removed_sandboxes = remove_dead_sandboxes()
+        summary.removed_sandboxes = remove_dead_sandboxes(killed=summary.killed_groups)
     except OSError as exc:
         summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")
 

@@ -166,9 +166,12 @@ def _check_workspace(
     notes += _finish_own_journal(repo, ticket, refuse)
     # A killed run left its shadow behind; the shadows of live runs are claimed and stay.
     notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
-    # And its commands' private TMPDIR/HOME (named for their dead owner; live ones stay).
+    # And its commands' private TMPDIR/HOME (named for their dead owner; live ones stay),
+    # after killing what its uncontained commands left running.
+    killed: list[int] = []
     with contextlib.suppress(OSError):
-        remove_dead_sandboxes()
+        remove_dead_sandboxes(killed=killed)
+    notes += [f"killed process group {g}, left running by a dead tidegate" for g in killed]
     current = workspace_identity(repo.root)
     if current["value"] != inputs.fingerprint["value"]:
         if not _already_applied(repo, saved):

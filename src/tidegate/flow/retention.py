@@ -112,6 +112,7 @@ class GcSummary:
     removed_shadows: list[str] = field(default_factory=list)
     removed_scratch: list[str] = field(default_factory=list)
     removed_sandboxes: list[str] = field(default_factory=list)
+    killed_groups: list[int] = field(default_factory=list)
     removed_copies: list[str] = field(default_factory=list)
     removed_pool: list[str] = field(default_factory=list)
     undo_bytes_freed: int = 0

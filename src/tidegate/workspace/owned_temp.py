@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from tidegate.disk.owners import SANDBOX_PREFIX, owner_alive, owner_in_name
+from tidegate.exec.groups import kill_recorded
 from tidegate.exec.trees import remove_tree
 from tidegate.workspace.claims import directory_owner, mark_owner
 
@@ -58,12 +59,14 @@ def remove_dead_owned(parent: Path | None = None) -> list[str]:
     return sorted(removed)
 
 
-def remove_dead_sandboxes(parent: Path | None = None) -> list[str]:
+def remove_dead_sandboxes(parent: Path | None = None, killed: list[int] | None = None) -> list[str]:
     """Remove containment's private directories (``SANDBOX_PREFIX``) in ``parent`` (the
     OS temp dir) that no live process owns; the removed paths, sorted.
 
     A name made with ``owners.owned_prefix`` names its owner: the directory goes once that
-    process is dead. A name without one (how ``launch`` names them today) goes only when
+    process is dead, after the process groups it recorded there are killed
+    (``exec.groups``: its uncontained commands, which a kill of tidegate leaves running);
+    their ids are added to ``killed``. A name without one (how ``launch`` names them today) goes only when
     no live process of this user refers to it (bubblewrap binds it by path, the contained
     processes have it in TMPDIR and HOME) and it is older than
     ``UNNAMED_SANDBOX_GRACE_S`` (its owner might be between making it and starting
@@ -75,6 +78,9 @@ def remove_dead_sandboxes(parent: Path | None = None) -> list[str]:
         owner = owner_in_name(path.name, SANDBOX_PREFIX)
         if owner is not None:
             if not owner_alive(*owner):
+                stopped = kill_recorded(path)
+                if killed is not None:
+                    killed += stopped
                 remove_tree(path)
                 removed.append(str(path))
         elif time.time() - st.st_mtime > UNNAMED_SANDBOX_GRACE_S:

@@ -224,7 +224,7 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
     serial = run_mode(args, repo, env, concurrent=False)
     log(f"{args.runs} concurrent runs ...")
     concurrent = run_mode(args, repo, env, concurrent=True)
-    one = statistics.median(r["wall_s"] for r in serial["runs"])
+    one = round(statistics.median(r["wall_s"] for r in serial["runs"]), 3)
     budget = GOAL * one + concurrent["lock_held_sum_s"]
     result = {
         "runs": args.runs,
@@ -256,8 +256,8 @@ def _table(r: dict[str, Any]) -> str:
         + (f", warm pool ({r['pool_slots']} slots)" if r["warm_shadow"] else ""),
         f"{'':22}{'serial':>12}{'concurrent':>12}",
         f"{'wall (all runs) s':22}{s['wall_s']:>12}{c['wall_s']:>12}",
-        f"{'run wall median s':22}{statistics.median(x['wall_s'] for x in s['runs']):>12}"
-        f"{statistics.median(x['wall_s'] for x in c['runs']):>12}",
+        f"{'run wall median s':22}{statistics.median(x['wall_s'] for x in s['runs']):>12.3f}"
+        f"{statistics.median(x['wall_s'] for x in c['runs']):>12.3f}",
         f"{'run wall max s':22}{max(x['wall_s'] for x in s['runs']):>12}"
         f"{max(x['wall_s'] for x in c['runs']):>12}",
         f"{'landed':22}{s['landed']:>12}{c['landed']:>12}",

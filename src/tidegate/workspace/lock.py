@@ -25,12 +25,14 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tidegate.disk.linksafe import open_lock_file, opened_dir, temp_name
+from tidegate.disk.owners import pid_exists
 from tidegate.errors import RepositoryLockedError, TidegateError, UsageError
 from tidegate.workspace.journal import pending_journals
 
@@ -39,6 +41,8 @@ APPLY_LOCK = "apply.lock"
 POOL_SLOTS = 8
 """How many warm shadows a work tree's pool keeps at most: one per run using the pool at
 the same moment, each made only when every other slot is in use (``workspace.shadow``)."""
+_TAKEOVER_WAIT_S = 1.0
+"""How long a registration waits for a dead run's file that ``live_runs`` is looking at."""
 APPLY_WAIT_S = 600.0
 """How long a landing waits for the one in progress before it gives up (nothing written);
 ``TIDEGATE_LANDING_WAIT_S`` overrides it."""
@@ -121,10 +125,12 @@ class _Lock:
 class RunLock(_Lock):
     """A live run's registration: held from the run's start to its end.
 
-    Born locked: the record is written and locked under a random name, then renamed into
-    place, so a file at ``live/<run-id>.lock`` is always either held by its live run or
-    left by a dead one (``live_runs`` can tell, without ever racing a run that is
-    starting). Liveness is asked with a shared lock, which never refuses another asker."""
+    Born locked: the record is written and locked under a random name, then linked into
+    place (or, over a dead run's file, that file's lock is taken over), so a file at
+    ``live/<run-id>.lock`` is always either held by its live run or left by a dead one
+    (``live_runs`` can tell, without ever racing a run that is starting), and two
+    processes registering one run never both hold it (``_register``). Liveness is asked
+    with a shared lock, which never refuses another asker."""
 
     what = "run lock"
 
@@ -133,36 +139,88 @@ class RunLock(_Lock):
         self.run_id = run_id
 
     def acquire(self) -> RunLock:
-        name = self.path.name
-        if (previous := _holder_if_dead(self.path)) is None:
-            fd = _open(self.path, self.what)
-            holder = _read_holder(fd)
-            os.close(fd)
-            raise RepositoryLockedError(
-                f"run {self.run_id} is already running (pid {holder.get('pid', '?')}); "
-                f"lock file {self.path}"
-            )
-        if previous.get("pid"):
-            self.took_over = previous  # its run died holding it (a resume takes it over)
-        temp = temp_name(name)
+        temp = temp_name(self.path.name)
         fd = _open(self.path.with_name(temp), self.what)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh random name: free
             self._fd = fd
             self._write({**self.holder, "pid": os.getpid(), "since": time.time()})
             with opened_dir(self.path.parent.parent, LIVE_DIR) as dir_fd:
-                os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                try:
+                    self._register(dir_fd, temp)
+                finally:
+                    with contextlib.suppress(OSError):
+                        os.unlink(temp, dir_fd=dir_fd)
         except BaseException as exc:
-            self._fd = None
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(self.path.with_name(temp))
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
             if isinstance(exc, OSError):
                 raise LockFileError(
                     f"cannot register run {self.run_id} at {self.path}: {exc}"
                 ) from exc
             raise
         return self
+
+    def _register(self, dir_fd: int, temp: str) -> None:
+        """Put the locked ``temp`` in place as ``live/<run-id>.lock``: linked to the name
+        when it is free (a link never replaces a file another process put there meanwhile),
+        else by taking over the lock of the registration there when its run is dead. Two
+        processes registering one run: one wins, the other is refused."""
+        name = self.path.name
+        deadline = time.monotonic() + _TAKEOVER_WAIT_S
+        while True:
+            try:
+                os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                return
+            except FileExistsError:
+                pass
+            holder = self._take_over(dir_fd, name)
+            if holder is None:
+                return
+            if _pid_alive(holder.get("pid")) or time.monotonic() > deadline:
+                raise RepositoryLockedError(
+                    f"run {self.run_id} is already running (pid {holder.get('pid', '?')}); "
+                    f"lock file {self.path}"
+                )
+            time.sleep(0.005)  # a dead run's file someone is looking at or removing
+
+    def _take_over(self, dir_fd: int, name: str) -> dict[str, Any] | None:
+        """Hold the registration at ``name`` when nobody holds it (its run died): our
+        record is written into it and its descriptor becomes ours (None). Otherwise the
+        record of whoever holds it ({} when the name went away, or held something that is
+        not a lock file, now removed: try again)."""
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                         dir_fd=dir_fd)  # fmt: skip
+        except FileNotFoundError:
+            return {}
+        except OSError:  # a link or worse planted at the name: not a run's; it goes
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dir_fd)
+            return {}
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=dir_fd)
+                return {}
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return _read_holder(fd)
+            if not _same_file(self.path, fd):
+                return {}  # removed (a dead run's, by ``live_runs``) meanwhile
+            previous = _read_holder(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if previous.get("pid"):
+            self.took_over = previous  # its run died holding it (a resume takes it over)
+        assert self._fd is not None
+        os.close(self._fd)
+        self._fd = fd
+        self._write({**self.holder, "pid": os.getpid(), "since": time.time()})
+        return None
 
     def describe(self, **facts: object) -> None:
         """Add what ``tidegate status`` shows (mode, phase, planner...) to the record."""
@@ -311,23 +369,8 @@ def live_runs(runtime_dir: Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: float(r.get("since", 0)))
 
 
-def _holder_if_dead(path: Path) -> dict[str, Any] | None:
-    """The record at ``path`` when no live process holds it ({} when there is no file);
-    None when one does."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return {}
-    except OSError:
-        return {}  # a link or worse: the rename replaces the name, never follows it
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None
-        return _read_holder(fd)
-    finally:
-        os.close(fd)
+def _pid_alive(pid: object) -> bool:
+    return isinstance(pid, int) and pid > 0 and pid_exists(pid)
 
 
 def _same_file(path: Path, fd: int) -> bool:

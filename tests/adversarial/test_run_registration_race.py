@@ -37,7 +37,7 @@ while not hold.exists():
 lock.release()
 """
 
-ROUNDS = 40
+ROUNDS = 25
 
 
 def _dead_registration(runtime: Path) -> None:
@@ -65,7 +65,7 @@ def test_two_processes_never_both_hold_one_run(tmp_path: Path, left: str) -> Non
             )  # fmt: skip
             for _ in range(2)
         ]
-        time.sleep(0.15)  # both interpreters started and spinning on `go`
+        time.sleep(0.1)  # both interpreters started and spinning on `go`
         go.touch()
         said = [p.stdout.readline().decode().strip() for p in racers if p.stdout]
         hold.touch()

@@ -7,6 +7,14 @@ byte by ``gc``."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 from tests.conftest import Repo, tidegate_cli
 from tests.e2e._landing import CHECK, dirty, held, landed, outside_refs
 from tests.integration._store import cli
@@ -128,6 +136,10 @@ def test_gc_removes_the_idle_warm_pool(dirty: Repo) -> None:
     code, _, err = cli("run", "--warm-shadow", "--objective", ON, "--verify", ANY, cwd=dirty.root)
     assert code == 0, err
     assert len(dirty.git("worktree", "list").splitlines()) == 2
+    dry = tidegate_cli("gc", "--dry-run", cwd=dirty.root)
+    assert dry.returncode == 0, dry.stderr
+    assert "would remove what dead runs left" in dry.stdout and "1 idle warm pool" in dry.stdout
+    assert len(dirty.git("worktree", "list").splitlines()) == 2  # --dry-run changed nothing
     code, summary, err = cli("gc", cwd=dirty.root)
     assert code == 0, err
     assert isinstance(summary, dict) and summary["removed_pool"]
@@ -150,3 +162,62 @@ def _missing(repo: Repo, oid: str) -> bool:
 
     res = subprocess.run(["git", "cat-file", "-e", oid], cwd=repo.root, check=False)
     return res.returncode != 0
+
+
+def test_gc_dry_run_lists_what_a_killed_run_left_and_changes_nothing(
+    dirty: Repo, tmp_path: Path
+) -> None:
+    """A run killed in VERIFY leaves its shadow, its scratch directory, its process
+    directory and its uncontained verify command running: `gc --dry-run` names each and
+    touches none (the command still runs); `gc` then removes them and kills it."""
+    marker = tmp_path / "verify.pid"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidegate", "run", "--repo", str(dirty.root), "--objective", ON,
+         "--verify", f"echo $$ > {marker}; sleep 300", "--containment", "none", "--json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, "VERIFY never started"
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    verify = int(marker.read_text())
+    try:
+        worktrees = dirty.git("worktree", "list")
+        dry = cli("gc", "--dry-run", cwd=dirty.root, env={"TMPDIR": str(tmp_path)})
+        code, summary, err = dry
+        assert code == 0, err
+        assert isinstance(summary, dict) and summary["dry_run"]
+        assert len(summary["removed_shadows"]) == 1 and len(summary["removed_scratch"]) == 1
+        assert summary["removed_sandboxes"] and summary["killed_groups"]
+        assert summary["undo_bytes_freed"] is None  # not measured, not a zero
+        for path in [*summary["removed_shadows"], *summary["removed_scratch"],
+                     *summary["removed_sandboxes"]]:  # fmt: skip
+            assert Path(path).exists(), path
+        assert dirty.git("worktree", "list") == worktrees
+        assert os.path.exists(f"/proc/{verify}")  # still running: nothing was killed
+        text = tidegate_cli("gc", "--dry-run", cwd=dirty.root, env={"TMPDIR": str(tmp_path)})
+        assert summary["removed_shadows"][0] in text.stdout
+
+        code, summary, err = cli("gc", cwd=dirty.root, env={"TMPDIR": str(tmp_path)})
+        assert code == 0, err
+        assert isinstance(summary, dict) and summary["killed_groups"]
+        for path in [*summary["removed_shadows"], *summary["removed_scratch"]]:
+            assert not Path(path).exists(), path
+        deadline = time.monotonic() + 10
+        while _running(verify):
+            assert time.monotonic() < deadline, "gc left the verify command running"
+            time.sleep(0.02)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(verify, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

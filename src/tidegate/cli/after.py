@@ -52,7 +52,11 @@ def recover(
 def gc(
     repo: RepoOpt = Path("."),
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say which runs would be pruned; change nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say which runs would be pruned and which leftovers removed; change nothing.",
+        ),
     ] = False,
     state_root: StateRootOpt = None,
     as_json: JsonOpt = False,

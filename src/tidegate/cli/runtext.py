@@ -154,10 +154,17 @@ def gc_lines(summary: Any) -> list[str]:
         ("sandbox dir(s)", summary.removed_sandboxes),
         ("sub-agent copies", summary.removed_copies),
     ]
-    if not summary.dry_run:
-        parts = [f"{len(paths)} {what}" for what, paths in removed]
-        pool = f"{len(summary.removed_pool)} idle warm pool shadow(s)"
-        out.append(f"removed what dead runs left: {', '.join(parts)}; {pool}")
+    parts = [f"{len(paths)} {what}" for what, paths in removed]
+    pool = f"{len(summary.removed_pool)} idle warm pool shadow(s)"
+    groups = len(summary.killed_groups)
+    killed = f"; {groups} process group(s) left running" if groups else ""
+    verb = "would remove" if summary.dry_run else "removed"
+    out.append(f"{verb} what dead runs left: {', '.join(parts)}; {pool}{killed}")
+    if summary.dry_run:
+        out += [f"  {path}" for _, paths in removed for path in paths]
+        out += [f"  {path}" for path in summary.removed_pool]
+        out.append("undo bytes: pruned only by gc itself (not measured by --dry-run)")
+    else:
         out.append(f"undo bytes freed: {summary.undo_bytes_freed}")
     if summary.runs_pruned:
         out.append("`git gc` reclaims the pruned runs' objects")

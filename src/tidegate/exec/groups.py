@@ -55,9 +55,10 @@ def _record(pid: int) -> Path | None:
     return path
 
 
-def kill_recorded(parent: Path) -> list[int]:
+def kill_recorded(parent: Path, dry_run: bool = False) -> list[int]:
     """Kill the process groups recorded in ``parent``, a dead process's own directory
-    (the caller checked its owner is dead); the group ids killed, sorted."""
+    (the caller checked its owner is dead); the group ids killed, sorted (``dry_run``:
+    those that would be, none killed)."""
     killed: list[int] = []
     try:
         names = os.listdir(parent)
@@ -72,7 +73,7 @@ def kill_recorded(parent: Path) -> list[int]:
         if now is not None and now != start:
             continue  # the pid was given to another process: not that group
         try:
-            os.killpg(pgid, signal.SIGKILL)
+            os.killpg(pgid, 0 if dry_run else signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             continue
         killed.append(pgid)

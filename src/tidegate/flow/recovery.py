@@ -94,23 +94,25 @@ class Swept(Protocol):
     errors: list[str]
 
 
-def remove_dead_leftovers(repo: Repository, summary: Swept) -> None:
+def remove_dead_leftovers(repo: Repository, summary: Swept, dry_run: bool = False) -> None:
     """Remove what dead runs and processes left (shadows, scratch dirs, sub-agent copies,
     sandbox dirs, and the process groups a dead process left running), never what a live
-    one owns; what could not be removed, in ``errors``
+    one owns (``dry_run``: only list them); what could not be removed, in ``errors``
     (``tidegate recover`` and ``tidegate gc``)."""
     try:
-        leftovers = remove_leftovers(repo)
+        leftovers = remove_leftovers(repo, dry_run)
         summary.removed_shadows = leftovers.shadows
         summary.removed_scratch = leftovers.scratch
     except (OSError, GitError) as exc:
         summary.errors.append(f"stale shadows could not be removed: {_why(exc)}")
     try:
-        summary.removed_copies = remove_dead_owned()
+        summary.removed_copies = remove_dead_owned(dry_run=dry_run)
     except OSError as exc:
         summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
     try:
-        summary.removed_sandboxes = remove_dead_sandboxes(killed=summary.killed_groups)
+        summary.removed_sandboxes = remove_dead_sandboxes(
+            killed=summary.killed_groups, dry_run=dry_run
+        )
     except OSError as exc:
         summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")
 

@@ -115,7 +115,8 @@ class GcSummary:
     killed_groups: list[int] = field(default_factory=list)
     removed_copies: list[str] = field(default_factory=list)
     removed_pool: list[str] = field(default_factory=list)
-    undo_bytes_freed: int = 0
+    undo_bytes_freed: int | None = 0
+    """None with ``dry_run``: the undo byte store is only pruned for real."""
     errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -130,8 +131,7 @@ def collect(repo_path: Path, store: RunStore, dry_run: bool = False) -> GcSummar
     change = update_kept(repo, retention_plan(repo, store, retention), dry_run)
     summary.runs_folded, summary.runs_pruned = change.folded, change.dropped
     summary.refs_deleted = change.refs_deleted
-    if not dry_run:
-        _sweep(repo, store, retention, summary)
+    _sweep(repo, store, retention, summary)
     after = read_kept(repo)
     summary.runs_kept = len(set(after.runs) | set(after.refs)) - len(change.dropped) * dry_run
     summary.refs_left = len(repo.git.out("for-each-ref", "refs/tidegate/").splitlines())
@@ -142,8 +142,11 @@ def _sweep(repo: Repository, store: RunStore, retention: RetentionConfig, out: G
     from tidegate.flow.recovery import remove_dead_leftovers
     from tidegate.store.blobs import ByteStore, Retention
 
-    remove_dead_leftovers(repo, out)
-    out.removed_pool = _remove_idle_pool(repo)
+    remove_dead_leftovers(repo, out, out.dry_run)
+    out.removed_pool = _remove_idle_pool(repo, out.dry_run)
+    if out.dry_run:
+        out.undo_bytes_freed = None
+        return
     limits = Retention.from_env(
         max_bytes=retention.undo_max_bytes, max_days=retention.undo_max_days
     )
@@ -153,9 +156,9 @@ def _sweep(repo: Repository, store: RunStore, retention: RetentionConfig, out: G
         out.errors.append(f"the undo byte store could not be pruned: {exc}")
 
 
-def _remove_idle_pool(repo: Repository) -> list[str]:
+def _remove_idle_pool(repo: Repository, dry_run: bool) -> list[str]:
     """The warm pool's shadows, each removed when no run is using it (its slot's lock is
-    free; a run makes a new one when it wants one)."""
+    free; a run makes a new one when it wants one); ``dry_run``: only listed."""
     from tidegate.workspace.shadow import ShadowWorktree
     from tidegate.workspace.shadow.worktrees import pooled_path
 
@@ -168,9 +171,10 @@ def _remove_idle_pool(repo: Repository) -> list[str]:
         except (TidegateError, OSError):
             continue
         try:
-            path = pooled_path(repo, slot)
+            path = pooled_path(repo, slot, forget=not dry_run)
             if path is not None:
-                ShadowWorktree(repo, path, "", pooled=True, slot=slot).remove()
+                if not dry_run:
+                    ShadowWorktree(repo, path, "", pooled=True, slot=slot).remove()
                 removed.append(str(path))
         finally:
             lock.release()

@@ -45,28 +45,33 @@ def make_owned_temp(prefix: str) -> Path:
     return path
 
 
-def remove_dead_owned(parent: Path | None = None) -> list[str]:
+def remove_dead_owned(parent: Path | None = None, dry_run: bool = False) -> list[str]:
     """Remove the owned temporary directories (``OWNED_PREFIXES``) in ``parent`` (the OS
-    temp dir) whose owner process is dead; the removed paths, sorted."""
+    temp dir) whose owner process is dead; the removed paths, sorted (``dry_run``: the
+    paths, nothing removed)."""
     where = parent if parent is not None else Path(tempfile.gettempdir())
     removed = []
     for path, _st in _real_dirs(where, OWNED_PREFIXES):
         owner = directory_owner(path)
         if owner is None or owner.alive:
             continue
-        remove_tree(path)
+        if not dry_run:
+            remove_tree(path)
         removed.append(str(path))
     return sorted(removed)
 
 
-def remove_dead_sandboxes(parent: Path | None = None, killed: list[int] | None = None) -> list[str]:
+def remove_dead_sandboxes(
+    parent: Path | None = None, killed: list[int] | None = None, dry_run: bool = False
+) -> list[str]:
     """Remove containment's private directories (``SANDBOX_PREFIX``) in ``parent`` (the
     OS temp dir) that no live process owns; the removed paths, sorted.
 
     A name made with ``owners.owned_prefix`` names its owner: the directory goes once that
     process is dead, after the process groups it recorded there are killed
     (``exec.groups``: its uncontained commands, which a kill of tidegate leaves running);
-    their ids are added to ``killed``. A name without one (how ``launch`` names them today) goes only when
+    their ids are added to ``killed``. ``dry_run``: the same lists, nothing removed or
+    killed. A name without one (how ``launch`` names them today) goes only when
     no live process of this user refers to it (bubblewrap binds it by path, the contained
     processes have it in TMPDIR and HOME) and it is older than
     ``UNNAMED_SANDBOX_GRACE_S`` (its owner might be between making it and starting
@@ -78,10 +83,11 @@ def remove_dead_sandboxes(parent: Path | None = None, killed: list[int] | None =
         owner = owner_in_name(path.name, SANDBOX_PREFIX)
         if owner is not None:
             if not owner_alive(*owner):
-                stopped = kill_recorded(path)
+                stopped = kill_recorded(path, dry_run)
                 if killed is not None:
                     killed += stopped
-                remove_tree(path)
+                if not dry_run:
+                    remove_tree(path)
                 removed.append(str(path))
         elif time.time() - st.st_mtime > UNNAMED_SANDBOX_GRACE_S:
             unnamed.append(path)
@@ -89,7 +95,8 @@ def remove_dead_sandboxes(parent: Path | None = None, killed: list[int] | None =
         used = _referenced(unnamed)
         for path in unnamed:
             if path not in used:
-                remove_tree(path)
+                if not dry_run:
+                    remove_tree(path)
                 removed.append(str(path))
     return sorted(removed)
 

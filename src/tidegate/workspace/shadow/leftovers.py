@@ -25,8 +25,9 @@ def remove_stale_shadows(repo: Repository) -> list[str]:
     return remove_leftovers(repo).shadows
 
 
-def remove_leftovers(repo: Repository) -> Leftovers:
-    """Remove the shadows and scratch directories of runs that are no longer alive.
+def remove_leftovers(repo: Repository, dry_run: bool = False) -> Leftovers:
+    """Remove the shadows and scratch directories of runs that are no longer alive
+    (``dry_run``: only say which).
 
     A shadow whose run's claim names a live process (in this work tree or in another
     linked one) is left alone. Only paths with tidegate's own prefixes are ever removed,
@@ -46,29 +47,36 @@ def remove_leftovers(repo: Repository) -> Leftovers:
         owner = claims.get(run_id)
         if owner is not None and owner.alive:
             continue
-        discard(repo, Path(path))
         out.shadows.append(path)
+        if dry_run:
+            continue
+        discard(repo, Path(path))
         # The run's scratch directory was made beside its shadow (runs from before claims).
         for scratch in Path(path).parent.glob(f"{SCRATCH_PREFIX}{run_id}-*"):
             shutil.rmtree(scratch, ignore_errors=True)
     for owner in claims.values():
         if not owner.alive:
-            _sweep(repo, owner, out)
-    repo.git.run("worktree", "prune", check=False)
+            _sweep(repo, owner, out, dry_run)
+    if not dry_run:
+        repo.git.run("worktree", "prune", check=False)
     return out
 
 
-def _sweep(repo: Repository, owner: Claim, out: Leftovers) -> None:
+def _sweep(repo: Repository, owner: Claim, out: Leftovers, dry_run: bool) -> None:
     """Remove what a dead run claimed, then its claim."""
     scratch = owner.paths.get("scratch", "")
     if os.path.basename(scratch).startswith(SCRATCH_PREFIX) and os.path.lexists(scratch):
-        shutil.rmtree(scratch, ignore_errors=True)
+        if not dry_run:
+            shutil.rmtree(scratch, ignore_errors=True)
         out.scratch.append(scratch)
     shadow = owner.paths.get("shadow", "")
     if os.path.basename(shadow).startswith(SHADOW_PREFIX) and os.path.lexists(shadow):
-        discard(repo, Path(shadow))  # made, but never registered as a worktree
-        out.shadows.append(shadow)
-    release(repo, owner.run_id)
+        if shadow not in out.shadows:
+            out.shadows.append(shadow)
+        if not dry_run:
+            discard(repo, Path(shadow))  # made, but never registered as a worktree
+    if not dry_run:
+        release(repo, owner.run_id)
 
 
 def make_scratch(repo: Repository, run_id: str) -> Path:

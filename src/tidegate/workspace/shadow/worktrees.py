@@ -37,11 +37,12 @@ def discard(repo: Repository, path: Path) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def pooled_path(repo: Repository, slot: int) -> Path | None:
+def pooled_path(repo: Repository, slot: int, forget: bool = True) -> Path | None:
     """Pool slot ``slot``'s recorded warm shadow, if it is still one of this repository's
     worktrees and no other slot's record names it. A record that names anything else is
     forgotten; what it names is removed only if it is a pool worktree git has registered
-    for this repository (never a directory a planted record names, never another slot's)."""
+    for this repository (never a directory a planted record names, never another slot's).
+    ``forget`` False: change nothing, only say whether there is a healthy one."""
     record = repo.runtime_dir / pool_name(slot)
     path = _read_record(record)
     if path is None:
@@ -54,6 +55,8 @@ def pooled_path(repo: Repository, slot: int) -> Path | None:
     pooled = path.name.startswith(POOL_PREFIX)
     if pooled and not shared and links_back(repo, path):
         return path
+    if not forget:
+        return None
     record.unlink(missing_ok=True)
     if pooled and not shared and str(path) in _registered(repo):
         repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests._proc import running
 from tests.adversarial._applyback import OBJECTIVE, OLD, env, four_ops, leftovers, on_disk, run
 from tests.conftest import Repo
 from tests.integration._store import cli
@@ -53,14 +54,6 @@ sys.stdout.buffer.write(sys.stdin.buffer.read())
 """
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _worktrees(repo: Repo) -> list[str]:
     listing = repo.git("worktree", "list", "--porcelain")
     return [line for line in listing.splitlines() if line.startswith("worktree ")]
@@ -91,9 +84,9 @@ def test_sigterm_while_the_shadow_is_checked_out(four_ops: Repo, tmp_path: Path)
     # `worktree add`, through `reset --hard` and a shell) is not left running
     filter_pid = int(fired.read_text())
     deadline = time.monotonic() + 10
-    while _running(filter_pid) and time.monotonic() < deadline:
+    while running(filter_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(filter_pid), "the checkout's filter outlived the run"
+    assert not running(filter_pid), "the checkout's filter outlived the run"
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     report = json.loads(proc.stdout)

@@ -19,17 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests._proc import running
 from tests.conftest import Repo, tidegate_cli
 from tidegate.disk.owners import SANDBOX_PREFIX, process_start
 from tidegate.workspace.owned_temp import remove_dead_sandboxes
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _wait(predicate: object, what: str, timeout: float = 60.0) -> None:
@@ -64,14 +57,14 @@ def test_recover_kills_what_a_killed_runs_uncontained_verify_left_running(
         started = [int(p) for p in pids.read_text().split()]
         # Without the record, nothing would stop them: they outlive tidegate.
         time.sleep(0.3)
-        assert all(_alive(p) for p in started), "the commands died with tidegate anyway"
+        assert all(running(p) for p in started), "the commands died with tidegate anyway"
         rec = tidegate_cli(
             "recover", "--repo", str(repo.root), "--json", env={"TMPDIR": str(tmp_path)}
         )
         assert rec.returncode == 0, rec.stdout + rec.stderr
         summary = json.loads(rec.stdout)
         assert summary["killed_groups"], summary
-        _wait(lambda: not any(_alive(p) for p in started), "recover left them running", 10)
+        _wait(lambda: not any(running(p) for p in started), "recover left them running", 10)
         text = tidegate_cli("recover", "--repo", str(repo.root), env={"TMPDIR": str(tmp_path)})
         assert "killed process group" not in text.stdout  # once only
     finally:

@@ -62,7 +62,7 @@ def test_two_processes_never_both_hold_one_run(tmp_path: Path, left: str) -> Non
                 [sys.executable, "-c", RACER, str(runtime), str(go), str(hold)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-            )  # fmt: skip
+            )
             for _ in range(2)
         ]
         time.sleep(0.1)  # both interpreters started and spinning on `go`

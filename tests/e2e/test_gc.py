@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests._proc import running
 from tests.conftest import Repo, tidegate_cli
 from tests.e2e._landing import CHECK, dirty, held, landed, outside_refs
 from tests.integration._store import cli
@@ -207,17 +208,9 @@ def test_gc_dry_run_lists_what_a_killed_run_left_and_changes_nothing(
         for path in [*summary["removed_shadows"], *summary["removed_scratch"]]:
             assert not Path(path).exists(), path
         deadline = time.monotonic() + 10
-        while _running(verify):
+        while running(verify):
             assert time.monotonic() < deadline, "gc left the verify command running"
             time.sleep(0.02)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(verify, signal.SIGKILL)
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

@@ -290,11 +290,11 @@ def test_mcp_clients_commands_are_never_the_users(committed_repo: Repo) -> None:
 
 def test_a_tool_call_without_approval_carries_no_approval_to_the_runner() -> None:
     from tidegate.tools.effects import ApprovalEffect
-    from tidegate.tools.executor import _clearance
+    from tidegate.tools.observed_call import clearance
 
-    allowed = _clearance(Origin.MODEL, ApprovalEffect(status="not_required"))
+    allowed = clearance(Origin.MODEL, ApprovalEffect(status="not_required"))
     assert allowed == Clearance(Origin.MODEL)
-    granted = _clearance(
+    granted = clearance(
         Origin.MODEL, ApprovalEffect(status="granted", request_id="apr_1", decided_by="user")
     )
     assert granted.approved_by == "user (approval apr_1)"

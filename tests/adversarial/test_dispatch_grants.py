@@ -149,3 +149,21 @@ def test_the_approver_is_asked_this_dispatch_and_its_yes_runs_it(committed_repo:
     (request,) = seen
     assert request.arguments["task"] == TASK
     assert request.request_id == request_of(committed_repo.root, {"task": TASK})
+
+
+def test_a_no_is_recorded_as_the_dispatch_tools_own_denial(committed_repo: Repo) -> None:
+    approver = answered(lambda r: ApprovalAnswer(r.request_id, False, by="user", reason="no"))
+    tool = SubAgentDispatch(DispatchSettings(model=sub_agent()))
+    with strict(committed_repo.root, approver=approver) as ex:
+        s = parent(scripted(dispatch_turn(task=TASK), answer("done")), ex, tool, phase="AGENT")
+        run_loop(s)
+    (record,) = [t for t in s.transcript.tools if t.call_id == "d1"]
+    assert (record.tool, record.status, record.ok) == ("agent.dispatch", "denied", False)
+    assert record.summary == "agent.dispatch denied: approval_denied: no"
+    approval = record.effects["approval"]
+    assert (approval["status"], approval["decided_by"], approval["reasons"]) == (
+        "denied",
+        "user",
+        ["no"],
+    )
+    assert approval["request_id"].startswith("apr_")

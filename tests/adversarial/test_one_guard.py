@@ -290,14 +290,35 @@ def test_mcp_clients_commands_are_never_the_users(committed_repo: Repo) -> None:
 
 def test_a_tool_call_without_approval_carries_no_approval_to_the_runner() -> None:
     from tidegate.tools.effects import ApprovalEffect
-    from tidegate.tools.executor import _clearance
+    from tidegate.tools.observed_call import clearance
 
-    allowed = _clearance(Origin.MODEL, ApprovalEffect(status="not_required"))
+    allowed = clearance(Origin.MODEL, ApprovalEffect(status="not_required"))
     assert allowed == Clearance(Origin.MODEL)
-    granted = _clearance(
+    granted = clearance(
         Origin.MODEL, ApprovalEffect(status="granted", request_id="apr_1", decided_by="user")
     )
     assert granted.approved_by == "user (approval apr_1)"
+
+
+def test_a_command_the_approver_grants_runs_uncontained_under_that_approval(
+    committed_repo: Repo, tmp_path: Path, no_bubblewrap: None
+) -> None:
+    # The executor hands the granted approval to the runner's guard: without it the
+    # guard refuses the model's command, since bubblewrap is unusable here.
+    from tests.integration.tools.support import call, executor
+    from tidegate.tools.context import ApprovalAnswer
+    from tidegate.tools.scripted import ScriptedApprover
+
+    marker = tmp_path / "ran"
+    yes = ScriptedApprover(
+        script=lambda r: ApprovalAnswer(r.request_id, True, by="user"), label="scripted yes"
+    )
+    with executor(committed_repo.root, approver=yes, activate_all=True) as ex:
+        result = ex.execute(call("command_run", command=f"touch {marker}"))
+    assert result.ok, result
+    assert marker.exists()
+    assert result.effects.approval is not None
+    assert result.effects.approval.status == "granted"
 
 
 # -- the state root, however it is named -------------------------------------------------

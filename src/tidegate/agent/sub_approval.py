@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tidegate.agent.sub_result import TOOL_ID, denied_result
+from tidegate.agent.sub_result import TOOL_ID
 from tidegate.tools.calls import ApprovalRequest
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolResult as HostResult
 from tidegate.tools.effects import ApprovalEffect, sha256_json
 from tidegate.tools.policy import Ask, Deny, decide_tools
+from tidegate.tools.results import denied, pending_approval
 
 if TYPE_CHECKING:
     from tidegate.agent.session import AgentSession
@@ -42,7 +43,7 @@ def approve_dispatch(
     digest = sha256_json({"tool": TOOL_ID, "arguments": raw, "workspace": str(ctx.root)})
     request_id = "apr_" + digest[7:31]
     if isinstance(decision, Deny):
-        return denied_result(call, request_id, "policy", decision.reasons, started)
+        return denied(call, TOOL_ID, request_id, "policy", decision.reasons, started)
     if request_id in ctx.grants:
         return ApprovalEffect(
             status="granted", request_id=request_id, decided_by="grant", reasons=decision.reasons
@@ -55,7 +56,6 @@ def approve_dispatch(
         reasons=decision.reasons,
     )
     from tidegate.tools.approval import ask_within
-    from tidegate.tools.results import pending_approval
 
     if ctx.approver is None:
         return pending_approval(call, TOOL_ID, "dispatch", request, started)
@@ -64,7 +64,7 @@ def approve_dispatch(
     if answer is None or answer.request_id != request_id or not answer.granted:
         why = (answer.reason if answer is not None and answer.reason else "") or "not approved"
         by = answer.by if answer is not None else "timeout"
-        return denied_result(call, request_id, by, (why,), started)
+        return denied(call, TOOL_ID, request_id, by, (why,), started)
     return ApprovalEffect(
         status="granted", request_id=request_id, decided_by=answer.by, reasons=decision.reasons
     )

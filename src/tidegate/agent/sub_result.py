@@ -96,22 +96,3 @@ def error_result(
         error=ToolError(code=code, message=message, retryable=retryable),
         duration_ms=elapsed_ms(started),
     )
-
-
-def denied_result(
-    call: HostCall, request_id: str, by: str, reasons: tuple[str, ...], started: float
-) -> HostResult:
-    return HostResult(
-        call_id=call.call_id,
-        name=call.name,
-        tool=TOOL_ID,
-        ok=False,
-        status="denied",
-        error=ToolError(code="approval_denied", message="; ".join(reasons)),
-        effects=Effects(
-            approval=ApprovalEffect(
-                status="denied", request_id=request_id, decided_by=by, reasons=reasons
-            )
-        ),
-        duration_ms=elapsed_ms(started),
-    )

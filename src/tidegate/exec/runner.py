@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -167,28 +168,61 @@ def run_command(
     if workspace is not None:
         cwd = confine_cwd(workspace, cwd)
     start = time.monotonic()
-    end = start + timeout_s
-    reason: StopReason = "timeout"
-    if deadline is not None and deadline < end:
-        end, reason = deadline, "deadline"
+    end, reason = _stop_at(start, timeout_s, deadline)
     hooked = spawn_hook.launcher(cwd) if spawn_hook is not None else []
     base = command_environment(None, passthrough) if env is None else without_secrets(env)
-    with launch(containment, cwd, clearance=clearance, path=base.get("PATH")) as sandbox:
-        spill_dir.mkdir(parents=True, exist_ok=True)
-        out_path = spill_dir / f"{label}.stdout"
-        err_path = spill_dir / f"{label}.stderr"
-        with open_spill(out_path) as out_fh, open_spill(err_path) as err_fh:
-            out = Stream(out_fh, stdout_limit, spill_limit)
-            err = Stream(err_fh, stderr_limit, spill_limit)
-            # ``credentials``: the one key a caller hands to this command on purpose
-            # (an agent CLI's model key), past the secret filter and never recorded.
-            child_env = {**base, **sandbox.env, **(credentials or {})}
-            launched = [*hooked, *sandbox.prefix, *argv]
-            watch = None if output is None else LineWatch(output)
-            stop, stray, exit_code = _run(
-                launched, cwd, child_env, (out, err), end, reason, cancel, watch
-            )
+    spills = (spill_dir / f"{label}.stdout", spill_dir / f"{label}.stderr")
+    with (
+        launch(containment, cwd, clearance=clearance, path=base.get("PATH")) as sandbox,
+        _spilled(spills, (stdout_limit, stderr_limit), spill_limit) as streams,
+    ):
+        # ``credentials``: the one key a caller hands to this command on purpose
+        # (an agent CLI's model key), past the secret filter and never recorded.
+        child_env = {**base, **sandbox.env, **(credentials or {})}
+        launched = [*hooked, *sandbox.prefix, *argv]
+        watch = None if output is None else LineWatch(output)
+        ran = _run(launched, cwd, child_env, streams, end, reason, cancel, watch)
+    launcher = (*hooked, *sandbox.prefix)
+    return _result(argv, ran, start, streams, spills, sandbox.report, launcher)
+
+
+def _stop_at(start: float, timeout_s: float, deadline: float | None) -> tuple[float, StopReason]:
+    """When the command is stopped, the earlier of ``timeout_s`` after ``start`` and the
+    absolute ``deadline``, and which of the two that is."""
+    end = start + timeout_s
+    if deadline is not None and deadline < end:
+        return deadline, "deadline"
+    return end, "timeout"
+
+
+@contextmanager
+def _spilled(
+    paths: tuple[Path, Path], tail_limits: tuple[int, int], spill_limit: int
+) -> Iterator[tuple[Stream, Stream]]:
+    """The command's stdout and stderr streams, each spilled to a fresh file at ``paths``
+    (``streams.open_spill``), closed when the command is done."""
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    with open_spill(paths[0]) as out_fh, open_spill(paths[1]) as err_fh:
+        yield (
+            Stream(out_fh, tail_limits[0], spill_limit),
+            Stream(err_fh, tail_limits[1], spill_limit),
+        )
+
+
+def _result(
+    argv: list[str],
+    ran: tuple[StopReason | None, bool, int | None],
+    start: float,
+    streams: tuple[Stream, Stream],
+    spills: tuple[Path, Path],
+    containment: ContainmentReport,
+    launcher: tuple[str, ...],
+) -> CommandResult:
+    """What the command did (``ran``: ``_run``'s answer), its output's tails and spill
+    files, and how it was contained."""
+    stop, stray, exit_code = ran
     duration = time.monotonic() - start
+    out, err = streams
     out_tail, out_cut = out.text()
     err_tail, err_cut = err.text()
     return CommandResult(
@@ -198,18 +232,18 @@ def run_command(
         duration_s=duration,
         stdout_tail=out_tail,
         stderr_tail=err_tail,
-        stdout_file=out_path,
-        stderr_file=err_path,
+        stdout_file=spills[0],
+        stderr_file=spills[1],
         stdout_truncated=out_cut,
         stderr_truncated=err_cut,
         cancelled=stop == "cancelled",
-        containment=sandbox.report,
+        containment=containment,
         stop_reason=stop,
         stdout_bytes=out.total,
         stderr_bytes=err.total,
-        spill_limit=spill_limit,
+        spill_limit=out.spill_limit,
         stray_output=stray,
-        launcher=(*hooked, *sandbox.prefix),
+        launcher=launcher,
     )
 
 

@@ -50,16 +50,7 @@ def supervise(
     """Drain both pipes until the process is gone and the pipes are closed; stop it at
     ``end`` or on ``cancel``. Returns (why it was stopped, whether a stray kept a pipe).
     ``watch``: shown every read, and woken for when its latest line is due."""
-    assert proc.stdout is not None and proc.stderr is not None
-    sel = selectors.DefaultSelector()
-    pipes = {proc.stdout.fileno(): streams[0], proc.stderr.fileno(): streams[1]}
-    for fd in pipes:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, _F_SETPIPE_SZ, _CHUNK)  # fewer, larger reads
-        sel.register(fd, selectors.EVENT_READ)
-    pidfd = _pidfd(proc.pid)
-    if pidfd is not None:
-        sel.register(pidfd, selectors.EVENT_READ)
+    sel, pipes, pidfd = _selector(proc, streams)
     stop: StopReason | None = None
     gone_at: float | None = None
     stray = False
@@ -86,23 +77,52 @@ def supervise(
             wait = _wait_time(now, end, gone_at, stop, cancel, pidfd)
             if watch is not None and (due := watch.wait(now)) is not None:
                 wait = min(wait, due)
-            for key, _ in sel.select(wait):
-                fd = int(key.fd)
-                if fd not in pipes:
-                    continue  # the pidfd: the process exited, handled at the loop's top
-                data = os.read(fd, _CHUNK)
-                if data:
-                    pipes[fd].feed(data)
-                    if watch is not None:
-                        watch.seen(data)
-                else:
-                    sel.unregister(fd)
+            _drain(sel, pipes, wait, watch)
             if watch is not None:
                 watch.tick()
     finally:
         sel.close()
         _reap(proc, pidfd)
     return stop, stray
+
+
+def _selector(
+    proc: subprocess.Popen[bytes], streams: tuple[Stream, Stream]
+) -> tuple[selectors.BaseSelector, dict[int, Stream], int | None]:
+    """A selector on the command's two pipes (each fed to its stream) and, where the kernel
+    has one, on a pidfd that wakes it when the process exits."""
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    pipes = {proc.stdout.fileno(): streams[0], proc.stderr.fileno(): streams[1]}
+    for fd in pipes:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, _F_SETPIPE_SZ, _CHUNK)  # fewer, larger reads
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = _pidfd(proc.pid)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ)
+    return sel, pipes, pidfd
+
+
+def _drain(
+    sel: selectors.BaseSelector,
+    pipes: Mapping[int, Stream],
+    wait: float,
+    watch: LineWatch | None,
+) -> None:
+    """Read what the pipes have within ``wait`` seconds into their streams (and show it to
+    ``watch``); a pipe at its end is unregistered."""
+    for key, _ in sel.select(wait):
+        fd = int(key.fd)
+        if fd not in pipes:
+            continue  # the pidfd: the process exited, handled at the loop's top
+        data = os.read(fd, _CHUNK)
+        if data:
+            pipes[fd].feed(data)
+            if watch is not None:
+                watch.seen(data)
+        else:
+            sel.unregister(fd)
 
 
 def _reap(proc: subprocess.Popen[bytes], pidfd: int | None) -> None:

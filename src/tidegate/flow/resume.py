@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tidegate.config import load_policy
+from tidegate.config.records import LoadedConfig
 from tidegate.errors import UsageError
 from tidegate.flow.driver import Driver, request_summary
 from tidegate.flow.pipeline import PhaseObserver, RunRecorder
@@ -74,20 +75,9 @@ def resume_run(
     saved = ticket.state
     refuse = _refuser(ticket)
     since = f" since checkpoint {ticket.checkpoint_seq}"
-    if saved.get("format") != STATE_FORMAT:
-        raise refuse(f"its checkpoint has an unknown format {saved.get('format')!r}")
-    repo = discover(Path(saved["repo"]))
-    blobs = RunBlobs(repo, ticket.run_id)
-    inputs = RunInputs.from_json(saved["inputs"])
-    request = RunRequest.model_validate_json(blobs.read(inputs.request, "request"))
-    loaded = load_policy(repo.root)
-    config = loaded.config
-    if planner_inputs_sha256(request) != inputs.planner_sha256:
-        raise refuse(f"the planner's inputs (script or patch files) changed{since}")
-    if config_sha256(config) != inputs.config_sha256:
-        raise refuse(f"the repository's tidegate configuration changed{since}")
-    planner = planner_for(request, config=config)
-    _require_same_model_hashes(planner, inputs, refuse, since)
+    run = _unchanged_inputs(ticket, refuse, since)
+    repo, request, planner = run.repo, run.request, run.planner
+    config = run.loaded.config
     t0 = saved["t0"]
     lock = RunLock(repo.runtime_dir, ticket.run_id)
     lock.acquire()
@@ -95,7 +85,7 @@ def resume_run(
     scratch: Path | None = None
     shadow: ShadowWorktree | None = None
     try:
-        notes, current = _check_workspace(repo, ticket, inputs, refuse, since)
+        notes, current = _check_workspace(repo, ticket, run.inputs, refuse, since)
         scratch = make_scratch(repo, ticket.run_id)
         shadow = acquire_shadow(
             repo, t0["commit"], ticket.run_id, pool=request.warm_shadow or config.shadow.pool
@@ -107,8 +97,8 @@ def resume_run(
             index_tree=t0["index_tree"],
         )
         state = new_state(request, ticket.run_id, repo, snapshot, shadow, planner, scratch, config)
-        state.policy = effective_policy(loaded, request)
-        restored = restore(state, saved, blobs)
+        state.policy = effective_policy(run.loaded, request)
+        restored = restore(state, saved, run.blobs)
         state.notes.extend(notes)
         driver = Driver(
             state,
@@ -116,7 +106,7 @@ def resume_run(
             started,
             events=restored.events,
             loop=restored.loop,
-            inputs=dataclasses.replace(inputs, fingerprint=current),
+            inputs=dataclasses.replace(run.inputs, fingerprint=current),
             last_saved=dict(saved),
         )
         begin = _begin_resumed(ticket, recorder, driver, shadow)
@@ -131,6 +121,42 @@ def resume_run(
             shutil.rmtree(scratch, ignore_errors=True)
         release_claim(repo, ticket.run_id)
         lock.release()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """What a checkpoint's run was started on, found unchanged, and the planner built
+    from it again."""
+
+    repo: Repository
+    blobs: RunBlobs
+    inputs: RunInputs
+    request: RunRequest
+    loaded: LoadedConfig
+    planner: Planner
+
+
+def _unchanged_inputs(
+    ticket: ResumeTicket, refuse: Callable[[str], ResumeRefused], since: str
+) -> _Inputs:
+    """Before the lock: the checkpoint's format, the request, the planner's inputs, the
+    repository's configuration and the model-side hashes as the run recorded them;
+    ResumeRefused naming the first that differs."""
+    saved = ticket.state
+    if saved.get("format") != STATE_FORMAT:
+        raise refuse(f"its checkpoint has an unknown format {saved.get('format')!r}")
+    repo = discover(Path(saved["repo"]))
+    blobs = RunBlobs(repo, ticket.run_id)
+    inputs = RunInputs.from_json(saved["inputs"])
+    request = RunRequest.model_validate_json(blobs.read(inputs.request, "request"))
+    loaded = load_policy(repo.root)
+    if planner_inputs_sha256(request) != inputs.planner_sha256:
+        raise refuse(f"the planner's inputs (script or patch files) changed{since}")
+    if config_sha256(loaded.config) != inputs.config_sha256:
+        raise refuse(f"the repository's tidegate configuration changed{since}")
+    planner = planner_for(request, config=loaded.config)
+    _require_same_model_hashes(planner, inputs, refuse, since)
+    return _Inputs(repo, blobs, inputs, request, loaded, planner)
 
 
 def _require_same_model_hashes(

@@ -73,16 +73,9 @@ def run_scenario(
         approval = "--allow-uncontained" if allow_uncontained else None
         clearance = Clearance(who.code_origin, approval)
         repo = scratch / "repo"
-        build(scenario.seed, repo)
-        before = user_bytes(repo)
-        if scenario.concurrent_edit is not None:
-            before[scenario.concurrent_edit.path] = scenario.concurrent_edit.content.encode()
+        before = _seed(scenario, repo)
         started = time.monotonic()
-        state: Path | None = None
-        if scenario.mode == "composite-review":
-            report, state, tool_calls, usage = _composite(scenario, repo, run_dir, who)
-        else:
-            report, tool_calls, usage = _engine(scenario, repo, run_dir, who, approval)
+        report, state, tool_calls, usage = _contest(scenario, repo, run_dir, who, approval)
         wall = time.monotonic() - started
         spill = scratch / "checks"
         checks = [
@@ -108,6 +101,28 @@ def run_scenario(
     _write_artifacts(gym_root, run_dir, document)
     document["artifacts"] = str(run_dir)
     return document
+
+
+def _seed(scenario: Scenario, repo: Path) -> dict[str, bytes]:
+    """Build the scenario's seed repository at ``repo``; returns the user's work in it
+    (``user_bytes``) with the scenario's concurrent edit as it will be made: what
+    ``damage`` compares the end state with."""
+    build(scenario.seed, repo)
+    before = user_bytes(repo)
+    if scenario.concurrent_edit is not None:
+        before[scenario.concurrent_edit.path] = scenario.concurrent_edit.content.encode()
+    return before
+
+
+def _contest(
+    scenario: Scenario, repo: Path, run_dir: Path, who: Contestant, approval: str | None
+) -> tuple[Any, Path | None, Any, Any]:
+    """The contestant's run: (report, the operator root of a composite review or None,
+    tool calls, model usage)."""
+    if scenario.mode == "composite-review":
+        return _composite(scenario, repo, run_dir, who)
+    report, tool_calls, usage = _engine(scenario, repo, run_dir, who, approval)
+    return report, None, tool_calls, usage
 
 
 def _make_run_dir(gym_root: Path, scenario_id: str, name: str, records: str) -> Path:

@@ -40,7 +40,7 @@ def approve(
         + sha256_json({"tool": spec.tool_id, "arguments": raw, "workspace": str(ctx.root)})[7:31]
     )
     if isinstance(decision, Deny):
-        return denied(call, spec, request_id, "policy", decision.reasons, started)
+        return denied(call, spec.tool_id, request_id, "policy", decision.reasons, started)
     assert isinstance(decision, Ask)
     if request_id in ctx.grants:
         return ApprovalEffect(
@@ -60,14 +60,13 @@ def approve(
         return pending_approval(call, spec.tool_id, "call", request, started)
     answer = ask_within(ctx.approver, request, ctx.limits.approval_timeout_s)
     if answer is None:
-        return denied(call, spec, request_id, "timeout", ("no answer in time",), started)
+        return denied(call, spec.tool_id, request_id, "timeout", ("no answer in time",), started)
     if answer.request_id != request_id:
-        return denied(
-            call, spec, request_id, "approver", ("the answer named another request",), started
-        )
+        why = ("the answer named another request",)
+        return denied(call, spec.tool_id, request_id, "approver", why, started)
     if not answer.granted:
         reasons = (answer.reason,) if answer.reason else decision.reasons
-        return denied(call, spec, request_id, answer.by, reasons, started)
+        return denied(call, spec.tool_id, request_id, answer.by, reasons, started)
     return ApprovalEffect(
         status="granted", request_id=request_id, decided_by=answer.by, reasons=decision.reasons
     )

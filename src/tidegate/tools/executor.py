@@ -14,7 +14,7 @@ For each call, in this order, and nothing is dispatched before the last check pa
 5. capture the "before" state independently of the adapter: the typed state of the target
    path, or an inventory of the whole workspace;
 6. dispatch to the adapter; then capture "after" and derive write and derived-mutation
-   effects from the two observations alone;
+   effects from the two observations alone (steps 4 to 7: ``observed_call.py``);
 7. check the adapter's answer: output schema, that it answered for this tool, that it
    claims no host-only evidence, that every effect is in the profile, and that a failure
    carries no effect. Any breach, an adapter throw, or a failed "after" capture makes the
@@ -36,38 +36,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel
-
-from tidegate.exec.guard import Clearance, Origin
 from tidegate.exec.sessions import SessionSupervisor
 from tidegate.tools.adapters import default_adapters
-from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolAdapter, ToolFailure
-from tidegate.tools.answer import UnknownOutcome, check_answer
+from tidegate.tools.adapters.base import ToolAdapter
 from tidegate.tools.approval import approve
 from tidegate.tools.batch import precheck, run_batch
 from tidegate.tools.call_input import parse_call
-from tidegate.tools.call_records import record_call, record_start
-from tidegate.tools.calls import (
-    BatchResult,
-    ToolCall,
-    ToolError,
-    ToolOutcomeUnknown,
-    ToolResult,
-)
+from tidegate.tools.call_records import record_call
+from tidegate.tools.calls import BatchResult, ToolCall, ToolError, ToolResult
 from tidegate.tools.catalog import ToolDefinition, ToolRegistry, ToolSpec
-from tidegate.tools.config_watch import config_change, config_snapshot
 from tidegate.tools.context import CallRecorder, ToolContext
-from tidegate.tools.effects import (
-    ApprovalEffect,
-    Effects,
-)
-from tidegate.tools.guards import StaleEditGuard, state_key
-from tidegate.tools.observe import Observation, Observer
-from tidegate.tools.policy import (
-    PolicyContext,
-    check_examples,
-)
-from tidegate.tools.results import elapsed_ms, ended, failed, failure_result
+from tidegate.tools.guards import StaleEditGuard
+from tidegate.tools.observe import Observer
+from tidegate.tools.observed_call import run_observed
+from tidegate.tools.policy import PolicyContext, check_examples
+from tidegate.tools.results import ended, failed
 from tidegate.tools.undo_keep import CallKeeper, read_regular
 
 
@@ -266,7 +249,7 @@ class ToolExecutor:
         )
         if isinstance(approval, ToolResult):
             return approval
-        return self._dispatch(call, spec, args, approval, started)
+        return run_observed(self, call, spec, args, approval, started)
 
     def _inactive_reason(self, spec: ToolSpec) -> str:
         if spec.tool_id in self.registry.available:
@@ -276,202 +259,3 @@ class ToolExecutor:
                 f"{spec.model_name} may write and the {self.context.mode.value} mode is read-only"
             )
         return f"{spec.model_name} is not available on this host"
-
-    # -- dispatch and capture --------------------------------------------------------------
-
-    def _dispatch(
-        self,
-        call: ToolCall,
-        spec: ToolSpec,
-        args: BaseModel,
-        approval: ApprovalEffect,
-        started: float,
-    ) -> ToolResult:
-        """Capture, dispatch, capture. For tools that may write, the workspace port's commit
-        lock is held throughout, so no other port write lands between the observations --
-        but while a command runs in an overlay (``Observer.running``)."""
-        if spec.capture == "none":
-            return self._observed_dispatch(call, spec, args, approval, started)
-        with self.context.workspace.exclusive():
-            return self._observed_dispatch(call, spec, args, approval, started)
-
-    def _observed_dispatch(
-        self,
-        call: ToolCall,
-        spec: ToolSpec,
-        args: BaseModel,
-        approval: ApprovalEffect,
-        started: float,
-    ) -> ToolResult:
-        adapter = self.adapters[spec.tool_id]
-        target = getattr(args, "path", None) if spec.capture == "target_path" else None
-        try:
-            before = self.observer.before(spec, target)
-        except ToolFailure as failure:
-            return failure_result(call, spec, failure, started)
-        config_before = config_snapshot(self.context.root) if spec.capture == "inventory" else None
-        guard_key = _guard_key(before)
-        if guard_key is not None and self.guard.blocked(*guard_key):
-            return ended(
-                call,
-                spec,
-                "paused",
-                f"{before.target} has had {self.guard.limit} failed edits in this state; "
-                "the run pauses instead of trying again",
-                started,
-                code="stale_edit_limit",
-            )
-        record_start(self.recorder, call, spec.tool_id, args.model_dump(mode="json"))
-        dispatch = Dispatch(
-            call.call_id,
-            self.context,
-            self.registry,
-            self.sessions,
-            self.scratch_dir,
-            spawn_hook=before.capture,
-            clearance=_clearance(self.context.origin, approval),
-        )
-        outcome: AdapterResult | ToolFailure | None = None
-        thrown: Exception | None = None
-        try:
-            with self.observer.running(before):
-                outcome = adapter.run(args, dispatch)
-        except ToolFailure as failure:
-            outcome = failure
-        except Exception as exc:
-            thrown = exc
-        try:
-            try:
-                observed = self._observed_effects(before, config_before, thrown)
-            except UnknownOutcome as unknown:
-                self._keep(call, spec, before, unknown.effects)
-                raise
-            self._keep(call, spec, before, observed)
-            if isinstance(outcome, ToolFailure):
-                if observed.write or observed.derived:
-                    raise UnknownOutcome(
-                        f"the call failed ({outcome.code}) but the workspace changed", observed
-                    )
-                if guard_key is not None:
-                    self.guard.failed(*guard_key)
-                return failure_result(call, spec, outcome, started)
-            assert isinstance(outcome, AdapterResult)
-            return self._success(call, spec, adapter, outcome, approval, observed, started)
-        except UnknownOutcome as unknown:
-            raise self._unknown(call, spec, approval, unknown, started) from unknown
-
-    def _keep(
-        self, call: ToolCall, spec: ToolSpec, before: Observation, observed: Effects | None
-    ) -> None:
-        """Index the call's writes and keep the bytes they replaced (never fails the call:
-        the workspace has changed already; a store that cannot be written keeps nothing)."""
-        if self.keeper is None or observed is None or not observed.write:
-            return
-        try:
-            self.keeper.keep(
-                call.call_id, spec.tool_id, observed.write, before.kept, before.method or "call"
-            )
-        except Exception as exc:  # the call has happened; report, never undo it
-            self.keep_failures.append(f"{call.call_id}: {exc}")
-
-    def _observed_effects(
-        self, before: Observation, config_before: Any, thrown: Exception | None
-    ) -> Effects:
-        """The effects observed after dispatch; UnknownOutcome when they cannot be observed, when
-        the call changed tidegate's own configuration, or when the adapter raised."""
-        try:
-            writes, derived = self.observer.after(before)
-        except Exception as exc:
-            raise UnknownOutcome(
-                f"the workspace could not be observed after dispatch: {exc}"
-            ) from exc
-        finally:
-            if before.capture is not None:
-                before.capture.close()
-        observed = Effects(write=tuple(writes), derived=tuple(derived))
-        if config_before is not None and (
-            changed := config_change(config_before, config_snapshot(self.context.root))
-        ):
-            raise UnknownOutcome(
-                f"the call changed tidegate's own configuration ({changed}); the session "
-                "stops: only you may change it, so look at what was written",
-                observed,
-            )
-        if thrown is not None:
-            raise UnknownOutcome(
-                f"the adapter raised {type(thrown).__name__} after dispatch: {thrown}",
-                observed,
-            ) from thrown
-        return observed
-
-    def _success(
-        self,
-        call: ToolCall,
-        spec: ToolSpec,
-        adapter: ToolAdapter,
-        outcome: AdapterResult,
-        approval: ApprovalEffect,
-        observed: Effects,
-        started: float,
-    ) -> ToolResult:
-        output, effects = check_answer(spec, outcome, approval, observed)
-        advanced = bool(observed.write or observed.derived or outcome.state_changed)
-        if advanced:
-            self.state_version += 1
-            effects = effects.model_copy(update={"state_version": self.state_version})
-        return ToolResult(
-            call_id=call.call_id,
-            name=call.name,
-            tool=spec.tool_id,
-            ok=True,
-            status="ok",
-            output=output,
-            effects=effects,
-            label=adapter.label,
-            duration_ms=elapsed_ms(started),
-        )
-
-    def _unknown(
-        self,
-        call: ToolCall,
-        spec: ToolSpec,
-        approval: ApprovalEffect,
-        unknown: UnknownOutcome,
-        started: float,
-    ) -> ToolOutcomeUnknown:
-        observed = unknown.effects or Effects()
-        effects = observed.model_copy(update={"approval": approval})
-        if observed.write or observed.derived:
-            self.state_version += 1
-            effects = effects.model_copy(update={"state_version": self.state_version})
-        result = ToolResult(
-            call_id=call.call_id,
-            name=call.name,
-            tool=spec.tool_id,
-            ok=False,
-            status="unknown_outcome",
-            error=ToolError(code="unknown_outcome", message=unknown.reason, retryable=False),
-            effects=effects,
-            label=self.registry.label(spec.tool_id),
-            duration_ms=elapsed_ms(started),
-        )
-        self.ended = f"an earlier call ({call.call_id}) ended with an unknown outcome"
-        record_call(self.recorder, call, result)
-        return ToolOutcomeUnknown(result, unknown.reason)
-
-
-def _clearance(origin: Origin, approval: ApprovalEffect) -> Clearance:
-    """What the runner's guard is told: the context's origin, and the approval this call
-    was granted, if any (an Allow needs none: the policy allows a command without
-    approval only under verified containment)."""
-    if approval.status != "granted":
-        return Clearance(origin)
-    return Clearance(origin, f"{approval.decided_by} (approval {approval.request_id})")
-
-
-def _guard_key(before: Observation) -> tuple[str, str] | None:
-    """The stale-edit guard's key for a call on a target path: the path and its state."""
-    if before.target is None:
-        return None
-    state = before.target_state
-    return before.target, state_key(state.kind, state.sha256)

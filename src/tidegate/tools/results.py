@@ -75,16 +75,18 @@ def ended(
 
 def denied(
     call: ToolCall,
-    spec: ToolSpec,
+    tool_id: str,
     request_id: str,
     by: str,
     reasons: tuple[str, ...],
     started: float,
 ) -> ToolResult:
+    """The answer to a ``call`` of ``tool_id`` whose approval was denied (by the policy,
+    the approver, or a timeout): the denial is the call's only effect."""
     return ToolResult(
         call_id=call.call_id,
         name=call.name,
-        tool=spec.tool_id,
+        tool=tool_id,
         ok=False,
         status="denied",
         error=ToolError(code="approval_denied", message="; ".join(reasons)),

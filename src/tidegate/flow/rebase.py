@@ -15,7 +15,6 @@ import shutil
 from collections.abc import Callable
 
 from tidegate.errors import GitError
-from tidegate.flow.land import change_diff
 from tidegate.planners.rebase import RebasePlanner
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
@@ -45,6 +44,8 @@ def rebase(
     """Run the rebase of ``report``'s change (``run`` executes the new request with its
     planner): the request it ran and its report; None when the change was not kept
     (nothing to re-apply)."""
+    from tidegate.flow.land import change_diff  # only a rebase reads a landed change
+
     assert report.t0_commit is not None
     try:
         candidate = kept_object(repo, report.run_id, "result")

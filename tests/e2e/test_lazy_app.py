@@ -132,9 +132,12 @@ def test_a_json_run_loads_no_other_command_no_rich_and_no_sdk(
 UNUSED_BY_A_PYTHON_EDIT = (
     "tomllib",  # no TOML file to read or check
     "unidiff",  # no diff proposal
+    "tidegate.validate.hunks",
+    "tidegate.validate.edit_blocks",  # no SEARCH/REPLACE blocks
     "tree_sitter",  # Python is checked through ast
     "tidegate.validate.scope.javascript",
     "tidegate.flow.land",  # only a rebase reads a landed change
+    "tidegate.planners.rebase",
     "tidegate.planners.scripted",
     "platformdirs",  # the default state root is answered without it on Linux
 )

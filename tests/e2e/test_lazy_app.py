@@ -139,6 +139,7 @@ UNUSED_BY_A_PYTHON_EDIT = (
     "tidegate.flow.land",  # only a rebase reads a landed change
     "tidegate.planners.rebase",
     "tidegate.planners.scripted",
+    "tidegate.workspace.fingerprint",  # T0 has the trees: no scan of its own
     "platformdirs",  # the default state root is answered without it on Linux
 )
 """Imported only where used: a structured one-line edit of a Python file (the warm run

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests._proc import running
 from tests.conftest import Repo, tidegate_cli
 from tests.e2e._landing import CHECK, dirty, held, landed, outside_refs
@@ -214,3 +216,22 @@ def test_gc_dry_run_lists_what_a_killed_run_left_and_changes_nothing(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(verify, signal.SIGKILL)
+
+
+def test_the_kept_runs_read_through_the_kept_reader_are_ls_trees(
+    dirty: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold at a run's end reads the keep commit's tree through the run's kept
+    ``cat-file`` (no ``ls-tree`` process), and finds what ``ls-tree`` lists."""
+    from tests._git_calls import record_git_calls
+    from tidegate.workspace.keep import read_kept
+    from tidegate.workspace.repo import discover
+
+    _runs(dirty, 3)
+    repo = discover(dirty.root)
+    expected = read_kept(repo).runs  # outside kept_processes: the ls-tree
+    assert sorted(expected) == sorted(_kept_runs(dirty)) and len(expected) == 3
+    calls = record_git_calls(monkeypatch)
+    with repo.git.kept_processes():
+        assert read_kept(repo).runs == expected
+    assert "ls-tree" not in calls

@@ -129,6 +129,31 @@ def test_a_json_run_loads_no_other_command_no_rich_and_no_sdk(
     assert _heavy(loaded, GROUP_MODULES) == []
 
 
+UNUSED_BY_A_PYTHON_EDIT = (
+    "tomllib",  # no TOML file to read or check
+    "unidiff",  # no diff proposal
+    "tidegate.validate.hunks",
+    "tidegate.validate.edit_blocks",  # no SEARCH/REPLACE blocks
+    "tree_sitter",  # Python is checked through ast
+    "tidegate.validate.scope.javascript",
+    "tidegate.flow.land",  # only a rebase reads a landed change
+    "tidegate.planners.rebase",
+    "tidegate.planners.scripted",
+    "tidegate.workspace.fingerprint",  # T0 has the trees: no scan of its own
+    "platformdirs",  # the default state root is answered without it on Linux
+)
+"""Imported only where used: a structured one-line edit of a Python file (the warm run
+``bench/warm_run.py`` times, whose CPU issue #26 counts) loads none of them."""
+
+
+def test_a_python_edit_loads_no_parser_it_does_not_use(committed_repo: Repo) -> None:
+    loaded = _loaded(
+        "run", "--objective", FIX, "--verify", "true", "--json", cwd=committed_repo.root
+    )
+    assert "tidegate.validate.syntax" in loaded  # it did check the edit
+    assert _heavy(loaded, UNUSED_BY_A_PYTHON_EDIT) == []
+
+
 def test_a_text_run_still_renders_with_rich(committed_repo: Repo) -> None:
     res = tidegate_cli("run", "--objective", FIX, "--verify", "true", cwd=committed_repo.root)
     assert res.returncode == 0, res.stderr

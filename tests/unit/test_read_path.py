@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from tidegate.disk.state_dir import user_state_dir
 from tidegate.records.checked import Checked
 from tidegate.records.report import FlowReport
-from tidegate.store import evidence, locate, reading
+from tidegate.store import evidence, reading
 from tidegate.store.canonical import canonical_json
 from tidegate.store.checkpoints import CheckpointKey
 from tidegate.store.reading import Irregular
@@ -149,4 +150,4 @@ def test_the_default_state_root_is_platformdirs(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert locate._user_state_dir() == platformdirs.user_state_dir("tidegate")
+    assert user_state_dir() == platformdirs.user_state_dir("tidegate")

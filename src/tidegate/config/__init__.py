@@ -53,7 +53,6 @@ comparison the engine and the tool host share).
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +144,8 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    import tomllib  # only when a file is there to parse
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 from tidegate.config.records import CONFIG_PYPROJECT
@@ -13,6 +12,8 @@ def tidegate_table(data: bytes | None) -> dict[str, Any] | None:
     would read it (None: no file, or no table). ValueError when it cannot be parsed."""
     if data is None:
         return None
+    import tomllib  # only when a file is there to parse
+
     try:
         parsed = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import stat
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -138,6 +137,8 @@ def _toml(root: Path, name: str) -> dict[str, Any] | None:
     data = _read(root, name)
     if data is None:
         return None
+    import tomllib  # only when a file is there to parse
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):

@@ -39,6 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from tidegate.disk.state_dir import user_state_dir
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.guard import Clearance, admit, hidden_state_roots
 from tidegate.exec.sandbox_dirs import private_dir
@@ -245,9 +246,7 @@ def hidden_paths(extra: tuple[Path, ...] = ()) -> list[str]:
     """What no command may see: the state roots (``$TIDEGATE_STATE_ROOT``, the default
     location, and every root this process resolved, ``--state-root`` included), where the
     run records and the key that signs them live, and ``extra``."""
-    import platformdirs
-
-    found = [os.environ.get(STATE_ROOT_ENV), platformdirs.user_state_dir("tidegate")]
+    found = [os.environ.get(STATE_ROOT_ENV), user_state_dir()]
     found += sorted(hidden_state_roots())
     return list(dict.fromkeys(os.path.realpath(p) for p in (*found, *extra) if p))
 

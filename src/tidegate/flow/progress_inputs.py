@@ -161,11 +161,13 @@ def workspace_identity(root: Path, snapshot: T0Snapshot | None = None) -> dict[s
 
     With the run's T0 ``snapshot`` it is computed from the trees T0 already built (the
     same value, without hashing the work tree again)."""
-    from tidegate.workspace.fingerprint import fingerprint_details, git_fingerprint
+    from tidegate.workspace.fingerprint_git import git_fingerprint
 
     if snapshot is not None and snapshot.tree is not None and snapshot.index_tree is not None:
         details = git_fingerprint(snapshot.head, snapshot.tree, "tree:" + snapshot.index_tree)
     else:
+        from tidegate.workspace.fingerprint import fingerprint_details  # a scan of its own
+
         details = fingerprint_details(root)
     return {
         "value": details.value,

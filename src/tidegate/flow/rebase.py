@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tidegate.errors import GitError
-from tidegate.flow.land import change_diff
-from tidegate.planners.rebase import RebasePlanner
 from tidegate.records.report import FlowReport
 from tidegate.records.request import RunRequest
 from tidegate.workspace.keep import kept_object
 from tidegate.workspace.repo import Repository
+
+if TYPE_CHECKING:
+    from tidegate.planners.rebase import RebasePlanner
 
 CONTEXTS = (3, 1, 0)
 """How much context the re-applied diff keeps, tried in this order."""
@@ -45,6 +47,10 @@ def rebase(
     """Run the rebase of ``report``'s change (``run`` executes the new request with its
     planner): the request it ran and its report; None when the change was not kept
     (nothing to re-apply)."""
+    # only a rebase reads a landed change and replays it
+    from tidegate.flow.land import change_diff
+    from tidegate.planners.rebase import RebasePlanner
+
     assert report.t0_commit is not None
     try:
         candidate = kept_object(repo, report.run_id, "result")

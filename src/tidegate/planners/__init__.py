@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidegate.errors import UsageError
-from tidegate.planners.scripted import ScriptedPlanner
 from tidegate.planners.structured import StructuredPlanner
 from tidegate.records.proposal import (
     ContentCheck,
@@ -59,6 +58,8 @@ def make_planner(
             )
         return planner
     if spec.startswith("scripted:"):
+        from tidegate.planners.scripted import ScriptedPlanner  # a replayed double only
+
         path = Path(spec.removeprefix("scripted:")).expanduser()
         return ScriptedPlanner.load(path if path.is_absolute() else base_dir / path)
     raise UsageError(f"unknown planner {spec!r}: use 'structured' or 'scripted:PATH'")
@@ -190,7 +191,6 @@ __all__ = [
     "PlanRequest",
     "Planner",
     "Proposal",
-    "ScriptedPlanner",
     "StructuredPlanner",
     "TreeView",
     "make_planner",

@@ -11,8 +11,8 @@ answer or the one-line error is the engine's.
 from __future__ import annotations
 
 import os
-import sys
 
+from tidegate.disk.state_dir import user_state_dir
 from tidegate.errors import UsageError
 from tidegate.store.reading import STATE_ROOT_ENV, Irregular, Store, opened, sha256
 
@@ -63,7 +63,7 @@ def is_repository(path: str) -> bool:
 
 def state_root(explicit: str | None, workspace: str | None, git_dir: str | None) -> str:
     """The canonical state root (``resolve_state_root`` without creating it)."""
-    raw = explicit or os.environ.get(STATE_ROOT_ENV) or _user_state_dir()
+    raw = explicit or os.environ.get(STATE_ROOT_ENV) or user_state_dir()
     path = os.path.normpath(os.path.expanduser(raw))
     refused = ".." in os.path.expanduser(raw).split("/") or os.path.islink(path)
     refused = refused or (os.path.exists(path) and not os.path.isdir(path))
@@ -81,23 +81,6 @@ def state_root(explicit: str | None, workspace: str | None, git_dir: str | None)
         common = None if git_dir is None else Path(git_dir)
         return str(resolve_state_root(explicit, work, create=False, git_dir=common))
     return canonical
-
-
-def _user_state_dir() -> str:
-    """``platformdirs.user_state_dir("tidegate")`` in the plain Linux case
-    (``$XDG_STATE_HOME/tidegate`` or ``~/.local/state/tidegate``) without importing
-    platformdirs (a unit test compares the two); any other case asks platformdirs."""
-    xdg = os.environ.get("XDG_STATE_HOME", "")
-    home = os.environ.get("HOME", "")
-    android = os.environ.get("ANDROID_DATA") or os.environ.get("ANDROID_ROOT")
-    if sys.platform == "linux" and not android and not hasattr(sys, "getandroidapilevel"):
-        if xdg.startswith("/"):
-            return os.path.join(xdg, "tidegate")
-        if home.startswith("/"):
-            return os.path.join(os.path.expanduser("~/.local/state"), "tidegate")
-    import platformdirs
-
-    return str(platformdirs.user_state_dir("tidegate"))
 
 
 def repository_store(explicit: str | None, root: str, common: str) -> Store | None:

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tidegate.disk.linksafe import opened_dir
+from tidegate.disk.state_dir import user_state_dir
 from tidegate.errors import PersistenceError, TidegateError, UsageError
 from tidegate.store.checkpoints import KEY_FILE, CheckpointKey
 from tidegate.store.db import RunStore
@@ -65,12 +66,6 @@ def _state_root_step(root: Path, what: str) -> Iterator[None]:
         raise StateRootUnusable(root, what, exc) from exc
 
 
-def _user_state_dir() -> str:
-    import platformdirs  # only when neither --state-root nor the environment names one
-
-    return platformdirs.user_state_dir("tidegate")
-
-
 def resolve_state_root(
     explicit: str | None,
     workspace: Path | None,
@@ -79,7 +74,7 @@ def resolve_state_root(
     git_dir: Path | None = None,
 ) -> Path:
     """The validated, canonical state root (created unless ``create`` is False)."""
-    raw = explicit or os.environ.get(STATE_ROOT_ENV) or _user_state_dir()
+    raw = explicit or os.environ.get(STATE_ROOT_ENV) or user_state_dir()
     path = Path(raw).expanduser()
     if ".." in path.parts:
         raise UsageError(f"state root {raw}: must not contain '..'")

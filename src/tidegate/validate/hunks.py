@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchedFile, PatchSet
+from typing import TYPE_CHECKING
 
 from tidegate.text.paths import git_unquoted
 from tidegate.validate.matching import MatchError, locate, reindent, split_lines
+
+if TYPE_CHECKING:
+    from unidiff.patch import PatchedFile, PatchSet
 
 _MODE = re.compile(r"^(?:new file mode|new mode) (\d{6})")
 
@@ -34,6 +35,9 @@ class TolerantResult:
 
 
 def parse_diff(diff: str) -> PatchSet:
+    from unidiff.errors import UnidiffParseError  # only a diff proposal needs the parser
+    from unidiff.patch import PatchSet
+
     try:
         patch = PatchSet(diff)
     except UnidiffParseError as exc:

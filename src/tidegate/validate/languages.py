@@ -12,8 +12,10 @@ import importlib
 import re
 import threading
 from functools import cache
+from typing import TYPE_CHECKING
 
-from tree_sitter import Language, Parser
+if TYPE_CHECKING:  # loaded with the first grammar: a Python-only change never needs it
+    from tree_sitter import Language, Parser
 
 PYTHON = "python"
 JAVASCRIPT = "javascript"
@@ -85,6 +87,8 @@ def detect_language(path: str) -> str | None:
 @cache
 def grammar(language: str) -> Language:
     """The tree-sitter grammar of ``language``, loaded from its wheel on first use."""
+    from tree_sitter import Language
+
     try:
         module_name, function = GRAMMARS[language]
     except KeyError:
@@ -104,6 +108,8 @@ def parser_for(language: str) -> Parser:
         _local.parsers = parsers
     parser = parsers.get(language)
     if parser is None:
+        from tree_sitter import Parser
+
         parser = Parser(grammar(language))
         parsers[language] = parser
     return parser

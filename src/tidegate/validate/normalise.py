@@ -12,13 +12,14 @@ from dataclasses import replace
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.records.proposal import FileEdit, Proposal, TreeView
-from tidegate.validate.edit_blocks import EditBlockError, apply_edit_blocks, parse_edit_blocks
-from tidegate.validate.hunks import HunkError, apply_tolerantly
 
 
 def fold_edit_blocks(proposal: Proposal, tree: TreeView) -> tuple[Proposal, list[str]]:
     if not (proposal.search_replace and proposal.search_replace.strip()):
         return proposal, []
+    # the parsers of a form are loaded when a proposal comes in that form
+    from tidegate.validate.edit_blocks import EditBlockError, apply_edit_blocks, parse_edit_blocks
+
     edits = {e.path: e for e in proposal.edits}
 
     def read(path: str) -> bytes | None:
@@ -40,6 +41,8 @@ def fold_edit_blocks(proposal: Proposal, tree: TreeView) -> tuple[Proposal, list
 
 def relax_diff(proposal: Proposal, tree: TreeView, git_error: str) -> tuple[Proposal, list[str]]:
     """Turn a diff git refused into whole-file edits, or explain precisely why it cannot."""
+    from tidegate.validate.hunks import HunkError, apply_tolerantly
+
     assert proposal.diff is not None
     edited = {e.path for e in proposal.edits}
     try:

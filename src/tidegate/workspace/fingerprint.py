@@ -41,11 +41,12 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
 from tidegate.git.settings import IDENTITY
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.entries import FILE_READ_FLAGS, entry_state
+from tidegate.workspace.fingerprint_git import FORMAT as _FORMAT
+from tidegate.workspace.fingerprint_git import WorkspaceFingerprint, git_fingerprint
 from tidegate.workspace.ignores import (
     ALWAYS_EXCLUDED,
     Discover,
@@ -75,24 +76,6 @@ DERIVED_MAX_ENTRIES = 20_000
 DERIVED_MAX_DEPTH = 24
 INVENTORY_MAX_DEPTH = 128
 RACY_WINDOW_NS = 2_000_000_000
-
-_FORMAT = b"tidegate-workspace-fingerprint/1"
-
-
-# -- the fingerprint ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkspaceFingerprint:
-    """A fingerprint and what went into it. ``method`` is "git" (the tree git would
-    snapshot, HEAD, what is staged: ``tree:<id>`` or ``stage:<sha256>``) or "walk" (an
-    inventory; no git work tree)."""
-
-    value: str
-    method: Literal["git", "walk"]
-    head: str | None = None
-    tree: str | None = None
-    index: str | None = None
 
 
 def workspace_fingerprint(root: Path, view: ViewChoice = Discover.NOW) -> str:
@@ -125,14 +108,6 @@ def fingerprint_details(root: Path, view: ViewChoice = Discover.NOW) -> Workspac
         if added.returncode != 0:
             tree += "+unadded:" + sha256_bytes(added.stderr.encode())
     return git_fingerprint(git.rev_parse("HEAD"), tree, index)
-
-
-def git_fingerprint(head: str | None, tree: str, index: str) -> WorkspaceFingerprint:
-    """The fingerprint of a work tree whose ``git add --all`` tree is ``tree`` and whose
-    staged state is ``index`` (``tree:<id>`` or ``stage:<sha256>``). A T0 snapshot has all
-    three already, so a run need not hash the work tree a second time."""
-    payload = b"\0".join([_FORMAT, (head or "unborn").encode(), tree.encode(), index.encode()])
-    return WorkspaceFingerprint(sha256_bytes(payload), "git", head, tree, index)
 
 
 def _walk_fingerprint(root: Path, view: ViewChoice) -> WorkspaceFingerprint:

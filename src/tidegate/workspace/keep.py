@@ -18,12 +18,14 @@ one, a paused one) are left as they are.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from tidegate.errors import GitError
 from tidegate.workspace.loose import write_commit, write_tree
 from tidegate.workspace.repo import Repository
+from tidegate.workspace.tree_walk import read_tree
 
 KEEP_REF = "refs/tidegate/keep"
 RUNS_PREFIX = "refs/tidegate/runs"
@@ -52,7 +54,8 @@ class KeepChange:
 
 
 def read_kept(repo: Repository) -> Kept:
-    """The keep commit's runs and every per-run ref (one for-each-ref, one ls-tree)."""
+    """The keep commit's runs and every per-run ref (one for-each-ref; the keep tree read
+    as ``_kept_runs`` says)."""
     fmt = "%(refname)%00%(objectname)%00%(objecttype)%00%(tree)"
     out = repo.git.run("for-each-ref", f"--format={fmt}", KEEP_REF, RUNS_PREFIX).text
     commit = tree = None
@@ -66,15 +69,24 @@ def read_kept(repo: Repository) -> Kept:
         if rest:
             kept = (oid, peeled, _TREE) if kind == "commit" else (oid, oid, _MODES.get(kind, ""))
             refs.setdefault(run_id, {})[rest] = kept
+    return Kept(commit, _kept_runs(repo, tree) if tree else {}, refs)
+
+
+def _kept_runs(repo: Repository, tree: str) -> dict[str, str]:
+    """run id -> its directory's tree in the keep commit's ``tree``: read through the
+    run's kept ``cat-file`` when there is one, else by one ``ls-tree``."""
+    with contextlib.suppress(ValueError, IndexError):  # one that does not parse: git's word
+        entries = read_tree(repo.git, tree)
+        if entries is not None:
+            return {name: oid for name, (mode, oid) in entries.items() if int(mode, 8) == 0o40000}
     runs: dict[str, str] = {}
-    if tree:
-        listing = repo.git.run("ls-tree", "-z", tree).text
-        for entry in filter(None, listing.split("\0")):
-            meta, _, run_id = entry.partition("\t")
-            _, kind, oid = meta.split(" ")
-            if kind == "tree":
-                runs[run_id] = oid
-    return Kept(commit, runs, refs)
+    listing = repo.git.run("ls-tree", "-z", tree).text
+    for entry in filter(None, listing.split("\0")):
+        meta, _, run_id = entry.partition("\t")
+        _, kind, oid = meta.split(" ")
+        if kind == "tree":
+            runs[run_id] = oid
+    return runs
 
 
 def kept_spec(run_id: str, name: str) -> str:

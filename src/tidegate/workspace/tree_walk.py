@@ -68,14 +68,14 @@ def root_tree(git: Git, treeish: str) -> str | None:
     if commit is not None:
         line = commit.split(b"\n", 1)[0]
         return line[5:].decode() if line.startswith(b"tree ") else None
-    return treeish if _tree(git, treeish) is not None else None
+    return treeish if read_tree(git, treeish) is not None else None
 
 
 def _walk(git: Git, root: str, path: str) -> Entry | None:
     tree = root
     parts = path.split("/")
     for depth, name in enumerate(parts):
-        entries = _tree(git, tree)
+        entries = read_tree(git, tree)
         if entries is None:
             return None
         hit = entries.get(name)
@@ -91,7 +91,9 @@ def _walk(git: Git, root: str, path: str) -> Entry | None:
     return _ABSENT
 
 
-def _tree(git: Git, oid: str) -> Tree | None:
+def read_tree(git: Git, oid: str) -> Tree | None:
+    """The entries of tree ``oid`` through the kept reader (parsed once per ``git``);
+    None: no kept reader, or not a tree it has. ValueError for one that does not parse."""
     trees = _cache.setdefault(git, {})
     if oid in trees:
         return trees[oid]

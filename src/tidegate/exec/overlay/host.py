@@ -5,7 +5,6 @@ overlays' scratch dirs."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from tidegate.exec.trees import remove_later, remove_tree
 HOST_TIMEOUT_S = 10.0
 
 _HOST_CODE = r"""
-import ctypes, json, os, sys
+import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
 libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -40,14 +39,14 @@ def setup(user):
     return "ok"
 print(setup(sys.argv[1] == "user"), flush=True)
 for line in sys.stdin:
-    req = json.loads(line)
-    target = os.fsencode(req["target"])
+    op, target, options = line.rstrip("\n").split(" ")  # the op, then two paths in hex
+    target, options = bytes.fromhex(target), bytes.fromhex(options)
     try:
-        if req["op"] == "mount":
-            ok = libc.mount(b"overlay", target, b"overlay", 0, os.fsencode(req["options"])) == 0
+        if op == "mount":
+            ok = libc.mount(b"overlay", target, b"overlay", 0, options) == 0
             if ok:
                 os.chdir(target)  # the usual cwd, entered through the overlay
-        elif req["op"] == "chdir":
+        elif op == "chdir":
             os.chdir(target)
             ok = True
         else:
@@ -55,9 +54,9 @@ for line in sys.stdin:
             # EINVAL/ENOENT: nothing is mounted there (any more): what an unmount wants
             ok = libc.umount2(target, 2) == 0 or ctypes.get_errno() in (2, 22)
     except OSError as exc:
-        print("err " + req["op"] + ": " + str(exc), flush=True)
+        print("err " + op + ": " + str(exc), flush=True)
         continue
-    print("ok" if ok else err(req["op"]), flush=True)
+    print("ok" if ok else err(op), flush=True)
 """
 
 
@@ -99,8 +98,10 @@ class Host:
             self.settle()
             if self.proc.poll() is not None or self.proc.stdin is None:
                 raise OSError("overlay namespace helper is gone")
-            self.proc.stdin.write(json.dumps({"op": op, "target": target, "options": options}))
-            self.proc.stdin.write("\n")
+            # hex: any byte of a path (a space, a newline) passes, and the helper needs no
+            # parser (json alone doubled its start)
+            fields = (os.fsencode(target).hex(), os.fsencode(options).hex())
+            self.proc.stdin.write(f"{op} {fields[0]} {fields[1]}\n")
             self.proc.stdin.flush()
             if then is not None:
                 self.pending.append((target, then))

@@ -48,7 +48,7 @@ is *not* reported):
 
 from __future__ import annotations
 
-from tree_sitter import Tree
+from typing import TYPE_CHECKING
 
 from tidegate.validate.languages import (
     JAVASCRIPT,
@@ -58,10 +58,12 @@ from tidegate.validate.languages import (
     detect_language,
     parser_for,
 )
-from tidegate.validate.scope.javascript import is_module_path, js_scope_problems
 from tidegate.validate.scope.lines import split_lines
 from tidegate.validate.scope.problem import ScopeProblem
 from tidegate.validate.scope.python import parse_python, python_scope_problems
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
 
 
 def scope_problems(path: str, before: bytes | None, after: bytes) -> list[ScopeProblem]:
@@ -76,6 +78,8 @@ def scope_problems(path: str, before: bytes | None, after: bytes) -> list[ScopeP
         problems, _notes = python_scope_problems(lambda: before, tree, split_lines(after))
         return problems
     if language in (JAVASCRIPT, TYPESCRIPT, TSX):
+        from tidegate.validate.scope.javascript import is_module_path, js_scope_problems
+
         parser = parser_for(language)
         after_tree = parser.parse(after)
         if after_tree.root_node.has_error:

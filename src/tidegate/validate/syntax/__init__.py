@@ -20,8 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from tree_sitter import Tree
+from typing import TYPE_CHECKING
 
 from tidegate.git.command import Git
 from tidegate.validate.languages import (
@@ -32,7 +31,6 @@ from tidegate.validate.languages import (
     detect_language,
     parser_for,
 )
-from tidegate.validate.scope.javascript import is_module_path, js_scope_problems
 from tidegate.validate.scope.lines import LineDiff
 from tidegate.validate.scope.problem import ScopeProblem
 from tidegate.validate.scope.python import python_scope_problems
@@ -40,6 +38,9 @@ from tidegate.validate.syntax.introduced import introduced
 from tidegate.validate.syntax.issue import SyntaxIssue
 from tidegate.validate.syntax.parse import BOM, Parsed, analyse, is_declaration_file
 from tidegate.workspace.changes import PathChange
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
 
 MAX_BYTES = 8 * 1024 * 1024  # larger files are not parsed (a note says so)
 MAX_ERRORS_PER_FILE = 10  # syntax errors listed per file; the first says how many more
@@ -157,6 +158,7 @@ def _report_scope(report: FileReport, language: str, parsed: Parsed, before: _Be
         problems, notes = python_scope_problems(before.get, parsed.module, parsed.lines)
         report.notes += [f"{path}: {note}" for note in notes]
     elif language in (JAVASCRIPT, TYPESCRIPT, TSX) and parsed.tree is not None:
+        from tidegate.validate.scope.javascript import is_module_path, js_scope_problems
 
         def before_tree() -> Tree | None:
             old = before.get()

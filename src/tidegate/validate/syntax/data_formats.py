@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 
 from tidegate.text.jsonparse import JSONTooDeep, parse_json
 from tidegate.validate.syntax.issue import SyntaxIssue, line_text
@@ -58,6 +57,8 @@ def _too_deep(line: int, column: int, message: str, lines: list[bytes]) -> Synta
 
 def toml_issue(data: bytes, lines: list[bytes]) -> SyntaxIssue | None:
     """The first error Python's ``tomllib`` finds."""
+    import tomllib  # only for a TOML file
+
     try:
         tomllib.loads(data.decode("utf-8"))
         return None

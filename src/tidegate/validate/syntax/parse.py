@@ -7,13 +7,15 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass, field
-
-from tree_sitter import Node, Tree
+from typing import TYPE_CHECKING
 
 from tidegate.validate.languages import JSON, JSONC, PYTHON, TOML, YAML, parser_for
 from tidegate.validate.scope.lines import split_lines
 from tidegate.validate.syntax.data_formats import JSON_COMMAS, blank, json_issue, toml_issue
 from tidegate.validate.syntax.issue import SyntaxIssue, line_text
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
 
 BOM = b"\xef\xbb\xbf"
 

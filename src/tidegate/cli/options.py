@@ -86,7 +86,11 @@ StateRootOpt = Annotated[
 ]
 WarmOpt = Annotated[
     bool,
-    typer.Option("--warm-shadow", help="Reuse and keep this repository's warm shadow (faster)."),
+    typer.Option(
+        "--warm-shadow",
+        help="Reuse and keep a warm shadow from this repository's pool (faster; one per run "
+        "at the same moment, at most 8).",
+    ),
 ]
 ModelOpt = Annotated[
     str | None,

@@ -78,16 +78,20 @@ def benchmark_run(
     clearance: Clearance,
     label: str,
     env: dict[str, str] | None = None,
-) -> CommandResult:
+) -> tuple[CommandResult, bytes]:
     """A benchmark's command (its tests, its installs) through the one runner: contained
-    where bubblewrap works, else only with the user's approval."""
+    where bubblewrap works, else only with the user's approval. Returns its result and
+    its whole output (stdout, then stderr); the files it was spilled to are removed."""
     spill = Path(tempfile.mkdtemp(prefix="tidegate-swe-out-"))
     try:
-        return run_command(
+        res = run_command(
             argv, cwd, 1800, spill, env, label=label, clearance=clearance, containment=policy
         )
+        return res, res.stdout_file.read_bytes() + res.stderr_file.read_bytes()
     except CapabilityMismatch as exc:
         raise UsageError(str(exc)) from exc
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def find_uv() -> str | None:
@@ -273,7 +277,7 @@ def _build_venv(
         # the venv once made is on PATH, which shows it read-only unless named writable
         writable = (root, uv_cache, venv) if venv.is_dir() else (root, uv_cache)
         step = replace(policy, executables=exes, writable=writable)
-        res = benchmark_run(argv, cwd, step, clearance, "venv", env)
+        res, _ = benchmark_run(argv, cwd, step, clearance, "venv", env)
         if not res.ok:
             tail = (res.stderr_tail or res.stdout_tail).strip()[-400:]
             raise UsageError(f"{instance.instance_id}: building its environment failed: {tail}")

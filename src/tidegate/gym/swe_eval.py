@@ -319,8 +319,7 @@ def run_tests(
     policy = policy_for("auto", network=False, writable=(env.testbed,))
     assert policy is not None
     policy = replace(policy, executables=(env.python,), shares=((plugin_dir, plugin_dir),))
-    res = benchmark_run(
+    res, log = benchmark_run(
         ["/bin/sh", "-c", script], env.testbed, policy, clearance, "tests", env_vars
     )
-    log = res.stdout_file.read_bytes() + res.stderr_file.read_bytes()
     return log.decode("utf-8", "replace"), res.duration_s

@@ -5,6 +5,7 @@ statuses (partially resolved, empty patch, error) and the instance format's refu
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,18 @@ def mirrors(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_oracle_resolves_every_shipped_instance_and_writes_reports(
-    capsys: pytest.CaptureFixture[str], mirrors: Path, tmp_path: Path, swe_cache: Path
+    capsys: pytest.CaptureFixture[str],
+    mirrors: Path,
+    tmp_path: Path,
+    swe_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     res = grade(capsys, shipped_instances(), mirrors, tmp_path / "s", "--oracle", "--run-id", "r1")
+    # the benchmark commands' spilled output is read and removed, not left in the temp dir
+    assert not list(temp.glob("tidegate-swe-out-*"))
     summary = res.json()
     assert res.code == 0, summary
     assert summary["resolve_rate"] == 1.0 and summary["resolved_instances"] == 2

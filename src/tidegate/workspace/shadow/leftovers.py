@@ -11,7 +11,13 @@ from pathlib import Path
 
 from tidegate.workspace.claims import Claim, all_claims, claim, release
 from tidegate.workspace.repo import Repository
-from tidegate.workspace.shadow.worktrees import SCRATCH_PREFIX, SHADOW_PREFIX, discard
+from tidegate.workspace.shadow.worktrees import (
+    SCRATCH_PREFIX,
+    SHADOW_PREFIX,
+    admin,
+    discard,
+    registered,
+)
 
 
 @dataclass
@@ -33,12 +39,8 @@ def remove_leftovers(repo: Repository, dry_run: bool = False) -> Leftovers:
     linked one) is left alone. Only paths with tidegate's own prefixes are ever removed,
     whatever a claim file says."""
     claims = all_claims(repo)
-    listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
     out = Leftovers()
-    for entry in listing:
-        if not entry.startswith(b"worktree "):
-            continue
-        path = entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
+    for path in registered(repo):
         if not os.path.basename(path).startswith(SHADOW_PREFIX):
             continue
         if Path(path).resolve() == repo.root:
@@ -58,7 +60,8 @@ def remove_leftovers(repo: Repository, dry_run: bool = False) -> Leftovers:
         if not owner.alive:
             _sweep(repo, owner, out, dry_run)
     if not dry_run:
-        repo.git.run("worktree", "prune", check=False)
+        with admin(repo):
+            repo.git.run("worktree", "prune", check=False)
     return out
 
 

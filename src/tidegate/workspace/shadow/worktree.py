@@ -35,6 +35,7 @@ from tidegate.workspace.shadow.touched import (
 from tidegate.workspace.shadow.worktrees import (
     SHADOW_PREFIX,
     add_worktree,
+    admin,
     discard,
     shadow_git_dir,
 )
@@ -321,8 +322,9 @@ class ShadowWorktree:
         if self.pooled:
             (self.repo.runtime_dir / pool_name(self.slot)).unlink(missing_ok=True)
             (self.repo.runtime_dir / pool_name(self.slot, TOUCHED)).unlink(missing_ok=True)
-        try:
-            self.repo.git.run("worktree", "remove", "--force", "--force", str(self.path))
-        except GitError:
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.repo.git.run("worktree", "prune", check=False)
+        with admin(self.repo):
+            try:
+                self.repo.git.run("worktree", "remove", "--force", "--force", str(self.path))
+            except GitError:
+                shutil.rmtree(self.path, ignore_errors=True)
+                self.repo.git.run("worktree", "prune", check=False)

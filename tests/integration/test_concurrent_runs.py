@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,22 @@ from tests.conftest import Repo, tidegate_cli
 
 N = 8
 DEADLINE_S = 120.0
+_LAUNCHED: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def _reap_launched() -> Iterator[None]:
+    """A failing test leaves its runs' pipes open; unreaped, they fail whichever test is
+    running when they are collected (an unclosed-file warning). Kill and close them here."""
+    yield
+    while _LAUNCHED:
+        proc = _LAUNCHED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()
 
 
 def _lines(tag: str, count: int = 12) -> str:
@@ -109,6 +126,7 @@ def _launch(
         stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
+    _LAUNCHED.append(proc)
     return Launched(proc, go)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,25 @@ from tidegate.records.request import RunRequest
 ROOT = Path(__file__).resolve().parents[1]
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 """``calc.py`` of ``committed_repo``: ``add`` has the bug the tests fix."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The OS temp dir of the suite and every process it starts: a directory of this pytest
+    session, so what the tests' runs leave there (shadows of runs left interrupted, scratch
+    and sandbox dirs, the sessions of the pytest a VERIFY command runs) goes with pytest's
+    own old sessions, and the machine's ``/tmp`` is left as it was."""
+    temp = tmp_path_factory.getbasetemp() / "tmp"
+    temp.mkdir()
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(temp)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    yield temp
+    if before is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before
+    tempfile.tempdir = None
 
 
 @pytest.fixture(autouse=True)

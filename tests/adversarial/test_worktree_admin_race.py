@@ -82,6 +82,9 @@ def test_an_entry_a_killed_worktree_add_left_is_removed(repo: Repo) -> None:
     repo.git("worktree", "add", "--detach", "--quiet", str(mine), "HEAD")
     repo.git("worktree", "lock", "--reason", "initializing", str(mine))
     entry = _plant_half_made_entry(repo, "tidegate-shadow-20260101-000000-dead00-abcd1234")
+    kept = _plant_half_made_entry(repo, "tidegate-shadow-20260101-000000-kept00-abcd1234")
+    (kept / "commondir").write_text("../..\n")  # whole, locked by the user on purpose
+    (kept / "locked").write_text("kept by the user\n")
     broken = subprocess.run(
         ["git", "-C", str(repo.root), "worktree", "list"], capture_output=True, text=True
     )
@@ -96,6 +99,7 @@ def test_an_entry_a_killed_worktree_add_left_is_removed(repo: Repo) -> None:
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert not entry.exists()
+    assert (kept / "locked").read_text() == "kept by the user\n"
     listed = repo.git("worktree", "list", "--porcelain")
     assert f"worktree {mine}\n" in listed and "locked initializing" in listed  # the user's
     expected = LINES.replace("line 10", "line 10, the user's").replace("line 2\n", "LINE 2\n")
@@ -118,3 +122,14 @@ def test_the_lock_never_follows_a_planted_link(repo: Repo, tmp_path: Path) -> No
     assert result.returncode != 0
     assert not (elsewhere / "victim").exists()
     assert (repo.root / "f.txt").read_text() == "one\n"
+
+
+def test_a_planted_lock_link_still_lets_gc_list_what_it_would_remove(repo: Repo) -> None:
+    repo.write("f.txt", "one\n")
+    repo.commit_all()
+    runtime = repo.root / ".git" / "tidegate"
+    runtime.mkdir()
+    (runtime / "worktrees.lock").symlink_to(repo.root.parent / "victim")
+    result = tidegate_cli("gc", "--dry-run", "--json", cwd=repo.root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (repo.root.parent / "victim").exists()

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from tidegate.disk.linksafe import held_lock, opened_dir
+from tidegate.disk.linksafe import WriteRefused, held_lock, opened_dir
 from tidegate.errors import GitError
 from tidegate.git.command import Git
 from tidegate.workspace.lock import POOL_SLOTS, pool_name
@@ -58,17 +58,33 @@ def admin(repo: Repository) -> Iterator[None]:
 
 def _drop_half_made(repo: Repository) -> None:
     """Remove the admin entries of tidegate's own work trees that a killed ``worktree add``
-    left locked: git locks an entry while adding it, and every add runs under ``admin``."""
+    left locked: git locks an entry "initializing" while adding it (tidegate's git runs
+    with ``LC_ALL=C``: never a translation), and every add runs under ``admin``. A lock
+    with any other reason is someone's on purpose, and stays."""
     entries = repo.common_dir / "worktrees"
     try:
         names = os.listdir(entries)
     except OSError:
         return
     for name in names:
-        if name.startswith((SHADOW_PREFIX, POOL_PREFIX)) and os.path.lexists(
-            entries / name / "locked"
+        if (
+            name.startswith((SHADOW_PREFIX, POOL_PREFIX))
+            and _lock_reason(entries / name / "locked") == b"initializing"
         ):
             shutil.rmtree(entries / name, ignore_errors=True)  # never through a link
+
+
+def _lock_reason(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 64).strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def add_worktree(repo: Repository, path: Path, commit: str) -> None:
@@ -142,9 +158,14 @@ def _read_record(record: Path) -> Path | None:
 
 
 def registered(repo: Repository) -> list[str]:
-    """The work trees git lists for ``repo``, in its order."""
-    with admin(repo):
-        listing = repo.git.run("worktree", "list", "--porcelain", "-z").stdout.split(b"\0")
+    """The work trees git lists for ``repo``, in its order. Listed without the lock where
+    it cannot be taken (a git dir this user may only read): listing writes nothing."""
+    listing_args = ("worktree", "list", "--porcelain", "-z")
+    try:
+        with admin(repo):
+            listing = repo.git.run(*listing_args).stdout.split(b"\0")
+    except (OSError, WriteRefused):
+        listing = repo.git.run(*listing_args).stdout.split(b"\0")
     return [
         entry[len(b"worktree ") :].decode("utf-8", "surrogateescape")
         for entry in listing

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from tests._proc import running
 from tests.conftest import Repo, tidegate_cli
 from tidegate.disk.owners import SANDBOX_PREFIX, process_start
@@ -32,9 +34,12 @@ def _wait(predicate: object, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.parametrize("recover_temp", ["same", "other"])
 def test_recover_kills_what_a_killed_runs_uncontained_verify_left_running(
-    repo: Repo, tmp_path: Path
+    repo: Repo, tmp_path: Path, recover_temp: str
 ) -> None:
+    """``other``: `recover` runs with another TMPDIR than the killed run (another terminal,
+    an IDE): it finds the run's temp dir in the run's claim."""
     repo.write("f.txt", "one\n")
     repo.commit_all()
     pids = tmp_path / "pids"
@@ -58,14 +63,15 @@ def test_recover_kills_what_a_killed_runs_uncontained_verify_left_running(
         # Without the record, nothing would stop them: they outlive tidegate.
         time.sleep(0.3)
         assert all(running(p) for p in started), "the commands died with tidegate anyway"
-        rec = tidegate_cli(
-            "recover", "--repo", str(repo.root), "--json", env={"TMPDIR": str(tmp_path)}
-        )
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        temp = str(tmp_path if recover_temp == "same" else elsewhere)
+        rec = tidegate_cli("recover", "--repo", str(repo.root), "--json", env={"TMPDIR": temp})
         assert rec.returncode == 0, rec.stdout + rec.stderr
         summary = json.loads(rec.stdout)
         assert summary["killed_groups"], summary
         _wait(lambda: not any(running(p) for p in started), "recover left them running", 10)
-        text = tidegate_cli("recover", "--repo", str(repo.root), env={"TMPDIR": str(tmp_path)})
+        text = tidegate_cli("recover", "--repo", str(repo.root), env={"TMPDIR": temp})
         assert "killed process group" not in text.stdout  # once only
     finally:
         if pids.exists():
@@ -118,6 +124,34 @@ def test_a_live_owners_groups_are_left_alone(tmp_path: Path) -> None:
         killed: list[int] = []
         assert remove_dead_sandboxes(tmp_path, killed=killed) == []
         assert killed == [] and child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_claimed_temp_dir_behind_a_link_is_not_swept(repo: Repo, tmp_path: Path) -> None:
+    """A dead run's claim names the temp dir its commands recorded their groups in; one
+    named through a symlink (or by a relative path) is never followed."""
+    repo.write("f.txt", "one\n")
+    repo.commit_all()
+    real, link, temp = tmp_path / "real", tmp_path / "link", tmp_path / "temp"
+    real.mkdir()
+    temp.mkdir()
+    link.symlink_to(real)
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        owner = _dead_owner_dir(real)
+        (owner / f"g-{child.pid}-{process_start(child.pid)}").touch()
+        claims = repo.root / ".git" / "tidegate" / "claims"
+        claims.mkdir(parents=True)
+        dead = int(owner.name[len(SANDBOX_PREFIX) :].split("-")[0])
+        for name, where in (("linked", str(link)), ("relative", "real")):
+            record = {"run_id": name, "pid": dead, "start": "1", "paths": {"temp": where}}
+            (claims / f"{name}.json").write_text(json.dumps(record))
+        rec = tidegate_cli("recover", "--repo", str(repo.root), "--json", env={"TMPDIR": str(temp)})
+        assert rec.returncode == 0, rec.stdout + rec.stderr
+        assert json.loads(rec.stdout)["killed_groups"] == []
+        assert child.poll() is None and owner.is_dir()
     finally:
         child.kill()
         child.wait()

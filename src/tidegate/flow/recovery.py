@@ -23,7 +23,11 @@ from tidegate.flow.headstart import new_run_id
 from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import RecoveryReport, pending_journals, recover
 from tidegate.workspace.lock import ApplyLock
-from tidegate.workspace.owned_temp import remove_dead_owned, remove_dead_sandboxes
+from tidegate.workspace.owned_temp import (
+    claimed_temp_dirs,
+    remove_dead_owned,
+    remove_dead_sandboxes_of,
+)
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow.leftovers import remove_leftovers
 
@@ -99,6 +103,7 @@ def remove_dead_leftovers(repo: Repository, summary: Swept, dry_run: bool = Fals
     sandbox dirs, and the process groups a dead process left running), never what a live
     one owns (``dry_run``: only list them); what could not be removed, in ``errors``
     (``tidegate recover`` and ``tidegate gc``)."""
+    temps = claimed_temp_dirs(repo)  # before the sweep releases the dead runs' claims
     try:
         leftovers = remove_leftovers(repo, dry_run)
         summary.removed_shadows = leftovers.shadows
@@ -110,8 +115,8 @@ def remove_dead_leftovers(repo: Repository, summary: Swept, dry_run: bool = Fals
     except OSError as exc:
         summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
     try:
-        summary.removed_sandboxes = remove_dead_sandboxes(
-            killed=summary.killed_groups, dry_run=dry_run
+        summary.removed_sandboxes = remove_dead_sandboxes_of(
+            repo, temps, summary.killed_groups, dry_run
         )
     except OSError as exc:
         summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")

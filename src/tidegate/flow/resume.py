@@ -57,7 +57,7 @@ from tidegate.workspace.fs import LocalFS
 from tidegate.workspace.journal import journal_root, pending_journals, recover
 from tidegate.workspace.lock import ApplyLock, RunLock
 from tidegate.workspace.merge_back import plan_merge
-from tidegate.workspace.owned_temp import remove_dead_sandboxes
+from tidegate.workspace.owned_temp import claimed_temp_dirs, remove_dead_sandboxes_of
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import ShadowWorktree, acquire_shadow
 from tidegate.workspace.shadow.leftovers import make_scratch, remove_stale_shadows
@@ -191,12 +191,13 @@ def _check_workspace(
     notes = [f"resumed ({ticket.status}) from checkpoint {ticket.checkpoint_seq}"]
     notes += _finish_own_journal(repo, ticket, refuse)
     # A killed run left its shadow behind; the shadows of live runs are claimed and stay.
+    temps = claimed_temp_dirs(repo)  # before the sweep releases the dead runs' claims
     notes += [f"removed the stale shadow {path}" for path in remove_stale_shadows(repo)]
     # And its commands' private TMPDIR/HOME (named for their dead owner; live ones stay),
     # after killing what its uncontained commands left running.
     killed: list[int] = []
     with contextlib.suppress(OSError):
-        remove_dead_sandboxes(killed=killed)
+        remove_dead_sandboxes_of(repo, temps, killed)
     notes += [f"killed process group {g}, left running by a dead tidegate" for g in killed]
     current = workspace_identity(repo.root)
     if current["value"] != inputs.fingerprint["value"]:

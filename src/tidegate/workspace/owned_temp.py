@@ -23,7 +23,8 @@ from pathlib import Path
 from tidegate.disk.owners import SANDBOX_PREFIX, owner_alive, owner_in_name
 from tidegate.exec.groups import kill_recorded
 from tidegate.exec.trees import remove_tree
-from tidegate.workspace.claims import directory_owner, mark_owner
+from tidegate.workspace.claims import all_claims, directory_owner, mark_owner
+from tidegate.workspace.repo import Repository
 
 SUBAGENT_PREFIX = "tidegate-subagent-"
 AGENT_PREFIX = "tidegate-agent-"
@@ -58,6 +59,32 @@ def remove_dead_owned(parent: Path | None = None, dry_run: bool = False) -> list
         if not dry_run:
             remove_tree(path)
         removed.append(str(path))
+    return sorted(removed)
+
+
+def claimed_temp_dirs(repo: Repository) -> list[Path]:
+    """The temp dirs dead runs of ``repo`` worked in (their claims' ``temp``), besides this
+    process's own: a run started with another ``TMPDIR`` recorded its commands' process
+    groups there. Only absolute paths to real directories (never a link)."""
+    own = os.path.realpath(tempfile.gettempdir())
+    found: set[str] = set()
+    for owner in all_claims(repo).values():
+        temp = owner.paths.get("temp", "")
+        if owner.alive or not os.path.isabs(temp) or os.path.islink(temp):
+            continue
+        if os.path.isdir(temp) and os.path.realpath(temp) != own:
+            found.add(temp)
+    return [Path(t) for t in sorted(found)]
+
+
+def remove_dead_sandboxes_of(
+    repo: Repository, temps: list[Path], killed: list[int], dry_run: bool = False
+) -> list[str]:
+    """``remove_dead_sandboxes`` in this process's temp dir and in ``temps``
+    (``claimed_temp_dirs``, read before the dead runs' claims were released)."""
+    removed = remove_dead_sandboxes(killed=killed, dry_run=dry_run)
+    for temp in temps:
+        removed += remove_dead_sandboxes(temp, killed=killed, dry_run=dry_run)
     return sorted(removed)
 
 

@@ -86,7 +86,9 @@ def make_scratch(repo: Repository, run_id: str) -> Path:
     """The run's scratch directory in the OS temp dir, claimed for this process."""
     scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-"))
     try:
-        claim(repo, run_id, scratch=str(scratch))
+        # ``temp``: where this process's commands record their process groups
+        # (``exec.groups``), so that a recover run with another TMPDIR finds them too.
+        claim(repo, run_id, scratch=str(scratch), temp=tempfile.gettempdir())
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise

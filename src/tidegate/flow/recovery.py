@@ -115,9 +115,7 @@ def remove_dead_leftovers(repo: Repository, summary: Swept, dry_run: bool = Fals
     except OSError as exc:
         summary.errors.append(f"stale sub-agent copies could not be removed: {_why(exc)}")
     try:
-        summary.removed_sandboxes = remove_dead_sandboxes_of(
-            repo, temps, summary.killed_groups, dry_run
-        )
+        summary.removed_sandboxes = remove_dead_sandboxes_of(temps, summary.killed_groups, dry_run)
     except OSError as exc:
         summary.errors.append(f"stale sandbox directories could not be removed: {_why(exc)}")
 

@@ -197,7 +197,7 @@ def _check_workspace(
     # after killing what its uncontained commands left running.
     killed: list[int] = []
     with contextlib.suppress(OSError):
-        remove_dead_sandboxes_of(repo, temps, killed)
+        remove_dead_sandboxes_of(temps, killed)
     notes += [f"killed process group {g}, left running by a dead tidegate" for g in killed]
     current = workspace_identity(repo.root)
     if current["value"] != inputs.fingerprint["value"]:

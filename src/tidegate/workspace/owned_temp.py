@@ -78,7 +78,7 @@ def claimed_temp_dirs(repo: Repository) -> list[Path]:
 
 
 def remove_dead_sandboxes_of(
-    repo: Repository, temps: list[Path], killed: list[int], dry_run: bool = False
+    temps: list[Path], killed: list[int], dry_run: bool = False
 ) -> list[str]:
     """``remove_dead_sandboxes`` in this process's temp dir and in ``temps``
     (``claimed_temp_dirs``, read before the dead runs' claims were released)."""

@@ -9,12 +9,10 @@ interrupt arrives is removed on the way out, even if git left it locked."""
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tempfile
 from pathlib import Path
 
-from tidegate.errors import GitError
 from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange
 from tidegate.workspace.claims import claim
@@ -35,7 +33,6 @@ from tidegate.workspace.shadow.touched import (
 from tidegate.workspace.shadow.worktrees import (
     SHADOW_PREFIX,
     add_worktree,
-    admin,
     discard,
     shadow_git_dir,
 )
@@ -322,9 +319,4 @@ class ShadowWorktree:
         if self.pooled:
             (self.repo.runtime_dir / pool_name(self.slot)).unlink(missing_ok=True)
             (self.repo.runtime_dir / pool_name(self.slot, TOUCHED)).unlink(missing_ok=True)
-        with admin(self.repo):
-            try:
-                self.repo.git.run("worktree", "remove", "--force", "--force", str(self.path))
-            except GitError:
-                shutil.rmtree(self.path, ignore_errors=True)
-                self.repo.git.run("worktree", "prune", check=False)
+        discard(self.repo, self.path)

@@ -75,12 +75,19 @@ def _drop_half_made(repo: Repository) -> None:
 
 
 def _lock_reason(path: Path) -> bytes | None:
+    data = _read_nofollow(path, 64)
+    return None if data is None else data.strip()
+
+
+def _read_nofollow(path: Path, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of the file at ``path``, never through a link; None when
+    there is no such file or it cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        return os.read(fd, 64).strip()
+        return os.read(fd, limit)
     except OSError:
         return None
     finally:
@@ -105,9 +112,12 @@ def discard(repo: Repository, path: Path) -> None:
     try:
         with admin(repo):
             # Twice --force: also a worktree git left locked ("initializing").
-            repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
-            shutil.rmtree(path, ignore_errors=True)
-            repo.git.run("worktree", "prune", check=False)
+            removed = repo.git.run(
+                "worktree", "remove", "--force", "--force", str(path), check=False
+            )
+            if removed.returncode != 0:  # not (or no longer) a registered worktree
+                shutil.rmtree(path, ignore_errors=True)
+                repo.git.run("worktree", "prune", check=False)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
@@ -143,16 +153,10 @@ def pooled_path(repo: Repository, slot: int, forget: bool = True) -> Path | None
 def _read_record(record: Path) -> Path | None:
     """The absolute path a pool record names, read without following a link; None when
     there is no such record or it names no absolute path."""
-    try:
-        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    data = _read_nofollow(record, 8192)
+    if data is None:
         return None
-    try:
-        text = os.read(fd, 8192).decode("utf-8", "surrogateescape").strip()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    text = data.decode("utf-8", "surrogateescape").strip()
     path = Path(text)
     return path if text and path.is_absolute() and "\n" not in text else None
 
@@ -206,6 +210,4 @@ def shadow_git_dir(repo: Repository, path: Path) -> Path:
 
 def forget_pooled(repo: Repository, path: Path, slot: int) -> None:
     (repo.runtime_dir / pool_name(slot)).unlink(missing_ok=True)
-    with admin(repo):
-        repo.git.run("worktree", "remove", "--force", "--force", str(path), check=False)
-        repo.git.run("worktree", "prune", check=False)
+    discard(repo, path)

@@ -24,9 +24,13 @@ runs' summed holds of the landing lock (the serialised apply-backs). ``cpu_s``: 
 runs and every process they waited for (``RUSAGE_CHILDREN``); divided by the cores, the
 least wall time the mode could take here if nothing else ran.
 
+A third round (timed, not sampled) runs the N concurrently again with
+``TIDEGATE_PREP_SLOTS=0``: without preparation slots (``workspace.prep_slots``), every run's
+CPU-bound start shared fairly with all the others', as before slots existed.
+
 ``--warm-shadow``: every run uses the warm pool (``--warm-shadow``). An untimed round of N
-concurrent runs first fills the pool's slots (one pooled shadow per run that overlaps),
-as a user's first round of N agents would; then both modes run warm: serial runs reuse
+concurrent runs without preparation slots first fills the pool's N slots (one pooled shadow
+per run that overlaps); then both modes run warm: serial runs reuse
 one slot, concurrent ones one slot each. ``pool_slots``: how many slots the pool held.
 """
 
@@ -242,12 +246,17 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
     }
     subprocess.run(["git", "status", "--porcelain"], cwd=repo, check=True, capture_output=True)
     if args.warm_shadow:
+        # Without preparation slots: all N overlap, so the pool gets N shadows. With them
+        # the first runs can end before the last start, and the pool holds fewer shadows
+        # until a round overlaps more (that round then makes the missing ones, cold).
         log(f"{args.runs} concurrent runs to fill the warm pool (untimed) ...")
-        run_mode(args, repo, env, concurrent=True, memory=False)
+        run_mode(args, repo, {**env, "TIDEGATE_PREP_SLOTS": "0"}, True, memory=False)
     log(f"{args.runs} serial runs (timed, then sampling memory) ...")
     serial = measured(args, repo, env, concurrent=False)
     log(f"{args.runs} concurrent runs (timed, then sampling memory) ...")
     concurrent = measured(args, repo, env, concurrent=True)
+    log(f"{args.runs} concurrent runs without preparation slots (timed) ...")
+    unslotted = run_mode(args, repo, {**env, "TIDEGATE_PREP_SLOTS": "0"}, True, memory=False)
     one = round(statistics.median(r["wall_s"] for r in serial["runs"]), 3)
     budget = GOAL * one + concurrent["lock_held_sum_s"]
     result = {
@@ -258,6 +267,7 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
         "one_run_median_s": one,
         "serial": serial,
         "concurrent": concurrent,
+        "concurrent_unslotted": unslotted,
         "goal_s": round(budget, 3),
         "goal_met": concurrent["wall_s"] <= budget,
         "warm_shadow": args.warm_shadow,
@@ -274,22 +284,27 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
 
 
 def _table(r: dict[str, Any]) -> str:
-    s, c = r["serial"], r["concurrent"]
+    s, c, u = r["serial"], r["concurrent"], r["concurrent_unslotted"]
+
+    def runs(label: str, f: Any) -> str:
+        return label.ljust(22) + "".join(
+            f"{f(x['wall_s'] for x in m['runs']):>12.3f}" for m in (s, c, u)
+        )
+
     rows = [
         f"{r['runs']} runs, --verify {r['verify']!r}, load {r['load_average'][0]:.1f}"
         + (f", warm pool ({r['pool_slots']} slots)" if r["warm_shadow"] else ""),
-        f"{'':22}{'serial':>12}{'concurrent':>12}",
-        f"{'wall (all runs) s':22}{s['wall_s']:>12}{c['wall_s']:>12}",
-        f"{'run wall median s':22}{statistics.median(x['wall_s'] for x in s['runs']):>12.3f}"
-        f"{statistics.median(x['wall_s'] for x in c['runs']):>12.3f}",
-        f"{'run wall max s':22}{max(x['wall_s'] for x in s['runs']):>12}"
-        f"{max(x['wall_s'] for x in c['runs']):>12}",
-        f"{'landed':22}{s['landed']:>12}{c['landed']:>12}",
+        f"{'':22}{'serial':>12}{'concurrent':>12}{'no slots':>12}",
+        f"{'wall (all runs) s':22}{s['wall_s']:>12}{c['wall_s']:>12}{u['wall_s']:>12}",
+        runs("run wall min s", min),
+        runs("run wall median s", statistics.median),
+        runs("run wall max s", max),
+        f"{'landed':22}{s['landed']:>12}{c['landed']:>12}{u['landed']:>12}",
         f"{'lock held max s':22}{s['lock_held_max_s']:>12}{c['lock_held_max_s']:>12}",
         f"{'lock held sum s':22}{s['lock_held_sum_s']:>12}{c['lock_held_sum_s']:>12}",
         f"{'lock waited max s':22}{s['lock_waited_max_s']:>12}{c['lock_waited_max_s']:>12}",
         f"{'peak RSS sum MB':22}{s['peak_rss_sum_mb']:>12}{c['peak_rss_sum_mb']:>12}",
-        f"{'CPU (user+sys) s':22}{s['cpu_s']:>12}{c['cpu_s']:>12}",
+        f"{'CPU (user+sys) s':22}{s['cpu_s']:>12}{c['cpu_s']:>12}{u['cpu_s']:>12}",
         f"{'CPU / cores s':22}{s['cpu_floor_s']:>12}{c['cpu_floor_s']:>12}",
         f"{'bench own CPU s':22}{s['bench_cpu_s']:>12}{c['bench_cpu_s']:>12}",
         f"goal: concurrent wall <= {GOAL} x {r['one_run_median_s']} + {c['lock_held_sum_s']} "

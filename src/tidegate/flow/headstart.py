@@ -6,7 +6,8 @@ different things: the imports a core of Python, the scan git processes. So once 
 command line is parsed (``tidegate.cli.runcmd``), ``begin`` starts a thread that
 does that git work, and ``execute`` adopts what it made (``adopt``) instead of doing it
 again. Nothing the thread does is visible before a run is decided: the registration (released on
-any way out), a claimed scratch directory (removed on any way out, swept by ``recover``
+any way out), a preparation slot (``workspace.prep_slots``, given back on any way out), a
+claimed scratch directory (removed on any way out, swept by ``recover``
 after a kill), T0's trees as objects without a ref, and the warm shadow cleaned to its own
 HEAD (which every pooled run does first). It changes no ref, no index and no file of the
 user's; it writes ``.git/info/exclude`` never (it runs only when that already excludes
@@ -32,6 +33,7 @@ from tidegate.workspace import landed
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.journal import pending_journals
 from tidegate.workspace.lock import RunLock
+from tidegate.workspace.prep_slots import PrepSlot, take_for
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import PoolCleaning
 from tidegate.workspace.shadow.leftovers import make_scratch
@@ -61,6 +63,9 @@ class HeadStart:
         self.discovered = threading.Event()
         self.run_id = new_run_id()
         self.lock: RunLock | None = None
+        self.slot: PrepSlot | None = None
+        self.stopped = threading.Event()
+        """Set by ``drop``: a wait for a preparation slot ends, and nothing more is begun."""
         self.scratch: Path | None = None
         self.cleaning: PoolCleaning | None = None
         self.trees: T0Trees | None = None
@@ -78,6 +83,9 @@ class HeadStart:
             lock = RunLock(repo.runtime_dir, self.run_id)
             lock.acquire()
             self.lock = lock
+            self.slot = take_for(lock, repo.runtime_dir, self.stopped)
+            if self.stopped.is_set():
+                return  # dropped (Ctrl-C, a refused command line) while it waited
             self.scratch = make_scratch(repo, self.run_id)
             if self.warm:
                 self.cleaning = PoolCleaning.start(repo)
@@ -86,7 +94,7 @@ class HeadStart:
         except Exception:
             self.trees = None
         finally:
-            if self.probe is not None:
+            if self.probe is not None and not self.stopped.is_set():
                 # After the scan, not beside it: on the core the scan no longer needs,
                 # while the run's first phases wait on git, and before VERIFY needs them.
                 self.probes = threading.Thread(
@@ -122,7 +130,10 @@ class HeadStart:
     def drop(self) -> None:
         """Undo the head start: no git of it still running, lock, scratch and claim gone.
         The pooled shadow, cleaned or not, stays the pool's (a run cleans it first)."""
+        self.stopped.set()
         self.settle()
+        if self.slot is not None:
+            self.slot.release()
         if self.cleaning is not None:
             self.cleaning.release()
         if self.scratch is not None:

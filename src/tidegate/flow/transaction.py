@@ -53,6 +53,7 @@ from tidegate.workspace import landed
 from tidegate.workspace.claims import release as release_claim
 from tidegate.workspace.fs import LocalFS, ReadOnlyFS, WorkspaceFS
 from tidegate.workspace.lock import LockFileError, RunLock, crashed_journal
+from tidegate.workspace.prep_slots import PrepSlot, held_through, take_for
 from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow import PoolCleaning, ShadowWorktree, acquire_shadow
 from tidegate.workspace.shadow.leftovers import make_scratch
@@ -170,8 +171,11 @@ class _Held:
     scratch: Path | None = None
     shadow: ShadowWorktree | None = None
     warm: PoolCleaning | None = None
+    slot: PrepSlot | None = None
 
     def release(self) -> None:
+        if self.slot is not None:
+            self.slot.release()
         self.kept.close()
         if self.warm is not None:
             self.warm.wait()  # no git may still run in the pooled shadow once the lock is gone
@@ -225,10 +229,14 @@ def _run_locked(
                 ".git/info/exclude is not a plain file (a symlink?): .tidegate/ was not added"
             )
         state.policy = policy
+        if held.slot is not None and held.slot.gave_up:
+            state.notes.append(
+                f"every preparation slot stayed taken for {held.slot.waited_s:.0f}s "
+                "(`tidegate status`); this run prepared without one"
+            )
         driver = Driver(state, boot.recorder, boot.started)
-        report = driver.run(
-            Announced(lock, observer), driver.start, closing_notes(state, lock, shadow)
-        )
+        announced = Announced(lock, observer, held.slot, boot.planner.name)
+        report = driver.run(announced, driver.start, closing_notes(state, lock, shadow))
         fold_ended(repo, boot.run_id, report.status, config.retention, boot.recorder)
         return report
     finally:
@@ -237,13 +245,25 @@ def _run_locked(
 
 class Announced:
     """The caller's observer, plus the run's live registration kept up to date with the
-    phase it is in (what ``tidegate status`` shows)."""
+    phase it is in (what ``tidegate status`` shows), and its preparation slot given back
+    before the first phase that may wait on anything outside tidegate."""
 
-    def __init__(self, lock: RunLock, inner: PhaseObserver | None) -> None:
+    def __init__(
+        self,
+        lock: RunLock,
+        inner: PhaseObserver | None,
+        slot: PrepSlot | None = None,
+        planner: str = "",
+    ) -> None:
         self.lock = lock
         self.inner = inner
+        self.slot = slot
+        self.planner = planner
 
     def phase_started(self, attempt: int, phase: Phase) -> None:
+        if self.slot is not None and not held_through(phase, self.planner):
+            self.slot.release()
+            self.slot = None
         self.lock.describe(phase=phase.value, attempt=attempt)
         if self.inner is not None:
             self.inner.phase_started(attempt, phase)
@@ -271,6 +291,7 @@ def _prepare(
     if head is not None:
         # T0's trees were taken, and the warm shadow cleaned, beside the imports.
         assert head.trees is not None and head.scratch is not None
+        held.slot, head.slot = head.slot, None
         held.scratch, head.scratch = head.scratch, None
         cleaning, head.cleaning = head.cleaning, None
         if cleaning is not None and not pool:
@@ -281,6 +302,7 @@ def _prepare(
         excluded, seen = True, head.landed_seen
         snapshot = record_snapshot(repo, run_id, head.trees)
     else:
+        held.slot = take_for(held.lock, repo.runtime_dir)
         held.scratch = scratch = make_scratch(repo, run_id)
         excluded = ensure_excluded(repo)
         seen = landed.count(repo.runtime_dir)  # before T0: a landing meanwhile counts

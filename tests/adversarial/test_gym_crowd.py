@@ -18,6 +18,7 @@ import copy
 import shutil
 import tempfile
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,11 @@ import pytest
 from tidegate.exec.runner import CommandResult
 from tidegate.gym import crowd as crowd_module
 from tidegate.gym.contestants import contestant
-from tidegate.gym.crowd import _launch_all, _one, run_crowd, score
+from tidegate.gym.crowd import _await_t0, _launch_all, _one, run_crowd, score
 from tidegate.gym.scenarios import Lane, load_scenario
 from tidegate.gym.seed import build, damage, user_bytes
+from tidegate.workspace.lock import RunLock
+from tidegate.workspace.prep_slots import QUEUED
 
 SCENARIO = load_scenario("crowd-dirty-tree")
 
@@ -138,3 +141,20 @@ def test_the_gate_makes_every_t0_precede_every_landing(
     assert document["crowd"]["gate"]["all_t0_before_any_landing"] is True
     failed = [c["name"] for c in document["checks"] if not c["passed"]]
     assert failed == [], document["checks"]
+
+
+def test_a_lane_queued_for_a_preparation_slot_has_not_taken_t0(tmp_path: Path) -> None:
+    """The gate must not open while a lane waits for a slot (``QUEUED``, before its T0): a
+    lane taking T0 after the first landing would see the others' changes."""
+    runtime = tmp_path / "tidegate"
+    lane = RunLock(runtime, "20261206-000000-queued").acquire()
+    try:
+        pending: Future[CommandResult] = Future()
+        for phase in (None, QUEUED, "BOOTSTRAP"):
+            if phase is not None:
+                lane.describe(phase=phase)
+            assert _await_t0(runtime, [pending], time.monotonic() + 0.2) is False, phase
+        lane.describe(phase="PREFLIGHT")
+        assert _await_t0(runtime, [pending], time.monotonic() + 5) is True
+    finally:
+        lane.release()

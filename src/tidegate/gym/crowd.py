@@ -35,6 +35,7 @@ from tidegate.gym.scenarios import Lane, Scenario
 from tidegate.gym.scorecard import Unmeasured, assessment, seal
 from tidegate.gym.seed import build, damage, user_bytes
 from tidegate.workspace.lock import ApplyLock, live_runs
+from tidegate.workspace.prep_slots import QUEUED
 from tidegate.workspace.repo import discover
 
 RUN_TIMEOUT_S = 300.0
@@ -125,10 +126,12 @@ def _one(
 
 
 def _await_t0(runtime: Path, futures: list[Future[CommandResult]], deadline: float) -> bool:
-    """Wait until every run has left BOOTSTRAP (T0 taken) or ended; False on timeout."""
+    """Wait until every run has left BOOTSTRAP (T0 taken) or ended; False on timeout. A
+    run waiting for a preparation slot (``QUEUED``) has not taken T0 yet."""
     while time.monotonic() < deadline:
         ended = sum(1 for f in futures if f.done())
-        past_t0 = sum(1 for phase in _phases(runtime) if phase not in (None, "BOOTSTRAP"))
+        before_t0 = (None, QUEUED, "BOOTSTRAP")
+        past_t0 = sum(1 for phase in _phases(runtime) if phase not in before_t0)
         if ended + past_t0 >= len(futures):
             return True
         time.sleep(0.02)

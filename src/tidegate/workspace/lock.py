@@ -301,11 +301,17 @@ class PoolLock(_Lock):
 
 
 def _wait_s() -> float:
+    return seconds_setting("TIDEGATE_LANDING_WAIT_S", APPLY_WAIT_S)
+
+
+def seconds_setting(name: str, default: float) -> float:
+    """The environment variable ``name`` as a finite number of seconds >= 0; ``default``
+    when it is unset or anything else (a word, a negative number, ``nan``, ``inf``)."""
     try:
-        wait = float(os.environ.get("TIDEGATE_LANDING_WAIT_S", APPLY_WAIT_S))
+        value = float(os.environ.get(name, ""))
     except ValueError:
-        return APPLY_WAIT_S
-    return wait if wait >= 0 else APPLY_WAIT_S
+        return default
+    return value if 0 <= value < float("inf") else default
 
 
 @contextlib.contextmanager

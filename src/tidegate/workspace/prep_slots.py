@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tidegate.disk.linksafe import WriteRefused, open_lock_file, opened_dir
 from tidegate.records.modes import Phase
-from tidegate.workspace.lock import RunLock
+from tidegate.workspace.lock import RunLock, seconds_setting
 
 SLOTS_ENV = "TIDEGATE_PREP_SLOTS"
 WAIT_ENV = "TIDEGATE_PREP_WAIT_S"
@@ -83,11 +83,7 @@ def slot_count() -> int:
 
 def wait_limit() -> float:
     """``PREP_WAIT_S``, or ``TIDEGATE_PREP_WAIT_S`` when that is a number of seconds >= 0."""
-    try:
-        value = float(os.environ.get(WAIT_ENV, ""))
-    except ValueError:
-        return PREP_WAIT_S
-    return value if 0 <= value < float("inf") else PREP_WAIT_S
+    return seconds_setting(WAIT_ENV, PREP_WAIT_S)
 
 
 class PrepSlot:

@@ -31,8 +31,11 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
+# One worker per core, at most 4 (most tests wait on their own subprocesses); a file's
+# tests share a worker, so a module's fixture is built once. PYTEST_WORKERS=0: in-process.
+PYTEST_WORKERS ?= auto
 unit: $(BIN)/.installed
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 test: lint typecheck unit
 

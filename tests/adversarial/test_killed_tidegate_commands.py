@@ -81,6 +81,46 @@ def test_recover_kills_what_a_killed_runs_uncontained_verify_left_running(
     assert repo.read("f.txt") == "one\n"
 
 
+@pytest.mark.parametrize("fault", ["exec.spawned", "exec.recorded"])
+def test_a_command_never_runs_before_its_group_is_recorded(
+    repo: Repo, tmp_path: Path, fault: str
+) -> None:
+    """tidegate killed after spawning a command but before it recorded the command's group
+    (``exec.spawned``), or just after (``exec.recorded``): either way nothing runs on that
+    `recover` cannot find. The command starts only once its group is on record; before
+    that, its parent's death stops it."""
+    repo.write("f.txt", "one\n")
+    repo.commit_all()
+    ran, pids = tmp_path / "ran", tmp_path / "pids"
+    verify = f"echo $$ > {shlex.quote(str(pids))}; touch {shlex.quote(str(ran))}; sleep 300"
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TIDEGATE_FAULT": fault}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tidegate", "run", "--repo", str(repo.root),
+             "--objective", "edit-file: f.txt\nreplace: one\nwith: ONE\n",
+             "--verify", verify, "--containment", "none", "--json"],
+            capture_output=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        rec = tidegate_cli(
+            "recover", "--repo", str(repo.root), "--json", env={"TMPDIR": str(tmp_path)}
+        )
+        assert rec.returncode == 0, rec.stdout + rec.stderr
+        if fault == "exec.spawned":
+            time.sleep(0.5)  # time enough for a command let go to write its marker
+            assert not ran.exists() and not pids.exists(), "the command ran unrecorded"
+        else:  # recorded, then maybe let go: `recover` ends it either way
+            _wait(
+                lambda: not pids.exists() or not running(int(pids.read_text() or 0)),
+                "recover left the command running", 10,
+            )  # fmt: skip
+    finally:
+        if pids.exists() and pids.read_text().strip():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(pids.read_text()), signal.SIGKILL)
+    assert repo.read("f.txt") == "one\n"
+
+
 def _dead_owner_dir(parent: Path) -> Path:
     """A process directory whose owner is dead (a pid that exited, and a start time)."""
     gone = subprocess.Popen(["true"])

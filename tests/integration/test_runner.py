@@ -179,6 +179,45 @@ def test_argv_is_spawned_directly_not_through_a_shell(ws: Path) -> None:
     assert not (ws / "pwned").exists()
 
 
+def test_the_command_is_its_groups_leader_with_stdin_from_dev_null(ws: Path) -> None:
+    """Behind the start gate (``exec.groups.started``) the command takes the gate's place:
+    its own pid leads its group and session, its argv[0] is as given, stdin is /dev/null."""
+    script = (
+        'echo "$$ $(ps -o pgid= -p $$) $(ps -o sid= -p $$)"; readlink /proc/self/fd/0; echo "$0"'
+    )
+    res = run_command(
+        ["sh", "-c", script, "named"], ws, 5, ws.parent / "spill", clearance=Clearance.user()
+    )
+    pid, pgid, sid, stdin, name = res.stdout_tail.split()
+    assert pid == pgid == sid
+    assert (stdin, name) == ("/dev/null", "named")
+
+
+@pytest.mark.parametrize(
+    ("program", "error"),
+    [
+        ("no-such-program-tidegate", FileNotFoundError),
+        ("./missing.sh", FileNotFoundError),
+        ("./plain.txt", PermissionError),
+        ("./", PermissionError),
+    ],
+)
+def test_a_program_that_cannot_start_raises_as_popen_does(
+    ws: Path, program: str, error: type[OSError]
+) -> None:
+    (ws / "plain.txt").write_text("not a program\n")
+    with pytest.raises(error):
+        run_command([program], ws, 5, ws.parent / "spill", clearance=Clearance.user())
+
+
+def test_a_relative_program_is_found_from_the_commands_cwd(ws: Path) -> None:
+    tool = ws / "tool.sh"
+    tool.write_text("#!/bin/sh\necho from-cwd\n")
+    tool.chmod(0o755)
+    res = run_command(["./tool.sh"], ws, 5, ws.parent / "spill", clearance=Clearance.user())
+    assert res.stdout_tail == "from-cwd\n"
+
+
 def test_an_output_observer_is_told_the_latest_line_while_the_command_runs(ws: Path) -> None:
     """Told as it runs, not at the end: a line followed by silence still arrives within
     the interval (the drain wakes for it), and a flood is told at most every 100 ms."""

@@ -7,40 +7,95 @@ A contained command needs no record to die with tidegate (bubblewrap's
 ``--die-with-parent``, and its pid namespace ends with it), but an uncontained one runs in
 a session of its own, and nothing else stops it. The record is an empty file
 ``g-<pgid>-<start>`` in the process's own directory (``sandbox_dirs.process_dir``, whose
-name names its owner), made after the spawn and removed once the group was killed and
-reaped. A recorded group is killed only while it is still that group: its leader alive
-with the recorded start time, or the leader gone and members left (a group id is never
-given to a new process while the group has members); a leader pid now another process's
-is left alone.
+name names its owner), removed once the group was killed and reaped. A recorded group is
+killed only while it is still that group: its leader alive with the recorded start time,
+or the leader gone and members left (a group id is never given to a new process while the
+group has members); a leader pid now another process's is left alone.
+
+The group's id is its leader's pid, known only once it is spawned, so the command must
+not run before its record exists (tidegate killed in between would leave it running
+unrecorded). ``started`` spawns it behind a gate: ``/bin/sh`` as the group's leader reads
+one line from its stdin, and only when that line is ``go`` execs the command in its own
+place (same pid, same start time). tidegate writes ``go`` once the record is made (or
+could not be: recording is best effort); if tidegate dies first, the shell reads the end
+of its input and exits, and the command never starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from tidegate.disk.faults import maybe_crash
 from tidegate.disk.owners import process_start
 from tidegate.exec.sandbox_dirs import process_dir
 from tidegate.text.numbers import whole_number
 
 PREFIX = "g-"
+_GATE = 'IFS= read -r go && [ "$go" = go ] || exit 125; exec "$@"'
+"""The leader's script: the command's argv are its positional parameters, never code."""
 
 
 @contextlib.contextmanager
-def recorded(pid: int) -> Iterator[None]:
-    """Record ``pid``'s process group (``pid`` is its leader) for as long as the block
-    runs; the block kills and reaps it. Recording is best effort: a command is never
-    refused for want of a record."""
-    path = _record(pid)
+def started(
+    argv: list[str], cwd: Path, env: Mapping[str, str] | None, *, stdin: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``argv`` spawned in a session of its own (stdout and stderr piped), started only
+    once its group is recorded; the record is kept while the block runs, and the block
+    kills and reaps the group. ``stdin``: the command's stdin is the process's pipe (else
+    ``/dev/null``). A program that cannot be found raises as ``subprocess.Popen`` would.
+    Recording is best effort: a command is never refused for want of a record."""
+    _check_startable(argv[0], cwd, env)
+    script = _GATE if stdin else _GATE + " </dev/null"
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", script, "tidegate-gate", *argv],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        bufsize=0,
+    )
+    maybe_crash("exec.spawned")  # crash tests: die before the record (the command waits)
+    path = _record(proc.pid)
+    maybe_crash("exec.recorded")  # crash tests: die between the record and the go
+    assert proc.stdin is not None
     try:
-        yield
+        proc.stdin.write(b"go\n")
+        if not stdin:
+            proc.stdin.close()
+    except OSError:
+        pass  # the leader is gone already (killed): supervision sees it exit
+    try:
+        yield proc
     finally:
         if path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def _check_startable(program: str, cwd: Path, env: Mapping[str, str] | None) -> None:
+    """Raise the error ``subprocess.Popen`` raises for ``program`` when it cannot be
+    started (the gate's shell would report it only as exit 127): not found on the PATH
+    the command gets, or (a path, taken from ``cwd``) missing or not executable."""
+    if "/" in program:
+        path = os.path.join(cwd, program)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        return
+    search = (os.environ if env is None else env).get("PATH", os.defpath)
+    dirs = os.pathsep.join(os.path.join(cwd, d) for d in search.split(os.pathsep))
+    if shutil.which(program, path=dirs) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def _record(pid: int) -> Path | None:

@@ -37,11 +37,11 @@ from tidegate.disk import faults
 from tidegate.errors import UsageError
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch, uncontained
 from tidegate.exec.environment import command_environment, without_secrets
-from tidegate.exec.groups import recorded
+from tidegate.exec.groups import started
 from tidegate.exec.guard import Clearance
 from tidegate.exec.interpreter import host_interpreter
 from tidegate.exec.streams import LineWatch, OutputObserver, Stream, open_spill
-from tidegate.exec.supervise import StopReason, spawn, supervise
+from tidegate.exec.supervise import StopReason, supervise
 
 SHELL = ("/bin/sh", "-c")
 TAIL_BYTES = 64 * 1024
@@ -263,8 +263,7 @@ def _run(
         return "cancelled", False, None
     if time.monotonic() >= end:
         return reason, False, None
-    proc = spawn(argv, cwd, env)
-    with recorded(proc.pid):  # killed by `recover` if this process dies meanwhile
+    with started(argv, cwd, env) as proc:  # killed by `recover` if this process dies meanwhile
         stop, stray = supervise(proc, streams, end, reason, cancel, watch)
     return stop, stray, None if stop else proc.returncode
 

@@ -26,7 +26,7 @@ from typing import IO
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
 from tidegate.exec.environment import command_environment, without_secrets
-from tidegate.exec.groups import recorded
+from tidegate.exec.groups import started
 from tidegate.exec.guard import Clearance
 
 BUFFER_BYTES = 1 << 20
@@ -126,17 +126,9 @@ class SessionSupervisor:
             sandbox = stack.enter_context(
                 launch(policy, cwd, clearance=clearance, path=base.get("PATH"))
             )
-            proc = subprocess.Popen(
-                [*sandbox.prefix, *argv],
-                cwd=cwd,
-                env={**base, **sandbox.env},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                bufsize=0,
+            proc = stack.enter_context(  # killed by `recover` if we die
+                started([*sandbox.prefix, *argv], cwd, {**base, **sandbox.env}, stdin=True)
             )
-            stack.enter_context(recorded(proc.pid))  # killed by `recover` if we die
         except BaseException:
             stack.close()
             raise

@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 
 from tidegate.exec.streams import LineWatch, Stream
@@ -24,19 +23,6 @@ _CHUNK = 1 << 20
 _F_SETPIPE_SZ = 1031
 
 StopReason = Literal["timeout", "deadline", "cancelled"]
-
-
-def spawn(argv: list[str], cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        bufsize=0,
-    )
 
 
 def supervise(

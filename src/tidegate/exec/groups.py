@@ -12,13 +12,15 @@ killed only while it is still that group: its leader alive with the recorded sta
 or the leader gone and members left (a group id is never given to a new process while the
 group has members); a leader pid now another process's is left alone.
 
-The group's id is its leader's pid, known only once it is spawned, so the command must
-not run before its record exists (tidegate killed in between would leave it running
-unrecorded). ``started`` spawns it behind a gate: ``/bin/sh`` as the group's leader reads
-one line from its stdin, and only when that line is ``go`` execs the command in its own
-place (same pid, same start time). tidegate writes ``go`` once the record is made (or
-could not be: recording is best effort); if tidegate dies first, the shell reads the end
-of its input and exits, and the command never starts.
+The group's id is its leader's pid, known only once it is spawned, so an uncontained
+command must not run before its record exists (tidegate killed in between would leave it
+running unrecorded). ``started`` spawns it behind a gate: ``/bin/sh`` as the group's
+leader reads one line from its stdin, and only when that line is ``go`` execs the command
+in its own place (same pid, same start time). tidegate writes ``go`` once the record is
+made (or could not be: recording is best effort); if tidegate dies first, the shell reads
+the end of its input and exits, and the command never starts. The gate costs one more
+exec (~1 ms, ``bench/runner.py``); a contained command, which bubblewrap ties to tidegate,
+starts without it.
 """
 
 from __future__ import annotations
@@ -44,41 +46,54 @@ _GATE = 'IFS= read -r go && [ "$go" = go ] || exit 125; exec "$@"'
 
 @contextlib.contextmanager
 def started(
-    argv: list[str], cwd: Path, env: Mapping[str, str] | None, *, stdin: bool = False
+    argv: list[str],
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    *,
+    gated: bool,
+    stdin: bool = False,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``argv`` spawned in a session of its own (stdout and stderr piped), started only
-    once its group is recorded; the record is kept while the block runs, and the block
-    kills and reaps the group. ``stdin``: the command's stdin is the process's pipe (else
-    ``/dev/null``). A program that cannot be found raises as ``subprocess.Popen`` would.
-    Recording is best effort: a command is never refused for want of a record."""
-    _check_startable(argv[0], cwd, env)
-    script = _GATE if stdin else _GATE + " </dev/null"
+    """``argv`` spawned in a session of its own (stdout and stderr piped), its group
+    recorded while the block runs (the block kills and reaps it). ``gated``: the command
+    starts only once the record exists (for an uncontained command; a program that cannot
+    be found raises as ``subprocess.Popen`` would). ``stdin``: the command's stdin is the
+    process's pipe (else ``/dev/null``). Recording is best effort: a command is never
+    refused for want of a record."""
+    if gated:
+        _check_startable(argv[0], cwd, env)
+        script = _GATE if stdin else _GATE + " </dev/null"
+        argv = ["/bin/sh", "-c", script, "tidegate-gate", *argv]
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", script, "tidegate-gate", *argv],
+        argv,
         cwd=cwd,
         env=env,
-        stdin=subprocess.PIPE,
+        stdin=subprocess.PIPE if gated or stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
         bufsize=0,
     )
-    maybe_crash("exec.spawned")  # crash tests: die before the record (the command waits)
+    maybe_crash("exec.spawned")  # crash tests: die before the record (a gated command waits)
     path = _record(proc.pid)
     maybe_crash("exec.recorded")  # crash tests: die between the record and the go
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(b"go\n")
-        if not stdin:
-            proc.stdin.close()
-    except OSError:
-        pass  # the leader is gone already (killed): supervision sees it exit
+    if gated:
+        _let_go(proc, keep_stdin=stdin)
     try:
         yield proc
     finally:
         if path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def _let_go(proc: subprocess.Popen[bytes], keep_stdin: bool) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(b"go\n")
+        if not keep_stdin:
+            proc.stdin.close()
+    except OSError:
+        pass  # the gate is gone already (killed): supervision sees it exit
 
 
 def _check_startable(program: str, cwd: Path, env: Mapping[str, str] | None) -> None:

@@ -181,7 +181,10 @@ def run_command(
         child_env = {**base, **sandbox.env, **(credentials or {})}
         launched = [*hooked, *sandbox.prefix, *argv]
         watch = None if output is None else LineWatch(output)
-        ran = _run(launched, cwd, child_env, streams, end, reason, cancel, watch)
+        # contained, bubblewrap dies with tidegate; uncontained, the command waits for its
+        # group's record (``exec.groups``)
+        gated = not sandbox.prefix
+        ran = _run(launched, cwd, child_env, streams, end, reason, cancel, watch, gated)
     launcher = (*hooked, *sandbox.prefix)
     return _result(argv, ran, start, streams, spills, sandbox.report, launcher)
 
@@ -256,6 +259,7 @@ def _run(
     reason: StopReason,
     cancel: threading.Event | None,
     watch: LineWatch | None = None,
+    gated: bool = True,
 ) -> tuple[StopReason | None, bool, int | None]:
     """Spawn ``argv`` unless cancelled or out of time already, and supervise it: why it
     was stopped (None: it exited), whether a stray kept a pipe, its exit code."""
@@ -263,7 +267,7 @@ def _run(
         return "cancelled", False, None
     if time.monotonic() >= end:
         return reason, False, None
-    with started(argv, cwd, env) as proc:  # killed by `recover` if this process dies meanwhile
+    with started(argv, cwd, env, gated=gated) as proc:  # killed by `recover` if we die
         stop, stray = supervise(proc, streams, end, reason, cancel, watch)
     return stop, stray, None if stop else proc.returncode
 

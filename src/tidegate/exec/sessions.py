@@ -127,7 +127,13 @@ class SessionSupervisor:
                 launch(policy, cwd, clearance=clearance, path=base.get("PATH"))
             )
             proc = stack.enter_context(  # killed by `recover` if we die
-                started([*sandbox.prefix, *argv], cwd, {**base, **sandbox.env}, stdin=True)
+                started(
+                    [*sandbox.prefix, *argv],
+                    cwd,
+                    {**base, **sandbox.env},
+                    gated=not sandbox.prefix,  # as the runner's
+                    stdin=True,
+                )
             )
         except BaseException:
             stack.close()

@@ -181,9 +181,7 @@ def run_command(
         child_env = {**base, **sandbox.env, **(credentials or {})}
         launched = [*hooked, *sandbox.prefix, *argv]
         watch = None if output is None else LineWatch(output)
-        # contained, bubblewrap dies with tidegate; uncontained, the command waits for its
-        # group's record (``exec.groups``)
-        gated = not sandbox.prefix
+        gated = not sandbox.prefix  # uncontained: it waits for its record (exec.groups)
         ran = _run(launched, cwd, child_env, streams, end, reason, cancel, watch, gated)
     launcher = (*hooked, *sandbox.prefix)
     return _result(argv, ran, start, streams, spills, sandbox.report, launcher)

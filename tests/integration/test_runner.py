@@ -183,7 +183,8 @@ def test_the_command_is_its_groups_leader_with_stdin_from_dev_null(ws: Path) -> 
     """Behind the start gate (``exec.groups.started``) the command takes the gate's place:
     its own pid leads its group and session, its argv[0] is as given, stdin is /dev/null."""
     script = (
-        'echo "$$ $(ps -o pgid= -p $$) $(ps -o sid= -p $$)"; readlink /proc/self/fd/0; echo "$0"'
+        'name=$0; set -- $(cat /proc/$$/stat); echo "$1 $5 $6"; readlink /proc/self/fd/0; '
+        'echo "$name"'
     )
     res = run_command(
         ["sh", "-c", script, "named"], ws, 5, ws.parent / "spill", clearance=Clearance.user()

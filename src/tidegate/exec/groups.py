@@ -75,7 +75,6 @@ def started(
     )
     maybe_crash("exec.spawned")  # crash tests: die before the record (a gated command waits)
     path = _record(proc.pid)
-    maybe_crash("exec.recorded")  # crash tests: die between the record and the go
     if gated:
         _let_go(proc, keep_stdin=stdin)
     try:

@@ -256,8 +256,8 @@ def _run(
     end: float,
     reason: StopReason,
     cancel: threading.Event | None,
-    watch: LineWatch | None = None,
-    gated: bool = True,
+    watch: LineWatch | None,
+    gated: bool,
 ) -> tuple[StopReason | None, bool, int | None]:
     """Spawn ``argv`` unless cancelled or out of time already, and supervise it: why it
     was stopped (None: it exited), whether a stray kept a pipe, its exit code."""

@@ -6,8 +6,7 @@ than the profile's is refused before any call."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 
 from tests.conftest import Repo
@@ -67,7 +66,7 @@ def test_unlabelled_override_is_refused(committed_repo: Repo) -> None:
 
 def test_descriptor_with_other_capabilities_is_refused() -> None:
     specs = [
-        dataclasses.replace(s, declared=s.capabilities | {"validate"})
+        msgspec.structs.replace(s, declared=s.capabilities | {"validate"})
         if s.tool_id == "git.exec"
         else s
         for s in CATALOG

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 
 from tests.conformance._agent import Recorded, answer, call, executor, scripted, session, turn
 from tests.conftest import Repo

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.conftest import Repo
@@ -150,7 +151,7 @@ def _flips_are_detected(tmp_path: Path, state: dict[str, Any]) -> int:
     for position in range(len(checkpoint.document)):
         flipped = chr(ord(checkpoint.document[position]) ^ 0x01)
         edited = checkpoint.document[:position] + flipped + checkpoint.document[position + 1 :]
-        forged = type(checkpoint)(**{**checkpoint.__dict__, "document": edited})
+        forged = msgspec.structs.replace(checkpoint, document=edited)
         with pytest.raises(CheckpointRefused):
             verify_chain("run-x", [forged], key)
     return len(checkpoint.document)

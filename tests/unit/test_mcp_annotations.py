@@ -4,8 +4,7 @@ hints, and commands are open-world unless verified containment keeps the network
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 
 from tidegate.mcp.annotations import hints, traits
@@ -51,9 +50,9 @@ def test_commands_are_open_world_unless_sealed() -> None:
 def test_the_declared_capabilities_decide() -> None:
     read = SPECS["workspace.read"]
     assert hints(traits(read), SEALED).read_only_hint
-    writing = dataclasses.replace(read, declared=frozenset({"approval", "write"}))
+    writing = msgspec.structs.replace(read, declared=frozenset({"approval", "write"}))
     assert not hints(traits(writing), SEALED).read_only_hint
     assert hints(traits(writing), SEALED).destructive_hint
-    keeping = dataclasses.replace(read, declared=frozenset({"approval", "state_version"}))
+    keeping = msgspec.structs.replace(read, declared=frozenset({"approval", "state_version"}))
     got = hints(traits(keeping), SEALED)
     assert (got.read_only_hint, got.destructive_hint) == (False, False)

@@ -6,11 +6,11 @@ import asyncio
 import concurrent.futures
 import os
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import acp
+import msgspec
 from acp.schema import (
     AgentCapabilities,
     Implementation,
@@ -29,8 +29,7 @@ from tidegate.records.report import FlowReport
 APPLY, DISCARD = "apply", "discard"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """What ``tidegate acp`` was started with: every session's runs use it."""
 
     model: str
@@ -40,8 +39,7 @@ class Settings:
     max_steps: int | None = None
 
 
-@dataclass
-class _Session:
+class _Session(msgspec.Struct):
     repo: Path
     busy: bool = False
     cancelled: bool = False

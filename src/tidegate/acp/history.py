@@ -9,11 +9,11 @@ the session asks for it again (apply or discard) before its own run starts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import acp
+import msgspec
 
 from tidegate.records.report import FlowReport
 from tidegate.text.sanitize import sanitize
@@ -27,8 +27,7 @@ def task_id(session_id: str) -> str:
     return f"acp-{session_id}"
 
 
-@dataclass(frozen=True)
-class History:
+class History(msgspec.Struct, frozen=True):
     updates: list[Any]
     """What the editor is sent, in order, to show the session as it was."""
     held: FlowReport | None

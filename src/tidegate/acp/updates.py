@@ -19,11 +19,11 @@ import asyncio
 import concurrent.futures
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import acp
+import msgspec
 from acp.schema import PlanEntryStatus, ToolCallLocation, ToolKind
 
 from tidegate.records.modes import MODE_PHASES, Mode, When
@@ -47,8 +47,7 @@ _KINDS: dict[str, ToolKind] = {
 _SHOWN_PATHS = 20
 
 
-@dataclass
-class Stream:
+class Stream(msgspec.Struct):
     """Sends a run's progress from the thread that runs it as session updates, in order
     (each is queued on the protocol's loop before the next)."""
 
@@ -56,13 +55,13 @@ class Stream:
     session_id: str
     loop: asyncio.AbstractEventLoop
     repo: Path
-    pending: list[concurrent.futures.Future[Any]] = field(default_factory=list)
+    pending: list[concurrent.futures.Future[Any]] = msgspec.field(default_factory=list)
     calls: int = 0
-    asked: list[tuple[str, str]] = field(default_factory=list)
+    asked: list[tuple[str, str]] = msgspec.field(default_factory=list)
     """Tool calls the model asked for, not dispatched yet: (tool, ACP id)."""
-    dispatched: dict[str, tuple[str, str]] = field(default_factory=dict)
+    dispatched: dict[str, tuple[str, str]] = msgspec.field(default_factory=dict)
     """The run's tool call id -> (tool, ACP id)."""
-    plan: list[tuple[str, PlanEntryStatus, str]] = field(default_factory=list)
+    plan: list[tuple[str, PlanEntryStatus, str]] = msgspec.field(default_factory=list)
     """The attempt's phases: (phase, status, what the editor reads)."""
     t0_commit: str | None = None
 

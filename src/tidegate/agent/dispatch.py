@@ -34,10 +34,10 @@ spent, the parent's round ends with the parent's own budget decision.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tidegate.agent.guards import HARD_CAP, Allow, Decision, Stop
@@ -83,11 +83,10 @@ class DispatchInput(BaseModel):
     """At most this many model requests of the shared budget (tidegate sub-agents)."""
 
 
-@dataclass
-class SubAgentDispatch:
+class SubAgentDispatch(msgspec.Struct):
     """The ``agent_dispatch`` session tool of a session at ``depth`` (0: the parent)."""
 
-    settings: DispatchSettings = field(default_factory=DispatchSettings)
+    settings: DispatchSettings = msgspec.field(default_factory=DispatchSettings)
     depth: int = 0
     last: dict[str, Any] | None = None
     """What the last call did (for reports and tests): profile, events, the sub-session."""

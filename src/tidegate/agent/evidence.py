@@ -21,9 +21,9 @@ The ledger holds no prose written by the model: only what the host observed.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 from enum import StrEnum
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -69,8 +69,7 @@ class DiffEvidence(BaseModel):
         return (self.diff_hash, self.complete, self.covered_writes)
 
 
-@dataclass(frozen=True)
-class Observed:
+class Observed(msgspec.Struct, frozen=True):
     """What recording an observation did."""
 
     advanced: bool

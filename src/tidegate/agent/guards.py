@@ -25,9 +25,9 @@ every counter through a checkpoint, so pausing and resuming cannot reset a guard
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from tidegate.prompt.hashing import sha256_json
@@ -35,13 +35,11 @@ from tidegate.prompt.hashing import sha256_json
 # -- decisions ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Allow:
+class Allow(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "allow"
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(msgspec.Struct, frozen=True):
     """Refuse this one call without dispatching it; the run continues."""
 
     guard: str
@@ -49,8 +47,7 @@ class Block:
     kind: ClassVar[str] = "block"
 
 
-@dataclass(frozen=True)
-class Finalize:
+class Finalize(msgspec.Struct, frozen=True):
     """No more tool calls: completion evidence is sufficient, ask for the final answer."""
 
     guard: str
@@ -58,8 +55,7 @@ class Finalize:
     kind: ClassVar[str] = "finalize"
 
 
-@dataclass(frozen=True)
-class Pause:
+class Pause(msgspec.Struct, frozen=True):
     """Checkpoint and pause durably."""
 
     guard: str
@@ -67,8 +63,7 @@ class Pause:
     kind: ClassVar[str] = "pause"
 
 
-@dataclass(frozen=True)
-class Stop:
+class Stop(msgspec.Struct, frozen=True):
     """End the run now."""
 
     guard: str
@@ -98,8 +93,7 @@ def mutation_family(path: str, content_hash: str | None) -> str:
     return f"{path}@{content_hash or 'absent'}"
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True):
     """A proposed call as the guards see it.
 
     ``workspace_state`` is the host's state version (or fingerprint) the call would observe;
@@ -109,7 +103,7 @@ class ToolCall:
     """
 
     tool: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Mapping[str, Any] = msgspec.field(default_factory=dict)
     workspace_state: str = ""
     family: str | None = None
 

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from tidegate.agent.compaction import (
     rounds,

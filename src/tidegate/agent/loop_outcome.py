@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from tidegate.errors import ErrorClass
 
 Status = Literal["completed", "paused", "stopped", "failed", "cancelled"]
 
 
-@dataclass(frozen=True)
-class LoopOutcome:
+class LoopOutcome(msgspec.Struct, frozen=True):
     """How a loop ended. ``checkpoint`` is the hash of the checkpoint written for the
     ending (None when the session does not own checkpoints or storage failed)."""
 

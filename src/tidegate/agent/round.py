@@ -5,7 +5,7 @@ guards. Results go back with their call ids, in emitted order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.agent.compaction import render_result, result_summary
 from tidegate.agent.guards import (
@@ -32,15 +32,13 @@ from tidegate.tools.effects import EntryStateModel
 _STORE_STATUS = {"ok": "succeeded", "denied": "denied", "unknown_outcome": "unknown"}
 
 
-@dataclass(frozen=True)
-class RoundCancelled:
+class RoundCancelled(msgspec.Struct, frozen=True):
     """A call came back cancelled: the round stops and the session ends cancelled."""
 
     reason: str
 
 
-@dataclass(frozen=True)
-class RoundUnknown:
+class RoundUnknown(msgspec.Struct, frozen=True):
     """A call's outcome is unknown: the round stops and the session ends for good."""
 
     reason: str

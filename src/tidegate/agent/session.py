@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Protocol
+
+from msgspec.structs import replace
 
 from tidegate.agent.compaction import TokenMeter, context_summary
 from tidegate.agent.evidence import EvidenceLedger

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.agent.guards import Budget, GuardLimits
 from tidegate.errors import UsageError
@@ -55,8 +56,7 @@ class ResumeRefused(UsageError):
     """The checkpoint cannot be continued here (other format, workspace or contract)."""
 
 
-@dataclass(frozen=True)
-class LoopSettings:
+class LoopSettings(msgspec.Struct, frozen=True):
     """How the loop talks to the model and keeps the context in bounds."""
 
     max_output_tokens: int | None = None
@@ -78,8 +78,7 @@ class LoopSettings:
     temperature: float | None = None
 
 
-@dataclass(frozen=True)
-class SessionOptions:
+class SessionOptions(msgspec.Struct, frozen=True):
     phase: str = AGENT_PHASE
     run_id: str = ""
     """Empty: a fresh id."""
@@ -91,8 +90,8 @@ class SessionOptions:
     brief: str | None = None
     """Instructions for this phase, sent as a second user message after the task."""
     attachments: tuple[Attachment, ...] = ()
-    guard_limits: GuardLimits = field(default_factory=GuardLimits)
-    settings: LoopSettings = field(default_factory=LoopSettings)
+    guard_limits: GuardLimits = msgspec.field(default_factory=GuardLimits)
+    settings: LoopSettings = msgspec.field(default_factory=LoopSettings)
     checkpoints: bool = True
     """False when an enclosing engine run owns the checkpoints (planner loops)."""
     dry_run: bool = False
@@ -104,8 +103,7 @@ class SessionOptions:
         return self.phase in READ_ONLY_PHASES or self.dry_run
 
 
-@dataclass(frozen=True)
-class SessionRuntime:
+class SessionRuntime(msgspec.Struct, frozen=True):
     """The runtime context every tool call of a session runs under."""
 
     run_id: str

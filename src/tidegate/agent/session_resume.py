@@ -9,8 +9,9 @@ evidence already completes the task, the first request offers no tools at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from tidegate.agent.compaction import context_summary
 from tidegate.agent.evidence import EvidenceLedger

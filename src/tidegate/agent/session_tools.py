@@ -6,7 +6,8 @@ tool's JSON schema is not cheap."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.agent.guards import Decision
 from tidegate.agent.session_options import phase_tools
@@ -16,8 +17,7 @@ from tidegate.tools.catalog import ToolDefinition
 from tidegate.tools.executor import ToolExecutor
 
 
-@dataclass(frozen=True)
-class SessionToolRun:
+class SessionToolRun(msgspec.Struct, frozen=True):
     """What a session tool's call produced: the result the model sees and, when the call
     must end the round (a shared budget spent by a sub-agent), the decision that does."""
 

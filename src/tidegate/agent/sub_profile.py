@@ -20,7 +20,8 @@ Pure functions, no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.tools.effects import CANONICAL_TOOL_IDS, PROFILE
 
@@ -38,8 +39,7 @@ def profile_capabilities(tool: str) -> frozenset[str] | None:
     return PROFILE.get(tool)
 
 
-@dataclass(frozen=True)
-class FilteredProfile:
+class FilteredProfile(msgspec.Struct, frozen=True):
     kept: tuple[str, ...]
     removed: tuple[str, ...]
     """In the order requested; each removed tool with the reason in ``why``."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.tools.calls import ToolCall as HostCall
 from tidegate.tools.calls import ToolError
@@ -25,8 +26,7 @@ DIFF_CHARS = 24_000
 _DIFF_PATH = re.compile(r"^diff --git a/(.*) b/", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class SubAgentReport:
+class SubAgentReport(msgspec.Struct, frozen=True):
     """How one sub-agent's run ended, before it is shown to the parent."""
 
     agent: str

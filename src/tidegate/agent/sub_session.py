@@ -12,9 +12,10 @@ dispatch call's id); the parent owns the checkpoints.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.agent.guards import GuardState, LoopGuards
 from tidegate.agent.loop import run_loop
@@ -37,8 +38,7 @@ if TYPE_CHECKING:
     from tidegate.models.pricing import ModelPricing
 
 
-@dataclasses.dataclass(frozen=True)
-class SubTask:
+class SubTask(msgspec.Struct, frozen=True):
     """What the dispatcher hands a sub-session: the goal, its step cap, the model and
     pricing it runs on (None: the parent's), and the dispatch tools it may use itself
     (one level deeper)."""
@@ -116,7 +116,7 @@ def _context(parent: AgentSession, workdir: Path, scratch: Path, read_only: bool
     limits = ctx.limits
     if limits.max_calls is not None:
         left = max(0, limits.max_calls - parent.executor.calls_made)
-        limits = dataclasses.replace(limits, max_calls=left)
+        limits = msgspec.structs.replace(limits, max_calls=left)
     return ToolContext(
         workspace=WorkspacePort(workdir, secrets=ctx.workspace.secrets),
         mode=ctx.mode,

@@ -3,9 +3,10 @@ agent CLI sub-agent answers (:class:`CliSubAgent`, :class:`CliOutcome`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+import msgspec
 
 from tidegate.agent.sub_profile import DEFAULT_PROFILE
 from tidegate.models.ports import ModelPort
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
 TIDEGATE = "tidegate"
 
 
-@dataclass(frozen=True)
-class CliOutcome:
+class CliOutcome(msgspec.Struct, frozen=True):
     """What an agent CLI's run left, as data."""
 
     exit_code: int | None
@@ -50,8 +50,7 @@ class CliSubAgent(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class DispatchSettings:
+class DispatchSettings(msgspec.Struct, frozen=True):
     model: ModelPort | None = None
     """The sub-agent's model; None: the parent's (with the parent's pricing)."""
     pricing: ModelPricing | None = None

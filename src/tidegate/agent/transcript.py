@@ -13,15 +13,15 @@ model. Costs are kept as decimal strings (canonical JSON refuses floats).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+
+import msgspec
 
 from tidegate.prompt.hashing import sha256_text
 
 
-@dataclass(frozen=True)
-class TurnRecord:
+class TurnRecord(msgspec.Struct, frozen=True):
     """One model request and its response, without the response's words."""
 
     step: int
@@ -63,8 +63,7 @@ class TurnRecord:
         return cls(**{**data, "tool_calls": tuple(data["tool_calls"])})
 
 
-@dataclass(frozen=True)
-class ToolRecord:
+class ToolRecord(msgspec.Struct, frozen=True):
     """One tool call as the host handled it.
 
     ``dispatched`` is False for calls the loop answered itself (blocked by a guard,
@@ -85,7 +84,7 @@ class ToolRecord:
     input_sha256: str
     result_sha256: str | None
     summary: str
-    effects: dict[str, Any] = field(default_factory=dict)
+    effects: dict[str, Any] = msgspec.field(default_factory=dict)
     duration_us: int = 0
     """The executor's own time for the call (zero for calls that were not run)."""
 

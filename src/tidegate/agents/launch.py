@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from tidegate.agents.contracts import AgentContract, expand
 from tidegate.agents.workspace import AgentWorkspace, agent_gitconfig
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
 ENV_FILE = "/usr/bin/env"
 
 
-@dataclass(frozen=True)
-class AgentEndpoint:
+class AgentEndpoint(msgspec.Struct, frozen=True):
     model: str
     base_url: str
 
@@ -42,8 +42,7 @@ class AgentEndpoint:
         )
 
 
-@dataclass(frozen=True)
-class AgentRun:
+class AgentRun(msgspec.Struct, frozen=True):
     exit_code: int | None
     timed_out: bool
     duration_s: float

@@ -18,8 +18,9 @@ tree), as a binary-safe unified diff.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.git.command import Git
 
@@ -34,8 +35,7 @@ _CAPTURE_CONFIG = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class AgentWorkspace:
+class AgentWorkspace(msgspec.Struct, frozen=True):
     root: Path
     workdir: Path
     agent_git: Path

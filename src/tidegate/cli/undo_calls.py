@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from msgspec.structs import asdict
+
 from tidegate.text.sanitize import sanitize
 
 EXIT_CONFLICT = 3
@@ -37,7 +39,7 @@ def undo_tool_calls(
             "session": report.session,
             "calls": report.calls,
             "applied": report.applied,
-            "paths": [o.__dict__ for o in report.outcomes],
+            "paths": [asdict(o) for o in report.outcomes],
             "rejects": report.rejects,
         }
         return json.dumps(data, indent=2) + "\n", code

@@ -7,15 +7,15 @@ import errno
 import mmap
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.config.records import CONFIG_LOCAL
 from tidegate.errors import GitError, UsageError
 
 
-@dataclass(frozen=True)
-class LocalFile:
+class LocalFile(msgspec.Struct, frozen=True):
     """``.tidegate/config.toml`` as ``load_policy`` reads it."""
 
     data: bytes | None

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
-from msgspec import Meta, field
+import msgspec
+from msgspec import Meta
 
 from tidegate.errors import UsageError
 from tidegate.records.checked import Checked, CheckError, check
@@ -130,19 +130,18 @@ class RetentionConfig(Checked):
 
 
 class TidegateConfig(Checked):
-    run: RunConfig = field(default_factory=RunConfig)
-    validate_: ValidationConfig = field(default_factory=ValidationConfig, name="validate")
-    shadow: ShadowConfig = field(default_factory=ShadowConfig)
-    containment: ContainmentConfig = field(default_factory=ContainmentConfig)
-    tools: ToolsConfig = field(default_factory=ToolsConfig)
-    retention: RetentionConfig = field(default_factory=RetentionConfig)
-    model: dict[str, Any] = field(default_factory=dict)
+    run: RunConfig = msgspec.field(default_factory=RunConfig)
+    validate_: ValidationConfig = msgspec.field(default_factory=ValidationConfig, name="validate")
+    shadow: ShadowConfig = msgspec.field(default_factory=ShadowConfig)
+    containment: ContainmentConfig = msgspec.field(default_factory=ContainmentConfig)
+    tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+    retention: RetentionConfig = msgspec.field(default_factory=RetentionConfig)
+    model: dict[str, Any] = msgspec.field(default_factory=dict)
     """``--model`` settings (base URL, key variable, limits, retry, price); validated by
     ``tidegate.models.settings`` when a model is used. Only the user's file sets them."""
 
 
-@dataclass(frozen=True)
-class ConfigSource:
+class ConfigSource(msgspec.Struct, frozen=True):
     """One file the configuration was read from, and the SHA-256 of the bytes read."""
 
     path: str
@@ -150,8 +149,7 @@ class ConfigSource:
     sha256: str
 
 
-@dataclass(frozen=True)
-class LoadedConfig:
+class LoadedConfig(msgspec.Struct, frozen=True):
     config: TidegateConfig
     sources: tuple[ConfigSource, ...]
     ignored: tuple[str, ...] = ()

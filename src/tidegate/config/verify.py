@@ -16,9 +16,10 @@ import json
 import os
 import shutil
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from tidegate.config.records import CONFIG_LOCAL, LoadedConfig
 
@@ -30,8 +31,7 @@ PYTEST = "python -m pytest -q" if shutil.which("python") else "python3 -m pytest
 """pytest, through the interpreter on PATH (``python3`` where there is no ``python``)."""
 
 
-@dataclass(frozen=True)
-class VerifyChoice:
+class VerifyChoice(msgspec.Struct, frozen=True):
     command: str | None
     origin: Literal["user", "repository"]
     note: str | None

@@ -34,10 +34,11 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from tidegate.disk.state_dir import user_state_dir
 from tidegate.errors import CapabilityMismatch
@@ -78,8 +79,7 @@ _PROBE_FAILURES = {
 }
 
 
-@dataclass(frozen=True)
-class ContainmentPolicy:
+class ContainmentPolicy(msgspec.Struct, frozen=True):
     """What a contained command may touch. ``required``: refuse to run uncontained."""
 
     required: bool
@@ -102,8 +102,7 @@ class ContainmentPolicy:
     as an empty read-only tmpfs (those the secret index could not list)."""
 
 
-@dataclass(frozen=True)
-class ContainmentReport:
+class ContainmentReport(msgspec.Struct, frozen=True):
     """The containment a command actually ran under (or, from ``probe``, can run under)."""
 
     backend: Backend
@@ -251,8 +250,7 @@ def hidden_paths(extra: tuple[Path, ...] = ()) -> list[str]:
     return list(dict.fromkeys(os.path.realpath(p) for p in (*found, *extra) if p))
 
 
-@dataclass
-class Launch:
+class Launch(msgspec.Struct):
     """How to start one command: the argv prefix, extra environment, and the report."""
 
     prefix: list[str]

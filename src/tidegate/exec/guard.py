@@ -30,8 +30,9 @@ architecture test (``tests/architecture``) keeps every process start inside
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+import msgspec
 
 from tidegate.errors import CapabilityMismatch
 
@@ -62,8 +63,7 @@ def least_trusted(*origins: Origin) -> Origin:
     return next((o for o in origins if o is not Origin.USER), Origin.USER)
 
 
-@dataclass(frozen=True)
-class Clearance:
+class Clearance(msgspec.Struct, frozen=True):
     """What the guard needs to know about one command: its origin, and who (if anyone)
     approved running it outside containment."""
 

@@ -9,14 +9,14 @@ shell, ``$SHELL`` and the terminal play no part.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cache
+
+import msgspec
 
 from tidegate.errors import CapabilityMismatch
 
 
-@dataclass(frozen=True)
-class Interpreter:
+class Interpreter(msgspec.Struct, frozen=True):
     """An executable that takes a command string after a fixed argument prefix."""
 
     executable: str

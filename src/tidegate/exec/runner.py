@@ -29,9 +29,10 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+import msgspec
 
 from tidegate.disk import faults
 from tidegate.errors import UsageError
@@ -58,8 +59,7 @@ class CwdRefused(UsageError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(msgspec.Struct, frozen=True):
     argv: list[str]
     """The interpreter argv (without the containment launcher)."""
     exit_code: int | None
@@ -74,7 +74,7 @@ class CommandResult:
     """The tail is not the whole of stdout."""
     stderr_truncated: bool
     cancelled: bool = False
-    containment: ContainmentReport = field(
+    containment: ContainmentReport = msgspec.field(
         default_factory=lambda: uncontained("containment not requested")
     )
     stop_reason: StopReason | None = None

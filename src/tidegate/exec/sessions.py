@@ -20,9 +20,10 @@ import subprocess
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+import msgspec
 
 from tidegate.exec.containment import ContainmentPolicy, ContainmentReport, launch
 from tidegate.exec.environment import command_environment, without_secrets
@@ -34,9 +35,8 @@ SETTLE_S = 0.05
 _STDIN_TIMEOUT_S = 2.0
 
 
-@dataclass
-class _Buffer:
-    data: bytearray = field(default_factory=bytearray)
+class _Buffer(msgspec.Struct):
+    data: bytearray = msgspec.field(default_factory=bytearray)
     dropped: int = 0
     closed: bool = False
 
@@ -58,8 +58,7 @@ class _Buffer:
         return out, dropped, len(self.data)
 
 
-@dataclass
-class SessionRead:
+class SessionRead(msgspec.Struct):
     stdout: str
     stderr: str
     dropped_bytes: int
@@ -68,17 +67,16 @@ class SessionRead:
     exit_code: int | None
 
 
-@dataclass
-class Session:
+class Session(msgspec.Struct):
     session_id: str
     command: str
     proc: subprocess.Popen[bytes]
     containment: ContainmentReport
     stack: ExitStack
-    out: _Buffer = field(default_factory=_Buffer)
-    err: _Buffer = field(default_factory=_Buffer)
-    changed: threading.Condition = field(default_factory=threading.Condition)
-    threads: list[threading.Thread] = field(default_factory=list)
+    out: _Buffer = msgspec.field(default_factory=_Buffer)
+    err: _Buffer = msgspec.field(default_factory=_Buffer)
+    changed: threading.Condition = msgspec.field(default_factory=threading.Condition)
+    threads: list[threading.Thread] = msgspec.field(default_factory=list)
 
     @property
     def running(self) -> bool:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from tidegate.store.checkpoints import ChainHead, Checkpoint
 from tidegate.store.rows import StoredRun, StoredToolCall
@@ -23,15 +24,13 @@ MAX_TEXT = 4096
 """Longest string attribute kept (the effects' JSON, a phase's detail); longer is cut."""
 
 
-@dataclass
-class SpanEvent:
+class SpanEvent(msgspec.Struct):
     name: str
     at_ms: int
-    attributes: dict[str, Attribute] = field(default_factory=dict)
+    attributes: dict[str, Attribute] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class SpanRecord:
+class SpanRecord(msgspec.Struct):
     key: str
     """Stable within the run (``run``, ``attempt:1``, ``tool:a1.plan.g1`` ...)."""
     parent: str | None
@@ -39,14 +38,13 @@ class SpanRecord:
     start_ms: int
     end_ms: int | None = None
     kind: Kind = "internal"
-    attributes: dict[str, Attribute] = field(default_factory=dict)
-    events: list[SpanEvent] = field(default_factory=list)
+    attributes: dict[str, Attribute] = msgspec.field(default_factory=dict)
+    events: list[SpanEvent] = msgspec.field(default_factory=list)
     status: Status = "unset"
     status_message: str = ""
 
 
-@dataclass(frozen=True)
-class RunRecords:
+class RunRecords(msgspec.Struct, frozen=True):
     """What the store holds of one run, as its record readers return it."""
 
     run: StoredRun

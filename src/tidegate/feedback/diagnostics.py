@@ -8,10 +8,11 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Literal
+
+import msgspec
 
 from tidegate.errors import ErrorClass
 
@@ -24,8 +25,7 @@ _EXTERNAL_SEGMENTS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(msgspec.Struct, frozen=True):
     """One problem a tool reported.
 
     ``path`` is relative to the shadow root when the file is inside it (as the tool printed
@@ -56,8 +56,7 @@ class Diagnostic:
         return self.path if self.line is None else f"{self.path}:{self.line}"
 
 
-@dataclass(frozen=True)
-class ParseContext:
+class ParseContext(msgspec.Struct, frozen=True, dict=True):
     """What parsers know besides the text: the shadow root, the command and its exit code."""
 
     root: Path | None = None
@@ -161,18 +160,17 @@ def clean_text(text: str) -> str:
     return normalise_newlines(strip_ansi(text))
 
 
-@dataclass
-class Diagnosis:
+class Diagnosis(msgspec.Struct):
     error_class: ErrorClass
     summary: str
-    failing_tests: list[str] = field(default_factory=list)
-    locations: list[str] = field(default_factory=list)
+    failing_tests: list[str] = msgspec.field(default_factory=list)
+    locations: list[str] = msgspec.field(default_factory=list)
     """``path:line: message`` of the first error locations."""
     feedback: str = ""
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = msgspec.field(default_factory=list)
+    tools: list[str] = msgspec.field(default_factory=list)
     """The tools whose output was recognised, in order of first diagnostic."""
-    files_involved: list[str] = field(default_factory=list)
+    files_involved: list[str] = msgspec.field(default_factory=list)
     """Project files the diagnostics name (relative to the shadow root), most relevant
     first: what the next attempt's context can be narrowed to."""
     command: str = ""

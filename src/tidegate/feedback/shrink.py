@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.feedback.diagnostics import Diagnostic, ParseContext
 
@@ -84,12 +85,11 @@ def render_excerpt(content: bytes, line: int, context: int = EXCERPT_CONTEXT) ->
 # --- grouping -----------------------------------------------------------------------------
 
 
-@dataclass
-class DiagnosticGroup:
+class DiagnosticGroup(msgspec.Struct):
     """Identical diagnostics (same tool, code, message and detail) at several places."""
 
     first: Diagnostic
-    others: list[Diagnostic] = field(default_factory=list)
+    others: list[Diagnostic] = msgspec.field(default_factory=list)
 
     @property
     def count(self) -> int:

@@ -7,7 +7,6 @@ import copy
 import hashlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from tidegate.disk.faults import maybe_crash
@@ -37,25 +36,32 @@ from tidegate.records.report import AttemptEvent, FlowReport, PhaseEvent
 from tidegate.records.request import RunRequest
 
 
-@dataclass
 class Driver:
-    """Runs the attempts of one execution of a run and keeps its durable record."""
+    """Runs the attempts of one execution of a run and keeps its durable record.
+    ``last_saved``: the state of the last durable checkpoint, what a pause resumes from.
+    ``failed``: the failed attempts of this execution (one a repeated proposal points back
+    to decides the run)."""
 
-    state: RunState
-    recorder: RunRecorder | None
-    started: float
-    events: list[PhaseEvent] = field(default_factory=list)
-    loop: LoopState = field(default_factory=LoopState)
-    inputs: RunInputs | None = None
-    last_saved: dict[str, Any] | None = None
-    """The state of the last durable checkpoint: what a pause resumes from."""
-    failed: dict[int, AttemptState] = field(default_factory=dict)
-    """The failed attempts of this execution: one a repeated proposal points back to
-    decides the run."""
-    blobs: RunBlobs = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.blobs = RunBlobs(self.state.repo, self.state.run_id)
+    def __init__(
+        self,
+        state: RunState,
+        recorder: RunRecorder | None,
+        started: float,
+        *,
+        events: list[PhaseEvent] | None = None,
+        loop: LoopState | None = None,
+        inputs: RunInputs | None = None,
+        last_saved: dict[str, Any] | None = None,
+    ) -> None:
+        self.state = state
+        self.recorder = recorder
+        self.started = started
+        self.events: list[PhaseEvent] = [] if events is None else events
+        self.loop = LoopState() if loop is None else loop
+        self.inputs = inputs
+        self.last_saved = last_saved
+        self.failed: dict[int, AttemptState] = {}
+        self.blobs = RunBlobs(state.repo, state.run_id)
 
     # -- the record ---------------------------------------------------------------------
 

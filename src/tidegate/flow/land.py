@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 import tempfile
 from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.flow.headstart import new_run_id
@@ -45,8 +46,7 @@ _SCAN = 200
 """How many of the newest runs are looked at to find the one a command means by default."""
 
 
-@dataclass
-class Landing:
+class Landing(msgspec.Struct):
     """What ``apply``, ``discard`` or ``undo`` did to one run."""
 
     run_id: str
@@ -54,12 +54,12 @@ class Landing:
     """``applied``, ``discarded``, ``undone``; ``conflict`` or ``failed``: nothing changed
     (unless ``journal_kept``)."""
     message: str
-    written: list[str] = field(default_factory=list)
+    written: list[str] = msgspec.field(default_factory=list)
     """Every path written, deletions included."""
-    deleted: list[str] = field(default_factory=list)
-    merged: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    rejects: list[str] = field(default_factory=list)
+    deleted: list[str] = msgspec.field(default_factory=list)
+    merged: list[str] = msgspec.field(default_factory=list)
+    unchanged: list[str] = msgspec.field(default_factory=list)
+    rejects: list[str] = msgspec.field(default_factory=list)
     rejects_dir: str | None = None
     by_run: str | None = None
     """The run that verified and landed a subset (``apply --only/--exclude``)."""
@@ -68,7 +68,7 @@ class Landing:
     exit_code: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "report"}
+        out = {k: v for k, v in msgspec.structs.asdict(self).items() if k != "report"}
         out["report"] = None if self.report is None else self.report.model_dump(mode="json")
         return out
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import time
 
+from msgspec.structs import asdict
+
 from tidegate.errors import ErrorClass, PersistenceError, PhaseError
 from tidegate.flow.pipeline import RunRecorder, deferred_interrupts
 from tidegate.flow.state import AttemptState, RunState
@@ -101,7 +103,7 @@ def run_report(
         applied_files=state.applied_files,
         rejects=state.rejects,
         rejects_dir=str(state.rejects_dir) if state.rejects_dir else None,
-        findings=[FindingOut(**f.__dict__) for f in state.findings],
+        findings=[FindingOut(**asdict(f)) for f in state.findings],
         feedback=state.feedback,
         verify=verify,
         containment=state.containment,

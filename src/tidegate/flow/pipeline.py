@@ -13,8 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Protocol
+
+import msgspec
 
 from tidegate.disk.faults import maybe_crash
 from tidegate.errors import ErrorClass, PhaseError
@@ -69,15 +70,14 @@ class RunRecorder(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ResumePoint:
+class ResumePoint(msgspec.Struct, frozen=True):
     """Where an attempt picks up: the phases that finished before, the failure if one
     happened, and the phases to run again because their effect did not survive (APPLY's
     shadow is rebuilt from T0 on resume)."""
 
     completed: tuple[str, ...] = ()
     failed: PhaseError | None = None
-    redo: frozenset[str] = field(default_factory=frozenset)
+    redo: frozenset[str] = msgspec.field(default_factory=frozenset)
 
     def skips(self, phase: Phase) -> bool:
         return phase.value in self.completed and phase.value not in self.redo

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.flow.progress_inputs import RunBlobs, RunInputs, canonical_json
 from tidegate.flow.state import RunState
@@ -40,8 +41,7 @@ from tidegate.text.floats import encode_floats
 STATE_FORMAT = "tidegate.engine/1"
 
 
-@dataclass
-class LoopState:
+class LoopState(msgspec.Struct):
     """The retry loop's memory between attempts."""
 
     previous_condition: str | None = None
@@ -190,7 +190,7 @@ def _run_json(state: RunState, events: Sequence[PhaseEvent]) -> dict[str, object
         "attempt_events": [e.model_dump(mode="json") for e in state.attempt_events],
         "feedback": list(state.feedback),
         "focus_files": list(state.focus_files),
-        "findings": [dict(f.__dict__) for f in state.findings],
+        "findings": [msgspec.structs.asdict(f) for f in state.findings],
         "notes": list(state.notes),
         "context_files": dict(state.context_files),
         "applied_files": [f.model_dump(mode="json") for f in state.applied_files],

@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.config.records import TidegateConfig
 from tidegate.errors import UsageError
@@ -113,8 +114,7 @@ def config_sha256(config: TidegateConfig) -> str:
     return sha256_hex(canonical_json(config.model_dump(mode="json", by_alias=True)))
 
 
-@dataclass(frozen=True)
-class RunInputs:
+class RunInputs(msgspec.Struct, frozen=True):
     """What a resume must find unchanged, captured when the run started."""
 
     fingerprint: Mapping[str, str | None]
@@ -122,7 +122,7 @@ class RunInputs:
     request: Mapping[str, str]
     planner_sha256: str
     config_sha256: str
-    model_hashes: Mapping[str, str | None] = field(
+    model_hashes: Mapping[str, str | None] = msgspec.field(
         default_factory=lambda: dict.fromkeys(MODEL_HASHES)
     )
 

@@ -7,9 +7,10 @@ import base64
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.exec.runner import CommandResult
@@ -39,8 +40,7 @@ def proposal_from_json(data: Mapping[str, Any]) -> Proposal:
     )
 
 
-@dataclass(frozen=True)
-class Restored:
+class Restored(msgspec.Struct, frozen=True):
     events: list[PhaseEvent]
     loop: LoopState
     resume: ResumePoint | None

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import errno
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+import msgspec
 
 from tidegate.errors import GitError
 from tidegate.flow.headstart import new_run_id
@@ -32,20 +33,19 @@ from tidegate.workspace.repo import Repository, discover
 from tidegate.workspace.shadow.leftovers import remove_leftovers
 
 
-@dataclass
-class RecoverySummary:
+class RecoverySummary(msgspec.Struct):
     repo: str
-    journals: list[RecoveryReport] = field(default_factory=list)
-    removed_shadows: list[str] = field(default_factory=list)
-    removed_scratch: list[str] = field(default_factory=list)
-    removed_copies: list[str] = field(default_factory=list)
+    journals: list[RecoveryReport] = msgspec.field(default_factory=list)
+    removed_shadows: list[str] = msgspec.field(default_factory=list)
+    removed_scratch: list[str] = msgspec.field(default_factory=list)
+    removed_copies: list[str] = msgspec.field(default_factory=list)
     """Sub-agent copies of dead processes, removed from the OS temp dir."""
-    removed_sandboxes: list[str] = field(default_factory=list)
+    removed_sandboxes: list[str] = msgspec.field(default_factory=list)
     """Containment's private directories of dead commands, removed from the OS temp dir."""
-    killed_groups: list[int] = field(default_factory=list)
+    killed_groups: list[int] = msgspec.field(default_factory=list)
     """Process groups a dead tidegate process left running (its uncontained commands),
     killed (``exec.groups``)."""
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -55,7 +55,8 @@ class RecoverySummary:
         return {
             "repo": self.repo,
             "journals": [
-                {**j.__dict__, "kept": [k.__dict__ for k in j.kept]} for j in self.journals
+                {**msgspec.structs.asdict(j), "kept": [msgspec.structs.asdict(k) for k in j.kept]}
+                for j in self.journals
             ],
             "removed_shadows": self.removed_shadows,
             "removed_scratch": self.removed_scratch,

@@ -20,13 +20,14 @@ would) and then finds every path already holding the change, so nothing is writt
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.config import load_policy
 from tidegate.config.records import LoadedConfig
@@ -106,7 +107,7 @@ def resume_run(
             started,
             events=restored.events,
             loop=restored.loop,
-            inputs=dataclasses.replace(run.inputs, fingerprint=current),
+            inputs=msgspec.structs.replace(run.inputs, fingerprint=current),
             last_saved=dict(saved),
         )
         begin = _begin_resumed(ticket, recorder, driver, shadow)
@@ -123,8 +124,7 @@ def resume_run(
         lock.release()
 
 
-@dataclasses.dataclass(frozen=True)
-class _Inputs:
+class _Inputs(msgspec.Struct, frozen=True):
     """What a checkpoint's run was started on, found unchanged, and the planner built
     from it again."""
 

@@ -18,9 +18,10 @@ undo bytes by ``[retention] undo_max_days/undo_max_bytes``.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.config import load_config
 from tidegate.config.records import RetentionConfig
@@ -99,28 +100,27 @@ def retention_plan(
     return plan
 
 
-@dataclass
-class GcSummary:
+class GcSummary(msgspec.Struct):
     repo: str
     dry_run: bool
     runs_kept: int = 0
-    runs_folded: list[str] = field(default_factory=list)
-    runs_pruned: list[str] = field(default_factory=list)
+    runs_folded: list[str] = msgspec.field(default_factory=list)
+    runs_pruned: list[str] = msgspec.field(default_factory=list)
     refs_deleted: int = 0
     refs_left: int = 0
     """Refs under ``refs/tidegate/`` after gc (the keep ref, live and paused runs')."""
-    removed_shadows: list[str] = field(default_factory=list)
-    removed_scratch: list[str] = field(default_factory=list)
-    removed_sandboxes: list[str] = field(default_factory=list)
-    killed_groups: list[int] = field(default_factory=list)
-    removed_copies: list[str] = field(default_factory=list)
-    removed_pool: list[str] = field(default_factory=list)
+    removed_shadows: list[str] = msgspec.field(default_factory=list)
+    removed_scratch: list[str] = msgspec.field(default_factory=list)
+    removed_sandboxes: list[str] = msgspec.field(default_factory=list)
+    killed_groups: list[int] = msgspec.field(default_factory=list)
+    removed_copies: list[str] = msgspec.field(default_factory=list)
+    removed_pool: list[str] = msgspec.field(default_factory=list)
     undo_bytes_freed: int | None = 0
     """None with ``dry_run``: the undo byte store is only pruned for real."""
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
 
 
 def collect(repo_path: Path, store: RunStore, dry_run: bool = False) -> GcSummary:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.config.records import TidegateConfig
 from tidegate.errors import PhaseError
@@ -58,13 +59,12 @@ class ShadowTreeView:
         return why_missing(self.root, path)
 
 
-@dataclass
-class AttemptState:
+class AttemptState(msgspec.Struct):
     number: int
     plan: Plan | None = None
     proposal: Proposal | None = None
     candidate_tree: str | None = None
-    changes: list[PathChange] = field(default_factory=list)
+    changes: list[PathChange] = msgspec.field(default_factory=list)
     verify: CommandResult | None = None
     diagnosis: Diagnosis | None = None
     error: PhaseError | None = None
@@ -74,8 +74,7 @@ class AttemptState:
     """APPLY_BACK's work-tree forms of ``changes`` (not checkpointed: recomputed if absent)."""
 
 
-@dataclass
-class RunState:
+class RunState(msgspec.Struct):
     request: RunRequest
     run_id: str
     repo: Repository
@@ -85,19 +84,19 @@ class RunState:
     planner: Planner
     scratch: Path
     config: TidegateConfig
-    attempt: AttemptState = field(default_factory=lambda: AttemptState(0))
-    context_files: dict[str, str] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
-    feedback: list[str] = field(default_factory=list)
+    attempt: AttemptState = msgspec.field(default_factory=lambda: AttemptState(0))
+    context_files: dict[str, str] = msgspec.field(default_factory=dict)
+    findings: list[Finding] = msgspec.field(default_factory=list)
+    feedback: list[str] = msgspec.field(default_factory=list)
     focus_files: tuple[str, ...] = ()
     """Files the last failure points at: the next attempt's context narrows to them."""
-    failed_proposals: dict[str, int] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    attempt_events: list[AttemptEvent] = field(default_factory=list)
+    failed_proposals: dict[str, int] = msgspec.field(default_factory=dict)
+    notes: list[str] = msgspec.field(default_factory=list)
+    attempt_events: list[AttemptEvent] = msgspec.field(default_factory=list)
     diff: str = ""
-    changed_files: list[ChangedFile] = field(default_factory=list)
-    applied_files: list[AppliedFile] = field(default_factory=list)
-    rejects: list[str] = field(default_factory=list)
+    changed_files: list[ChangedFile] = msgspec.field(default_factory=list)
+    applied_files: list[AppliedFile] = msgspec.field(default_factory=list)
+    rejects: list[str] = msgspec.field(default_factory=list)
     rejects_dir: Path | None = None
     landed_seen: int | None = None
     """How many landings the work tree had seen when T0 was taken (``workspace.landed``);

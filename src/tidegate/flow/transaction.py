@@ -21,9 +21,10 @@ import contextlib
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.config import load_policy
 from tidegate.config.records import LoadedConfig, TidegateConfig
@@ -138,8 +139,7 @@ def _execute(
     return _run_locked(boot, head, loaded, policy, lock, observer)
 
 
-@dataclass
-class _Bootstrap:
+class _Bootstrap(msgspec.Struct):
     """What a run starts with, and the report of a bootstrap that failed."""
 
     request: RunRequest
@@ -158,8 +158,7 @@ class _Bootstrap:
         return finish_report(self.recorder, report.model_copy(update=self.judged))
 
 
-@dataclass
-class _Held:
+class _Held(msgspec.Struct):
     """What the run holds while it runs, released in reverse order when it ends (the run
     lock last)."""
 
@@ -167,7 +166,7 @@ class _Held:
     run_id: str
     lock: RunLock
     keep_shadow: bool
-    kept: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    kept: contextlib.ExitStack = msgspec.field(default_factory=contextlib.ExitStack)
     scratch: Path | None = None
     shadow: ShadowWorktree | None = None
     warm: PoolCleaning | None = None

@@ -10,9 +10,10 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+import msgspec
 
 from tidegate.errors import GitError
 from tidegate.git.env import _SAFETY_CONFIG, scrubbed_env
@@ -54,8 +55,7 @@ def run_group(
     return proc.returncode, stdout, stderr
 
 
-@dataclass(frozen=True)
-class GitResult:
+class GitResult(msgspec.Struct, frozen=True):
     argv: list[str]
     returncode: int
     stdout: bytes

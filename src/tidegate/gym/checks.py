@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.containment import policy_for

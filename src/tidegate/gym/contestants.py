@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.exec.guard import Origin
@@ -17,8 +18,7 @@ from tidegate.flow.request import absolute_script
 from tidegate.gym.scenarios import script_text
 
 
-@dataclass(frozen=True)
-class Contestant:
+class Contestant(msgspec.Struct, frozen=True):
     spec: str
     planner: str = "structured"
     model: str | None = None

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+import msgspec
 
 UNMEASURED = "unmeasured"
 FIGURES = (
@@ -49,8 +50,7 @@ FIGURES = (
 _PRE_VERIFY = {"VALIDATE", "AST_VALIDATE", "APPLY", "PATCH"}
 
 
-@dataclass(frozen=True)
-class Unmeasured:
+class Unmeasured(msgspec.Struct, frozen=True):
     """A figure the runner could not observe, and why."""
 
     reason: str

@@ -28,9 +28,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from tidegate.disk.linksafe import DIR_FLAGS, entry_mode, held_lock, opened_dir, replace_file
 from tidegate.errors import CapabilityMismatch, UsageError
@@ -110,8 +112,7 @@ def find_uv() -> str | None:
         return None if head.read(2) == b"#!" else os.path.realpath(found)
 
 
-@dataclass(frozen=True)
-class EnvSpec:
+class EnvSpec(msgspec.Struct, frozen=True):
     python: str | None
     """A version (``3.11``) or an interpreter's path; None: the first Python uv finds."""
     packages: tuple[str, ...]
@@ -165,8 +166,7 @@ def env_spec(instance: Instance, spec: RunSpec) -> EnvSpec:
     )
 
 
-@dataclass(frozen=True)
-class Environment:
+class Environment(msgspec.Struct, frozen=True):
     root: Path
     python: str
     testbed: Path

@@ -26,9 +26,11 @@ import re
 import shlex
 import shutil
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from tidegate.exec.containment import policy_for
 from tidegate.exec.guard import Clearance
@@ -79,8 +81,7 @@ _PROBE = (
 )
 
 
-@dataclass
-class Graded:
+class Graded(msgspec.Struct):
     """One prediction's grade: swebench's ``report.json`` fields and tidegate's."""
 
     instance_id: str
@@ -89,8 +90,8 @@ class Graded:
     patch_exists: bool = False
     applied: bool = False
     tests: dict[str, Any] | None = None
-    undone: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    undone: list[str] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     time_s: float = 0.0
     test_time_s: float = 0.0
     log: str | None = None

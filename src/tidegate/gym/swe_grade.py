@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 START = ">>>>> Start Test Output"
 END = ">>>>> End Test Output"
@@ -231,8 +232,7 @@ def _failed(test: str, statuses: StatusMap) -> bool:
     return key is None or statuses[key] in (FAILED, ERROR, SKIPPED)
 
 
-@dataclass(frozen=True)
-class TestsStatus:
+class TestsStatus(msgspec.Struct, frozen=True):
     """swebench's ``tests_status``: each list's tests that succeeded and failed."""
 
     fail_to_pass: tuple[tuple[str, ...], tuple[str, ...]]

@@ -4,17 +4,17 @@ local mirror an instance's repository is cloned from."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.gym.places import check_plain_name
 from tidegate.text.jsonparse import parse_json
 
 
-@dataclass(frozen=True)
-class Instance:
+class Instance(msgspec.Struct, frozen=True):
     instance_id: str
     repo: str
     base_commit: str
@@ -23,7 +23,7 @@ class Instance:
     test_patch: str
     fail_to_pass: tuple[str, ...]
     pass_to_pass: tuple[str, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     requirements: tuple[str, ...] | None = None
     """tidegate's extension: what the gym installs into the instance's own venv."""
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.gym.swe_grade import PARSERS
@@ -65,8 +66,7 @@ PYTEST_CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyp
 of them is undone before grading."""
 
 
-@dataclass(frozen=True)
-class RunSpec:
+class RunSpec(msgspec.Struct, frozen=True):
     """How one instance's tests run and are read."""
 
     test_cmd: str

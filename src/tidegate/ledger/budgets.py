@@ -19,13 +19,12 @@ Evidence is compared by fingerprint, so recording the same result again does not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.ledger.model import Item, ItemStatus, LogEntry, Route, TaskState
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(msgspec.Struct, frozen=True):
     per_item: int
     loop: int | None
 

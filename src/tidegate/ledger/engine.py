@@ -11,8 +11,9 @@ condition) or blocked (conflict, lock, budget, or the same failure again).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.errors import ErrorClass, UsageError
 from tidegate.flow.pipeline import PhaseObserver
@@ -36,8 +37,7 @@ from tidegate.store import StoreRecorder, open_run_store
 from tidegate.workspace.repo import discover
 
 
-@dataclass(frozen=True)
-class RunOptions:
+class RunOptions(msgspec.Struct, frozen=True):
     repo: Path
     planner: str = "structured"
     verify: str | None = None
@@ -59,8 +59,7 @@ class RunOptions:
     uncontained where bubblewrap is unusable; without it the guard refuses it."""
 
 
-@dataclass(frozen=True)
-class ItemRun:
+class ItemRun(msgspec.Struct, frozen=True):
     item: str | None
     outcome: Outcome
     report: FlowReport | None = None

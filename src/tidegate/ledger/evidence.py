@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
+
+import msgspec
 
 from tidegate.ledger.claims import quotes_agent
 from tidegate.ledger.errors import EvidenceRejected
@@ -59,8 +60,7 @@ _DURATION = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Draft:
+class Draft(msgspec.Struct, frozen=True):
     """Evidence checked and ready to record (the ledger gives it an id and an attempt)."""
 
     kind: EvidenceKind

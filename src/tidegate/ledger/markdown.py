@@ -10,7 +10,8 @@ everything a person added around them survives.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.ledger.errors import LedgerFormatError
 
@@ -24,20 +25,18 @@ _CHECK = re.compile(r"^(?P<prefix>\s*[-*+]\s+)\[(?P<mark>[ xX])\](?P<sep>\s+)(?P
 _SEPARATOR_CELL = re.compile(r"^:?-{3,}:?$")
 
 
-@dataclass(frozen=True)
-class Fence:
+class Fence(msgspec.Struct, frozen=True):
     open: int
     close: int | None
     info: str
 
 
-@dataclass
-class TextFile:
+class TextFile(msgspec.Struct):
     name: str
     lines: list[str]
     endings: list[str]
-    fences: list[Fence] = field(default_factory=list)
-    _fenced: set[int] = field(default_factory=set)
+    fences: list[Fence] = msgspec.field(default_factory=list)
+    _fenced: set[int] = msgspec.field(default_factory=set)
 
     @classmethod
     def parse(cls, name: str, data: bytes) -> TextFile:
@@ -174,8 +173,7 @@ class TextFile:
         return len(self.lines)
 
 
-@dataclass
-class KeyLine:
+class KeyLine(msgspec.Struct):
     index: int
     key: str
     value: str
@@ -211,8 +209,7 @@ def key_lines(file: TextFile, keys: set[str], end: int) -> dict[str, KeyLine]:
     return found
 
 
-@dataclass
-class Table:
+class Table(msgspec.Struct):
     header: int
     columns: list[str]
     """Column names, stripped and lower-cased."""
@@ -328,8 +325,7 @@ def make_row(values: list[str]) -> str:
     return "| " + " | ".join(escape_cell(v) for v in values) + " |"
 
 
-@dataclass
-class Check:
+class Check(msgspec.Struct):
     index: int
     closed: bool
     text: str

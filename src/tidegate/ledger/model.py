@@ -7,8 +7,9 @@ changes, and hands to the renderer. A record that came from a file carries its 1
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
+
+import msgspec
 
 
 class Route(StrEnum):
@@ -82,8 +83,7 @@ CHECK_KINDS = frozenset({EvidenceKind.COMMAND, EvidenceKind.RUN})
 """Evidence that something was actually executed (a micro-gate on high and epic)."""
 
 
-@dataclass
-class Blocker:
+class Blocker(msgspec.Struct):
     kind: BlockerKind
     text: str
 
@@ -91,15 +91,14 @@ class Blocker:
         return f"{self.kind.value}: {self.text}"
 
 
-@dataclass
-class Item:
+class Item(msgspec.Struct):
     id: str
     title: str
     status: ItemStatus
     assignee: str | None = None
     retries: int = 0
     blocker: Blocker | None = None
-    evidence: list[str] = field(default_factory=list)
+    evidence: list[str] = msgspec.field(default_factory=list)
     required: bool = True
     gate: Gate | None = None
     milestone: str | None = None
@@ -111,8 +110,7 @@ class Item:
         return self.retries + 1
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(msgspec.Struct, frozen=True):
     id: str
     item: str
     attempt: int
@@ -129,8 +127,7 @@ class Evidence:
         return int(self.id.removeprefix("E-"))
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(msgspec.Struct, frozen=True):
     """One ``D-N`` decision or ``F-N`` failure line of implementation-notes.md."""
 
     number: int
@@ -144,8 +141,7 @@ class LogEntry:
         return self.fields.get(key)
 
 
-@dataclass
-class CheckEntry:
+class CheckEntry(msgspec.Struct):
     """A ``- [ ] text`` line of a checkpoint checklist."""
 
     text: str
@@ -153,8 +149,7 @@ class CheckEntry:
     line: int = 0
 
 
-@dataclass
-class Checkpoint:
+class Checkpoint(msgspec.Struct):
     route: Route
     stage: str
     stage_status: StageStatus
@@ -162,14 +157,13 @@ class Checkpoint:
     next_action: str = ""
     latest_evidence: str | None = None
     updated: str = ""
-    conditions: list[CheckEntry] = field(default_factory=list)
-    triggers: list[CheckEntry] = field(default_factory=list)
-    key_lines: dict[str, int] = field(default_factory=dict)
+    conditions: list[CheckEntry] = msgspec.field(default_factory=list)
+    triggers: list[CheckEntry] = msgspec.field(default_factory=list)
+    key_lines: dict[str, int] = msgspec.field(default_factory=dict)
     """1-based line of each key read from the file (for errors found across files)."""
 
 
-@dataclass(frozen=True)
-class PlanSection:
+class PlanSection(msgspec.Struct, frozen=True):
     """The part of plan.md (or brief.md) that describes one item."""
 
     item: str
@@ -181,15 +175,13 @@ class PlanSection:
     depends_on: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ReviewReport:
+class ReviewReport(msgspec.Struct, frozen=True):
     verdict: Verdict
     refs: tuple[str, ...]
     verdict_line: int
 
 
-@dataclass
-class TaskState:
+class TaskState(msgspec.Struct):
     """Everything one command needs: parsed from the files, changed in memory, rendered."""
 
     checkpoint: Checkpoint
@@ -205,7 +197,7 @@ class TaskState:
     review: ReviewReport | None = None
     milestones: tuple[str, ...] = ()
     has_gate_column: bool = True
-    ship_summary: list[str] = field(default_factory=list)
+    ship_summary: list[str] = msgspec.field(default_factory=list)
     """Lines for the ship summary section (set by ``ship`` only)."""
 
     @property

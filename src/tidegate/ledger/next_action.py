@@ -13,8 +13,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from tidegate.ledger.model import Item, ItemStatus, Route, StageStatus, TaskState, Verdict
 from tidegate.ledger.routes import (
@@ -41,8 +42,7 @@ STOPS = frozenset({"blocked", "decide", "promote", "review", "shipped"})
 """Actions that need a person (or are the end): ``ledger run`` stops at them."""
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(msgspec.Struct, frozen=True):
     kind: ActionKind
     item: str | None
     text: str

@@ -8,8 +8,9 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.exec.guard import Clearance
@@ -49,8 +50,7 @@ from tidegate.ledger.transitions import Change
 TASK_FILES = (CHECKPOINT, LEDGER, NOTES, PLAN, REVIEW, BRIEF, ROADMAP)
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     lines: list[str]
     action: Action | None = None
     exit_code: int = 0

@@ -11,9 +11,10 @@ ledger does not record yet. The fault point ``ledger.between_writes`` (inert unl
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+import msgspec
 
 from tidegate.disk.faults import maybe_crash
 from tidegate.errors import UsageError
@@ -40,14 +41,13 @@ from tidegate.ledger.routes import (
 FAULT_BETWEEN_WRITES = "ledger.between_writes"
 
 
-@dataclass
-class Task:
+class Task(msgspec.Struct):
     dir: Path
     state: TaskState
     files: dict[str, TextFile]
     original_items: dict[str, Item]
     original_checkpoint: Checkpoint
-    create: dict[str, str] = field(default_factory=dict)
+    create: dict[str, str] = msgspec.field(default_factory=dict)
     """Files to create on save (a route change can require new ones)."""
 
 

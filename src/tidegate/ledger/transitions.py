@@ -17,7 +17,7 @@ here; requeue, block, discard and the route change are in ``tidegate.ledger.setb
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.ledger.errors import TransitionRefused
 from tidegate.ledger.evidence import Draft
@@ -54,8 +54,7 @@ EDGES: dict[ItemStatus, dict[ItemStatus, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(msgspec.Struct, frozen=True):
     message: str
     stopped: bool = False
     """The command ended somewhere other than asked (a gate or a budget blocked the item):

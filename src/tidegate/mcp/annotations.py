@@ -24,8 +24,7 @@ The hints, per tool:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 from mcp_types import ToolAnnotations
 
 from tidegate.tools.catalog import ToolSpec
@@ -34,8 +33,7 @@ from tidegate.tools.policy import EXECUTABLE, NETWORKED, PolicyContext
 _STATEFUL = frozenset({"write", "state_version", "plan"})
 
 
-@dataclass(frozen=True)
-class Traits:
+class Traits(msgspec.Struct, frozen=True):
     """What a tool does, as the hints need it."""
 
     writes: bool

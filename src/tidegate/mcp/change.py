@@ -11,9 +11,10 @@ approval under the ``strict`` profile.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.mcp.annotations import Traits
 
@@ -45,8 +46,7 @@ TRAITS = Traits(writes=True, keeps_state=True, runs_code=True, networked=False)
 """It merges into the work tree, records a run and runs the client's verify command."""
 
 
-@dataclass(frozen=True)
-class ChangeTool:
+class ChangeTool(msgspec.Struct, frozen=True):
     workspace: Path
     state_root: str | None
     mode: str

@@ -9,14 +9,14 @@ A model not listed here gets conservative defaults labelled ``default`` in the i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TypeVar
+
+import msgspec
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     context_window: int
     max_output_tokens: int
 

@@ -19,8 +19,9 @@ provider cannot give.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from tidegate.models.errors import InvalidModelRequest
 from tidegate.models.messages import (
@@ -41,8 +42,7 @@ def _sha256(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class ModelRequest:
+class ModelRequest(msgspec.Struct, frozen=True):
     """Everything one model call needs; nothing is assumed to live on the provider.
 
     ``messages`` must end with the user's turn (a ``UserMessage`` or the ``ToolResult``s

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
 
 from tidegate.models.errors import MalformedModelOutput
 from tidegate.models.messages import AssistantMessage, ToolCall
@@ -43,8 +44,7 @@ class StopReason(StrEnum):
     CONTEXT_WINDOW = "context_window"
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True):
     """Tokens of one response. ``input_tokens`` includes cached and cache-written tokens.
 
     ``exact`` is False when the provider reported nothing and the numbers are tidegate's
@@ -58,8 +58,7 @@ class Usage:
     exact: bool = True
 
 
-@dataclass(frozen=True)
-class ModelResponse:
+class ModelResponse(msgspec.Struct, frozen=True):
     text: str
     tool_calls: tuple[ToolCall, ...]
     usage: Usage
@@ -72,50 +71,43 @@ class ModelResponse:
         return AssistantMessage(text=self.text, tool_calls=self.tool_calls)
 
 
-@dataclass(frozen=True)
-class TextDelta:
+class TextDelta(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "text_delta"
     text: str
 
 
-@dataclass(frozen=True)
-class ToolCallStarted:
+class ToolCallStarted(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "tool_call_started"
     index: int
     id: str
     name: str
 
 
-@dataclass(frozen=True)
-class ToolCallDelta:
+class ToolCallDelta(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "tool_call_delta"
     index: int
     id: str
     fragment: str
 
 
-@dataclass(frozen=True)
-class ToolCallCompleted:
+class ToolCallCompleted(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "tool_call_completed"
     index: int
     call: ToolCall
 
 
-@dataclass(frozen=True)
-class UsageReported:
+class UsageReported(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "usage"
     usage: Usage
 
 
-@dataclass(frozen=True)
-class Stopped:
+class Stopped(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "stopped"
     reason: StopReason
     raw: str
 
 
-@dataclass(frozen=True)
-class Finished:
+class Finished(msgspec.Struct, frozen=True):
     kind: ClassVar[str] = "finished"
     response: ModelResponse
 
@@ -131,12 +123,11 @@ ModelEvent = (
 )
 
 
-@dataclass
-class _PendingCall:
+class _PendingCall(msgspec.Struct):
     index: int
     id: str | None = None
     name: str | None = None
-    fragments: list[str] = field(default_factory=list)
+    fragments: list[str] = msgspec.field(default_factory=list)
     started: bool = False
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 
 def canonical_json(value: object) -> str:
@@ -18,20 +19,18 @@ def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(msgspec.Struct, frozen=True):
     """A tool the model may call: tidegate's name (dots allowed), a description and a JSON
     schema for its arguments. Adapters map the name to what the provider accepts."""
 
     name: str
     description: str
-    input_schema: Mapping[str, Any] = field(
+    input_schema: Mapping[str, Any] = msgspec.field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True):
     """One tool call the model made. ``id`` correlates it with its ``ToolResult``."""
 
     id: str
@@ -42,19 +41,16 @@ class ToolCall:
         return canonical_json(dict(self.arguments))
 
 
-@dataclass(frozen=True)
-class UserMessage:
+class UserMessage(msgspec.Struct, frozen=True):
     text: str
 
 
-@dataclass(frozen=True)
-class AssistantMessage:
+class AssistantMessage(msgspec.Struct, frozen=True):
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(msgspec.Struct, frozen=True):
     """The host's answer to one tool call. ``is_error`` marks a failed call."""
 
     tool_call_id: str
@@ -65,8 +61,7 @@ class ToolResult:
 Message = UserMessage | AssistantMessage | ToolResult
 
 
-@dataclass(frozen=True)
-class Attachment:
+class Attachment(msgspec.Struct, frozen=True):
     """A named text attachment, sent again with every request.
 
     ``cache_safe`` attachments are stable across the run (a repository map, a file read at

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Protocol
+
+import msgspec
+from msgspec.structs import asdict, replace
 
 from tidegate.models.events import ModelEvent, ModelResponse, final_response
 from tidegate.models.messages import canonical_json
@@ -22,8 +24,7 @@ if TYPE_CHECKING:
     from tidegate.models.envelope import ModelRequest
 
 
-@dataclass(frozen=True)
-class ModelIdentity:
+class ModelIdentity(msgspec.Struct, frozen=True):
     """Who answers and what it can do. Contains no credential, by construction.
 
     ``endpoint`` is the base URL's host[:port] only (no scheme, user info, path or query).

@@ -9,8 +9,9 @@ has an unknown cost — ``cost()`` returns None and ``source`` says why — neve
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
+
+import msgspec
 
 from tidegate.models.catalog import lookup
 from tidegate.models.events import Usage
@@ -20,8 +21,7 @@ TABLE_DATE = "2025-08"
 _MILLION = Decimal(1_000_000)
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(msgspec.Struct, frozen=True):
     """USD per million tokens. Cached reads and cache writes default to the input price."""
 
     input: Decimal
@@ -72,8 +72,7 @@ PRICES: dict[str, dict[str, Price]] = {
 }
 
 
-@dataclass(frozen=True)
-class ModelPricing:
+class ModelPricing(msgspec.Struct, frozen=True):
     """The price in force for one model and where it came from."""
 
     price: Price | None

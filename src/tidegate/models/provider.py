@@ -13,9 +13,10 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
+
+import msgspec
 
 from tidegate.errors import CapabilityMismatch
 from tidegate.models.calls import Scrubber, drive
@@ -31,24 +32,26 @@ from tidegate.models.tokens import TokenCount, TokenCounter
 from tidegate.models.tool_names import ToolNameMap
 
 
-@dataclass(frozen=True)
-class ProviderConnection:
+class ProviderConnection(msgspec.Struct, frozen=True):
     """Where and how to reach one deployment. The key is kept out of ``repr``."""
 
     model: str
     base_url: str
-    api_key: str = field(repr=False)
+    api_key: str
     limits: Limits
     capability_source: str
     timeout_s: float = 600.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
     streaming: bool = True
     prompt_caching: bool = True
     tool_calling: bool = True
 
+    def __repr__(self) -> str:
+        shown = (f"{n}={getattr(self, n)!r}" for n in self.__struct_fields__ if n != "api_key")
+        return f"ProviderConnection({', '.join(shown)})"
 
-@dataclass(frozen=True)
-class PreparedCall:
+
+class PreparedCall(msgspec.Struct, frozen=True):
     """One request in provider form, ready for any number of attempts."""
 
     request: ModelRequest

@@ -12,13 +12,13 @@ import email.utils
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.models.errors import ModelUnavailable
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     max_attempts: int = 6
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
@@ -54,13 +54,12 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-@dataclass
-class RetryClock:
+class RetryClock(msgspec.Struct):
     """Counts attempts of one call against a policy and its absolute deadline."""
 
     policy: RetryPolicy
-    rng: random.Random = field(default_factory=random.Random)
-    started: float = field(default_factory=time.monotonic)
+    rng: random.Random = msgspec.field(default_factory=random.Random)
+    started: float = msgspec.field(default_factory=time.monotonic)
     attempts: int = 1
 
     def remaining(self) -> float:

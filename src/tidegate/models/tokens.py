@@ -16,9 +16,10 @@ import hashlib
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.models.messages import canonical_json, message_json
 
@@ -44,8 +45,7 @@ TIKTOKEN_FILES: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class TokenCount:
+class TokenCount(msgspec.Struct, frozen=True):
     value: int
     exact: bool
     method: str
@@ -138,8 +138,7 @@ def count_request(count: Callable[[str], TokenCount], request: ModelRequest) -> 
     return TokenCount(total, False, f"{method}+framing-estimate")
 
 
-@dataclass(frozen=True)
-class ContextFit:
+class ContextFit(msgspec.Struct, frozen=True):
     """Whether a request, plus the output it reserves, fits the model's context window."""
 
     input_tokens: TokenCount

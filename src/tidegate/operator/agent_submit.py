@@ -36,9 +36,10 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.agents.contracts import AgentContract, Interactive, expand
 from tidegate.agents.launch import AgentEndpoint, agent_env, prepare_home
@@ -57,23 +58,22 @@ REASONS = (
 )
 
 
-@dataclass
-class SubmitAudit:
+class SubmitAudit(msgspec.Struct):
     contract: str
     contract_sha256: str
     payload_id: str
-    steps: list[str] = field(default_factory=list)
-    checkpoints: list[str] = field(default_factory=list)
+    steps: list[str] = msgspec.field(default_factory=list)
+    checkpoints: list[str] = msgspec.field(default_factory=list)
     outcome: str = "runtime-failure"
     reason: str | None = None
     detail: str = ""
     last_output_line: str = ""
     transcript_preview: str = ""
-    restored: list[str] = field(default_factory=list)
+    restored: list[str] = msgspec.field(default_factory=list)
     containment: str = "none"
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return msgspec.structs.asdict(self)
 
 
 class _Stop(Exception):

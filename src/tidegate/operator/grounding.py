@@ -7,22 +7,22 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import msgspec
 
 from tidegate.workspace.repo import Repository
 
 
-@dataclass(frozen=True)
-class GitState:
+class GitState(msgspec.Struct, frozen=True):
     """What git shows of the work tree, the content of every path it lists, and the
     index's bytes. A path the user had already edited shows the same status code after
     the run merged into it: only its content tells whether it changed."""
 
     status: bytes
     index_sha256: str
-    contents: dict[str, str] = field(default_factory=dict)
+    contents: dict[str, str] = msgspec.field(default_factory=dict)
     """path -> ``file_sha256`` of each path ``status`` lists."""
 
     def changed_since(self, before: GitState) -> list[str]:

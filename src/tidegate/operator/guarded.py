@@ -5,17 +5,17 @@ implementation that actually served it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.flow.request import absolute_script
 from tidegate.operator.errors import OperatorError
 from tidegate.operator.identities import Selection
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(msgspec.Struct, frozen=True):
     """What to ask the engine for: a model spec (model base types) or a planner spec."""
 
     model: str | None

@@ -11,9 +11,10 @@ metadata that is not exactly that shape.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.operator.errors import RecordError
 from tidegate.operator.records import load_document, now_ms, schema_name, write_json
@@ -48,8 +49,7 @@ def check_metadata(value: object, path: Path) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class Handoff:
+class Handoff(msgspec.Struct, frozen=True):
     path: Path
     fallback: bool
     """True when the compatibility file was used because the mode's file is absent."""

@@ -11,7 +11,7 @@ run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.operator.errors import OperatorError
 
@@ -26,8 +26,7 @@ _READ_TOOLS = (
 )
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(msgspec.Struct, frozen=True):
     name: str
     modes: tuple[str, ...]
     base_types: tuple[str, ...]
@@ -35,8 +34,7 @@ class Identity:
     prompt_modules: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class BaseType:
+class BaseType(msgspec.Struct, frozen=True):
     name: str
     implementation: str
     """What serves it; a model base type adds the endpoint host at selection time."""
@@ -89,8 +87,7 @@ TOPOLOGIES = ("single-process", "ray")
 """``ray`` is accepted only by the gym, the one mode that scales out."""
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(msgspec.Struct, frozen=True):
     identity: Identity
     base_type: BaseType
     topology: str

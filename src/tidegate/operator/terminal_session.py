@@ -34,9 +34,10 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.operator.errors import OperatorError
 from tidegate.text.numbers import whole_number
@@ -47,8 +48,7 @@ _LINE = re.compile(r"^([a-z-]+):\s?(.*)$")
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     number: int
     kind: str
     text: str

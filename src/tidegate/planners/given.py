@@ -4,14 +4,13 @@ verifies and merges the change like any other proposal."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, TreeView
 
 
-@dataclass
-class GivenProposalPlanner:
+class GivenProposalPlanner(msgspec.Struct):
     proposal: Proposal
     summary: str = "the change the client proposed"
     name: str = "given"

@@ -28,8 +28,9 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from tidegate.agent import (
     READ_ONLY_TOOLS,
@@ -98,8 +99,7 @@ def read_only_executor(
     return ToolExecutor(context, adapters=adapters)
 
 
-@dataclass
-class PhaseRecord:
+class PhaseRecord(msgspec.Struct):
     """One loop the planner ran: which phase, which attempt, how it ended, its transcript."""
 
     phase: str
@@ -108,21 +108,20 @@ class PhaseRecord:
     transcript: Transcript
 
 
-@dataclass
-class ModelPlanner:
+class ModelPlanner(msgspec.Struct):
     """``Planner`` backed by ``model``. ``recorder``: where the loops' events go."""
 
     model: ModelPort
     pricing: ModelPricing | None = None
-    budget: Budget = field(default_factory=Budget)
-    settings: LoopSettings = field(default_factory=LoopSettings)
-    guard_limits: GuardLimits = field(default_factory=GuardLimits)
+    budget: Budget = msgspec.field(default_factory=Budget)
+    settings: LoopSettings = msgspec.field(default_factory=LoopSettings)
+    guard_limits: GuardLimits = msgspec.field(default_factory=GuardLimits)
     recorder: LoopRecorder | None = None
     validation_command: str | None = None
     run_id: str = ""
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = msgspec.field(default_factory=Usage)
     """Spending across every loop of the run (steps, tokens, seconds, dollars)."""
-    history: list[PhaseRecord] = field(default_factory=list)
+    history: list[PhaseRecord] = msgspec.field(default_factory=list)
     progress: Callable[[str], None] | None = None
     """Told, as they happen, about the tool calls the model makes (for live output)."""
     readable_secrets: tuple[str, ...] = ()
@@ -130,6 +129,8 @@ class ModelPlanner:
     dispatch: DispatchSettings | None = None
     """Offer ``agent_dispatch`` in every phase (sub-agents forced read-only: every phase
     here is read-only); None: not offered."""
+    name: str = ""
+    """``model:<label>``, made from ``model`` (whatever is passed)."""
 
     def __post_init__(self) -> None:
         self.name = f"model:{self.model.identity.label}"

@@ -31,7 +31,8 @@ Errors name the line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.errors import UsageError
 
@@ -51,20 +52,18 @@ class ObjectiveError(UsageError):
     pass
 
 
-@dataclass
-class Block:
+class Block(msgspec.Struct):
     kind: str
     path: str
     line: int
-    replacements: list[tuple[str, str]] = field(default_factory=list)
+    replacements: list[tuple[str, str]] = msgspec.field(default_factory=list)
     content: str | None = None
     executable: bool | None = None
     to: str | None = None
-    checks: list[str] = field(default_factory=list)
+    checks: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class Objective:
+class Objective(msgspec.Struct):
     text: str
     prose: str
     blocks: list[Block]

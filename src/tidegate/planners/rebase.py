@@ -13,7 +13,8 @@ that level is refused for such a change rather than guessed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.records.proposal import Finding, Plan, PlanRequest, Proposal, TreeView
@@ -22,8 +23,7 @@ from tidegate.validate.hunks import HunkError, apply_tolerantly
 _INSERT_ONLY = re.compile(r"^@@ -\d+,0 ", re.MULTILINE)
 
 
-@dataclass
-class RebasePlanner:
+class RebasePlanner(msgspec.Struct):
     diffs: tuple[tuple[int, str], ...]
     """(context lines, the change as a diff with that much context), most context first."""
     origin: str

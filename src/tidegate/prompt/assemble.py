@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from tidegate.errors import CapabilityMismatch
 from tidegate.prompt.contract import UNKNOWN, CommandEnvironment, PromptConfiguration
@@ -51,8 +52,7 @@ def canonical_id(tool: ToolDescriptor) -> str:
     return value if isinstance(value, str) and value else tool.name
 
 
-@dataclass(frozen=True)
-class TokenEstimate:
+class TokenEstimate(msgspec.Struct, frozen=True):
     """A token count for the system prompt, labelled with how it was obtained."""
 
     tokens: int
@@ -68,16 +68,14 @@ def estimate_tokens(text: str) -> TokenEstimate:
 TokenCounter = Callable[[str], TokenEstimate]
 
 
-@dataclass(frozen=True)
-class PromptSection:
+class PromptSection(msgspec.Struct, frozen=True):
     name: str
     version: str
     text: str
     cache_safe: bool
 
 
-@dataclass(frozen=True)
-class PromptSnapshot:
+class PromptSnapshot(msgspec.Struct, frozen=True):
     """One assembled system prompt and everything needed to prove which one it was.
 
     Immutable: model metadata is kept as canonical JSON and decoded afresh on every read,

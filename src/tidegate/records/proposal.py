@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+import msgspec
 
 
 class TreeView(Protocol):
@@ -28,8 +29,7 @@ class TreeView(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     message: str
     path: str | None = None
     line: int | None = None
@@ -37,8 +37,7 @@ class Finding:
     source: str = "planner"
 
 
-@dataclass(frozen=True)
-class PlanRequest:
+class PlanRequest(msgspec.Struct, frozen=True):
     objective: str
     mode: str
     attempt: int
@@ -48,14 +47,12 @@ class PlanRequest:
     """Files the previous attempt's failure points at, most relevant first."""
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     summary: str
     targets: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class FileEdit:
+class FileEdit(msgspec.Struct, frozen=True):
     """Full new content for a path (``content`` None deletes it)."""
 
     path: str
@@ -63,23 +60,21 @@ class FileEdit:
     executable: bool = False
 
 
-@dataclass(frozen=True)
-class ContentCheck:
+class ContentCheck(msgspec.Struct, frozen=True):
     """An assertion VERIFY makes on the shadow after APPLY."""
 
     path: str
     contains: str
 
 
-@dataclass(frozen=True)
-class Proposal:
+class Proposal(msgspec.Struct, frozen=True):
     """A proposed change: a unified diff, SEARCH/REPLACE edit blocks, whole-file edits, or
     a mix (VALIDATE normalises them into one change set)."""
 
     diff: str | None = None
     search_replace: str | None = None
     edits: tuple[FileEdit, ...] = ()
-    checks: tuple[ContentCheck, ...] = field(default=())
+    checks: tuple[ContentCheck, ...] = msgspec.field(default=())
 
     def fingerprint(self) -> str:
         """Identity of the change itself, used to refuse a retry that repeats a failure."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 
-@dataclass(frozen=True)
-class ResumeTicket:
+
+class ResumeTicket(msgspec.Struct, frozen=True):
     """A verified checkpoint to resume from."""
 
     run_id: str

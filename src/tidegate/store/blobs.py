@@ -26,9 +26,10 @@ import re
 import stat
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.disk.linksafe import WriteRefused, open_dir, opened_dir, replace_file
 from tidegate.errors import UsageError
@@ -64,8 +65,7 @@ def _hex(digest: str) -> str:
     return raw
 
 
-@dataclass(frozen=True)
-class Retention:
+class Retention(msgspec.Struct, frozen=True):
     max_bytes: int = DEFAULT_MAX_BYTES
     max_age_s: float = DEFAULT_MAX_DAYS * 86400
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from tidegate.store.canonical import sha256_digest
 from tidegate.store.checkpoints import Checkpoint
@@ -26,8 +27,7 @@ from tidegate.store.delta import BadDelta, diff, patch
 from tidegate.store.evidence import DELTA, FULL, document_of, rebuilt
 
 
-@dataclass(frozen=True)
-class ChainTip:
+class ChainTip(msgspec.Struct, frozen=True):
     """The last checkpoint of a run as the writer needs it for the next delta."""
 
     seq: int

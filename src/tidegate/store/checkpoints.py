@@ -30,9 +30,10 @@ import os
 import secrets
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.disk.faults import maybe_fail
 from tidegate.errors import UsageError
@@ -127,8 +128,7 @@ def _create_key(path: Path) -> None:
         temp.unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(msgspec.Struct, frozen=True):
     """One stored checkpoint. ``document`` is the exact canonical text that was signed."""
 
     run_id: str
@@ -193,8 +193,7 @@ def _row(c: Checkpoint) -> tuple[Any, ...]:
     return (c.run_id, c.seq, c.event_seq, c.reason, c.prev_hash, c.hash, c.mac, c.document)
 
 
-@dataclass(frozen=True)
-class ChainHead:
+class ChainHead(msgspec.Struct, frozen=True):
     """What the store committed as a run's chain end: how many checkpoints, the last one's
     hash, and an HMAC over both (so the head itself cannot be rewritten without the key)."""
 

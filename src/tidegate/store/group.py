@@ -17,16 +17,16 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 
-@dataclass
-class _Write:
+
+class _Write(msgspec.Struct):
     fn: Callable[[sqlite3.Connection], Any]
     waiter: bool = True
     """A caller waits on it (``run``) and may lead; else queued (``submit``)."""
-    woken: threading.Event = field(default_factory=threading.Event)
+    woken: threading.Event = msgspec.field(default_factory=threading.Event)
     done: bool = False
     result: Any = None
     error: BaseException | None = None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.disk.owners import holder_alive, process_start
 
 
-@dataclass(frozen=True)
-class ProcessIdentity:
+class ProcessIdentity(msgspec.Struct, frozen=True):
     """Who is working on a run: pid plus the process's start time, so a reused pid is not
     mistaken for the original holder."""
 

@@ -16,9 +16,10 @@ import hashlib
 import json
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.store.canonical import canonical_json
@@ -31,8 +32,7 @@ RecordKind = Literal["memory", "evidence"]
 KINDS = ("memory", "evidence")
 
 
-@dataclass(frozen=True)
-class StoredRecord:
+class StoredRecord(msgspec.Struct, frozen=True):
     record_id: int
     kind: str
     key: str
@@ -103,8 +103,7 @@ def latest_record(store: RunStore, kind: RecordKind, key: str) -> StoredRecord |
     return found[-1] if found else None
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(msgspec.Struct, frozen=True):
     artifact_id: str
     run_id: str | None
     kind: str

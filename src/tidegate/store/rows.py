@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from tidegate.errors import ErrorClass
 from tidegate.store.corrupt import CorruptRecord, stored_json
@@ -30,8 +31,7 @@ TOOL_CALL_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class RunStart:
+class RunStart(msgspec.Struct, frozen=True):
     """What the store learns when an execution of a run begins."""
 
     run_id: str
@@ -43,8 +43,7 @@ class RunStart:
     request: Mapping[str, object] | None = None
 
 
-@dataclass(frozen=True)
-class StoredRun:
+class StoredRun(msgspec.Struct, frozen=True):
     """A run as the store sees it. ``status`` is derived: a ``running`` run whose process
     is gone is ``interrupted``; an ended run whose report was never acknowledged is
     ``failed`` with PERSISTENCE_ERROR (``stored_status`` keeps what the row says)."""
@@ -72,8 +71,7 @@ class StoredRun:
     """Why the row is corrupt (``status`` is then ``corrupt``), else None."""
 
 
-@dataclass(frozen=True)
-class StoredAttempt:
+class StoredAttempt(msgspec.Struct, frozen=True):
     attempt: int
     execution_id: str
     status: str
@@ -84,8 +82,7 @@ class StoredAttempt:
     event: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class StoredToolCall:
+class StoredToolCall(msgspec.Struct, frozen=True):
     tool_call_id: str
     canonical_tool: str
     input_sha256: str

@@ -17,8 +17,9 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from tidegate.store.corrupt import CorruptRecord
 from tidegate.store.redact import Redactor
@@ -32,8 +33,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True)
-class TraceEvent:
+class TraceEvent(msgspec.Struct, frozen=True):
     run_id: str
     seq: int
     event_id: str

@@ -202,10 +202,12 @@ def _checkpoints(store: Store, run_id: str) -> tuple[list[tuple[Any, ...]], tupl
         isinstance(v, t) for row in rows for v, t in zip(row, CHECKPOINT_TYPES, strict=True)
     ) and all(type(v) is t for head in heads for v, t in zip(head, _HEAD_TYPES, strict=True))
     if not regular:
+        from msgspec.structs import astuple  # the rare path: not on every read's import
+
         engine = _engine(store)  # names the field of the wrong type
         found, head = engine.checkpoints(run_id), engine.checkpoint_head(run_id)
         stored = None if head is None else (head.run_id, head.count, head.last_hash, head.mac)
-        return [tuple(vars(c).values()) for c in found], stored
+        return [astuple(c) for c in found], stored
 
     return rebuilt(run_id, rows), heads[0] if heads else None
 

@@ -29,9 +29,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+
+import msgspec
 
 from tidegate.exec.overlay import Overlay, OverlaySupport, mounts_below
 from tidegate.exec.overlay.probe import probe
@@ -58,20 +59,18 @@ class CaptureUnavailable(OSError):
     """``TIDEGATE_EFFECT_CAPTURE=overlay`` and the overlay cannot be used; nothing ran."""
 
 
-@dataclass(frozen=True)
-class DerivedChange:
+class DerivedChange(msgspec.Struct, frozen=True):
     path: str
     before: str | None
     after: str | None
 
 
-@dataclass(frozen=True)
-class CaptureResult:
+class CaptureResult(msgspec.Struct, frozen=True):
     changes: list[InventoryChange]
     derived: list[DerivedChange]
     method: Method
     reason: str
-    before_bytes: dict[str, bytes] = field(default_factory=dict)
+    before_bytes: dict[str, bytes] = msgspec.field(default_factory=dict)
     """The replaced or deleted files' bytes, read from the real tree before the overlay
     was merged (``finish(keep=...)``); empty for an inventory capture (hashes only)."""
 

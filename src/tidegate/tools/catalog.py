@@ -13,8 +13,9 @@ absent (no adapter, not even a labelled double) are not in the registry at all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+import msgspec
 
 from tidegate.tools.effects import PROFILE, effect_metadata, sha256_json, validate_registry
 from tidegate.tools.policy import TaskMode
@@ -37,8 +38,7 @@ nothing, the typed state of the ``path`` argument before and after, or a whole-w
 inventory before and after."""
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(msgspec.Struct, frozen=True):
     """One canonical tool: its ID, schemas, how its effects are captured, when it is active."""
 
     tool_id: str
@@ -238,8 +238,7 @@ def model_name(tool_id: str) -> str:
     return SPECS[tool_id].model_name
 
 
-@dataclass(frozen=True)
-class ToolDefinition:
+class ToolDefinition(msgspec.Struct, frozen=True):
     """What a model is shown for one active tool."""
 
     name: str
@@ -266,24 +265,27 @@ def definition(spec: ToolSpec, label: str | None) -> ToolDefinition:
     )
 
 
-@dataclass
 class ToolRegistry:
     """The tools one session can call: those with an adapter, allowed by the mode, active.
 
     Validated against the effect profile when built and after every activation.
     """
 
-    adapters: Mapping[str, Labelled]
-    mode: TaskMode = TaskMode.PATCH
-    specs: Sequence[ToolSpec] = CATALOG
-    activate_all: bool = False
-    _active: set[str] = field(default_factory=set, init=False)
-
-    def __post_init__(self) -> None:
-        self._by_id = {spec.tool_id: spec for spec in self.specs}
-        self._names = {spec.model_name: spec.tool_id for spec in self.specs}
+    def __init__(
+        self,
+        adapters: Mapping[str, Labelled],
+        mode: TaskMode = TaskMode.PATCH,
+        specs: Sequence[ToolSpec] = CATALOG,
+        activate_all: bool = False,
+    ) -> None:
+        self.adapters = adapters
+        self.mode = mode
+        self.specs = specs
+        self.activate_all = activate_all
+        self._by_id = {spec.tool_id: spec for spec in specs}
+        self._names = {spec.model_name: spec.tool_id for spec in specs}
         self._active = {
-            tool for tool in self.available if self.activate_all or not self._by_id[tool].lazy
+            tool for tool in self.available if activate_all or not self._by_id[tool].lazy
         }
         self._check()
 

@@ -11,8 +11,9 @@ must be looked at by a person before anything else runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.config.local_file import LocalFile, read_local
 from tidegate.config.pyproject import policy_table_change
@@ -20,8 +21,7 @@ from tidegate.config.records import CONFIG_LOCAL, CONFIG_PYPROJECT
 from tidegate.errors import UsageError
 
 
-@dataclass(frozen=True)
-class ConfigSnapshot:
+class ConfigSnapshot(msgspec.Struct, frozen=True):
     pyproject: bytes | None
     local: LocalFile
 

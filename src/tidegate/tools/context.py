@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
 
 from tidegate.config.records import DEFAULT_PROTECTED
 from tidegate.exec.guard import Origin
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
 ContainmentMode = Literal["auto", "required", "none"]
 
 
-@dataclass(frozen=True)
-class ApprovalAnswer:
+class ApprovalAnswer(msgspec.Struct, frozen=True):
     request_id: str
     granted: bool
     by: str = "user"
@@ -61,8 +61,7 @@ class CallStartRecorder(CallRecorder, Protocol):
     def record_start(self, call: ToolCall, tool: str, input_sha256: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class ToolLimits:
+class ToolLimits(msgspec.Struct, frozen=True):
     max_batch_calls: int = 16
     """Calls one model round may emit."""
     max_calls: int | None = None
@@ -75,8 +74,7 @@ class ToolLimits:
     max_sessions: int = 4
 
 
-@dataclass
-class ToolContext:
+class ToolContext(msgspec.Struct):
     """Everything a call depends on besides its arguments.
 
     ``workspace`` is the confined port every workspace tool goes through. ``scratch_dir``
@@ -100,7 +98,7 @@ class ToolContext:
     grants: frozenset[str] = frozenset()
     """Approval request IDs already granted (a grant given while the run was paused)."""
     user: UserPort | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: threading.Event = msgspec.field(default_factory=threading.Event)
     deadline: float | None = None
     """Absolute ``time.monotonic()`` deadline of the run; commands never outlive it."""
     scratch_dir: Path | None = None
@@ -111,10 +109,10 @@ class ToolContext:
     policy_notes: tuple[str, ...] = ()
     """What of the repository's tidegate configuration was not applied, because it would
     have loosened the user's policy (``tidegate.config.records.LoadedConfig.ignored``)."""
-    limits: ToolLimits = field(default_factory=ToolLimits)
-    git_view: GitView | None = field(init=False, default=None)
-    """The git work tree the workspace was in when the context was made (None: none),
-    pinned: every git call tidegate makes for these tools goes to that git dir, so a
+    limits: ToolLimits = msgspec.field(default_factory=ToolLimits)
+    git_view: GitView | None = None
+    """The git work tree the workspace was in when the context was made (None: none; set
+    then, whatever a caller passes), pinned: every git call tidegate makes for these tools goes to that git dir, so a
     ``.git`` a command plants later is never discovered (its config, hooks and filters
     never run)."""
 

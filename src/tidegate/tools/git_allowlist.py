@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.text.numbers import whole_number
 from tidegate.tools.git_subcommands import SUBCOMMANDS, Opt, Subcommand
@@ -44,21 +45,26 @@ _SIGNATURE_PLACEHOLDER = re.compile(r"%G|%\(signature")
 gpg program to verify signatures."""
 
 
-@dataclass(frozen=True)
-class Refused:
+class Refused(msgspec.Struct, frozen=True):
     reason: str
 
 
-@dataclass(frozen=True)
-class Accepted:
+class Accepted(msgspec.Struct, frozen=True):
     argv: tuple[str, ...]
     """The argv tidegate runs (subcommand first), rebuilt from what was understood."""
-    head: tuple[str, ...] = field(default=(), compare=False)
+    head: tuple[str, ...] = ()
     """``argv``'s subcommand and options (grep's pattern included), without operands."""
-    operands: tuple[str, ...] = field(default=(), compare=False)
+    operands: tuple[str, ...] = ()
     """The operands before ``--``: revisions, objects, trees or (without ``--``) paths."""
-    paths: tuple[str, ...] | None = field(default=None, compare=False)
+    paths: tuple[str, ...] | None = None
     """The paths given after ``--``, or None when there was no ``--``."""
+
+    def __eq__(self, other: object) -> bool:
+        """Two verdicts are equal when they run the same argv (the rest is read from it)."""
+        return type(other) is Accepted and other.argv == self.argv
+
+    def __hash__(self) -> int:
+        return hash(self.argv)
 
 
 def canonical(argv: Sequence[str]) -> Accepted | Refused:
@@ -82,12 +88,11 @@ class _Refusal(Exception):
     pass
 
 
-@dataclass
-class _Parser:
+class _Parser(msgspec.Struct):
     name: str
     spec: Subcommand
-    options: list[str] = field(default_factory=list)
-    operands: list[str] = field(default_factory=list)
+    options: list[str] = msgspec.field(default_factory=list)
+    operands: list[str] = msgspec.field(default_factory=list)
     paths: list[str] | None = None
     parts: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...] | None] = ((), (), None)
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.git.command import Git
 from tidegate.tools.git_allowlist import Accepted
@@ -53,8 +54,7 @@ class Withheld(Exception):
     """The argument would show a withheld file; the message names it."""
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     argv: tuple[str, ...]
     left_out: str | None
     """Why some paths are missing from the output, or None when nothing was excluded."""

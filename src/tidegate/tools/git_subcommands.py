@@ -5,14 +5,14 @@ a table is refused (``tidegate.tools.git_allowlist`` parses against them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal
+
+import msgspec
 
 Arity = Literal["none", "required", "optional"]
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(msgspec.Struct, frozen=True):
     """One option: its long name (without ``--``), short letter, and value arity."""
 
     long: str | None
@@ -57,8 +57,7 @@ def _opts(*specs: str) -> tuple[Opt, ...]:
 Operands = Literal["revs", "paths", "revs-then-paths", "grep", "blame", "branch"]
 
 
-@dataclass(frozen=True)
-class Subcommand:
+class Subcommand(msgspec.Struct, frozen=True):
     """What one subcommand accepts and how its canonical argv is laid out."""
 
     options: tuple[Opt, ...]
@@ -71,8 +70,9 @@ class Subcommand:
     numeric_max_count: bool = False
     """``-5`` means ``--max-count=5`` (log-like commands)."""
     max_operands: int | None = None
-    by_long: Mapping[str, Opt] = field(init=False, repr=False, compare=False)
-    by_short: Mapping[str, Opt] = field(init=False, repr=False, compare=False)
+    by_long: Mapping[str, Opt] = msgspec.field(default_factory=dict)
+    """The options by long name (made from ``options``, whatever is passed)."""
+    by_short: Mapping[str, Opt] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         longs = {o.long: o for o in self.options if o.long}
@@ -81,8 +81,8 @@ class Subcommand:
             1 for o in self.options if o.short
         ):
             raise ValueError("an option table names one option twice")
-        object.__setattr__(self, "by_long", longs)
-        object.__setattr__(self, "by_short", shorts)
+        msgspec.structs.force_setattr(self, "by_long", longs)
+        msgspec.structs.force_setattr(self, "by_short", shorts)
 
 
 _NO_PROGRAMS = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")

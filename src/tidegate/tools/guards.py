@@ -11,18 +11,18 @@ paused run resumes with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 
 def state_key(kind: str, sha256: str | None) -> str:
     return f"{kind}:{sha256 or '-'}"
 
 
-@dataclass
-class StaleEditGuard:
+class StaleEditGuard(msgspec.Struct):
     limit: int = 3
-    _failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    _failures: dict[tuple[str, str], int] = msgspec.field(default_factory=dict)
 
     def blocked(self, path: str, state: str) -> bool:
         return self._failures.get((path, state), 0) >= self.limit

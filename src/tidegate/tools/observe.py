@@ -4,11 +4,12 @@ after dispatch (the target path's state, an overlay capture or an exact inventor
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import msgspec
 
 from tidegate.exec.sessions import SessionSupervisor
 from tidegate.tools.adapters.base import ToolAdapter, ToolFailure
@@ -17,17 +18,16 @@ from tidegate.tools.context import ToolContext
 from tidegate.tools.effects import DerivedMutation, EntryStateModel, WriteEffect
 
 
-@dataclasses.dataclass
-class Observation:
+class Observation(msgspec.Struct):
     """The 'before' side of an independent capture."""
 
     target: str | None = None
     """The normalised target path (target_path capture)."""
-    paths: dict[str, Any] = dataclasses.field(default_factory=dict)
+    paths: dict[str, Any] = msgspec.field(default_factory=dict)
     """EntryState of the target and of each of its parent directories."""
     inventory: Any = None  # fingerprint.Inventory
     capture: Any = None  # capture.CommandCapture (command.run: overlay or exact inventory)
-    kept: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    kept: dict[str, bytes] = msgspec.field(default_factory=dict)
     """Bytes of files before the call, when the executor keeps them for undo."""
     method: str = ""
     """How the call's writes were observed (``target``, ``overlay``, ``inventory``...)."""
@@ -187,7 +187,7 @@ class Observer:
             import stat
 
             modes[path] = stat.S_IMODE(os.lstat(self.context.root / path).st_mode)
-        self._baseline = dataclasses.replace(self._baseline, entries=entries, modes=modes)
+        self._baseline = msgspec.structs.replace(self._baseline, entries=entries, modes=modes)
 
 
 def _canonical(root: Path, rel: PurePosixPath) -> PurePosixPath:

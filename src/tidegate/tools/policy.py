@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from typing import Any, Literal
+
+import msgspec
 
 from tidegate.tools.git_allowlist import Refused, canonical
 
@@ -59,20 +60,17 @@ NetworkAccess = Literal["allowed", "denied", "policy_gated"]
 WriteAccess = Literal["allowed", "denied", "policy_gated"]
 
 
-@dataclass(frozen=True)
-class Allow:
+class Allow(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...] = ()
     kind: Literal["allow"] = "allow"
 
 
-@dataclass(frozen=True)
-class Ask:
+class Ask(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...] = ()
     kind: Literal["ask"] = "ask"
 
 
-@dataclass(frozen=True)
-class Deny:
+class Deny(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...] = ()
     kind: Literal["deny"] = "deny"
 
@@ -83,8 +81,7 @@ _RANK = {"allow": 0, "ask": 1, "deny": 2}
 ALWAYS_DENIED_PATHS = (".git", ".git/**", ".tidegate", ".tidegate/**", "**/.git", "**/.git/**")
 
 
-@dataclass(frozen=True)
-class PolicyContext:
+class PolicyContext(msgspec.Struct, frozen=True):
     """The facts the rules need, gathered by the executor before it decides."""
 
     containment_verified: bool = False

@@ -25,8 +25,9 @@ import json
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+import msgspec
 
 from tidegate.errors import ErrorClass
 from tidegate.records.report import ChangedFile, FlowReport
@@ -91,8 +92,7 @@ def input_digest(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True)
-class FinishedCall:
+class FinishedCall(msgspec.Struct, frozen=True):
     """What a run's report keeps of one recorded call."""
 
     call_id: str

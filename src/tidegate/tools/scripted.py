@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.tools.calls import ApprovalRequest, ToolCall, ToolResult
 from tidegate.tools.context import ApprovalAnswer
@@ -16,15 +17,14 @@ from tidegate.tools.context import ApprovalAnswer
 ApprovalScript = Callable[[ApprovalRequest], ApprovalAnswer | None]
 
 
-@dataclass
-class ScriptedApprover:
+class ScriptedApprover(msgspec.Struct):
     """Answers approval requests from a script: a function of the request, or a fixed
     verdict per tool (``"grant"``, ``"deny"``, ``"timeout"``). Unlisted tools time out."""
 
-    verdicts: Mapping[str, str] = field(default_factory=dict)
+    verdicts: Mapping[str, str] = msgspec.field(default_factory=dict)
     script: ApprovalScript | None = None
     label: str = "scripted approver"
-    asked: list[ApprovalRequest] = field(default_factory=list)
+    asked: list[ApprovalRequest] = msgspec.field(default_factory=list)
 
     def request(self, request: ApprovalRequest, timeout_s: float) -> ApprovalAnswer | None:
         self.asked.append(request)
@@ -36,15 +36,14 @@ class ScriptedApprover:
         return ApprovalAnswer(request.request_id, verdict == "grant", by=self.label)
 
 
-@dataclass
-class ScriptedUser:
+class ScriptedUser(msgspec.Struct):
     """Answers questions in order from ``answers`` (None: no answer). ``on_ask`` runs
     first, e.g. to simulate the user cancelling the run while being asked."""
 
-    answers: list[str | None] = field(default_factory=list)
+    answers: list[str | None] = msgspec.field(default_factory=list)
     on_ask: Callable[[str], None] | None = None
     label: str = "scripted user"
-    asked: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    asked: list[tuple[str, str, tuple[str, ...]]] = msgspec.field(default_factory=list)
 
     def ask(self, question_id: str, question: str, choices: Sequence[str]) -> str | None:
         self.asked.append((question_id, question, tuple(choices)))
@@ -53,15 +52,14 @@ class ScriptedUser:
         return self.answers.pop(0) if self.answers else None
 
 
-@dataclass
-class ListRecorder:
+class ListRecorder(msgspec.Struct):
     """Keeps every recorded call in memory; ``fail_after`` makes the n+1-th record raise,
     like a store that stopped acknowledging writes."""
 
-    calls: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
+    calls: list[tuple[ToolCall, ToolResult]] = msgspec.field(default_factory=list)
     fail_after: int | None = None
     label: str = "in-memory recorder"
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
 
     def record_call(self, call: ToolCall, result: ToolResult) -> None:
         with self._lock:

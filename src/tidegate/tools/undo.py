@@ -34,9 +34,10 @@ import secrets
 import stat
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import msgspec
 
 from tidegate.disk.linksafe import WriteRefused, opened_dir, replace_file
 from tidegate.errors import UsageError
@@ -55,21 +56,19 @@ from tidegate.workspace.repo import discover
 _MISSING = "missing"
 
 
-@dataclass
-class PathOutcome:
+class PathOutcome(msgspec.Struct):
     path: str
     action: str
     """restored, removed, merged, unchanged, skipped or conflict."""
     note: str = ""
 
 
-@dataclass
-class UndoReport:
+class UndoReport(msgspec.Struct):
     session: str
     calls: list[str]
-    outcomes: list[PathOutcome] = field(default_factory=list)
+    outcomes: list[PathOutcome] = msgspec.field(default_factory=list)
     applied: bool = False
-    rejects: list[str] = field(default_factory=list)
+    rejects: list[str] = msgspec.field(default_factory=list)
 
     @property
     def conflicts(self) -> list[PathOutcome]:
@@ -80,8 +79,7 @@ class _Unsafe(Exception):
     """The path is not a regular file or missing (a link, a directory, a special file)."""
 
 
-@dataclass
-class _State:
+class _State(msgspec.Struct):
     kind: str  # "file" or "missing"
     data: bytes | None = None
     mode: int | None = None

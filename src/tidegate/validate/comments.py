@@ -13,15 +13,15 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.validate.languages import detect_language, parser_for
 
 _ASKS_FOR_COMMENTS = re.compile(r"\bcomment|\bdocstring|\btranslat", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Comment:
+class Comment(msgspec.Struct, frozen=True):
     line: int
     """0-based line where the comment starts."""
     text: str

@@ -13,8 +13,9 @@ editing the file it already points to, is judged by the table the next run would
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from tidegate.config.pyproject import policy_table_change
 from tidegate.config.records import CONFIG_PYPROJECT
@@ -24,8 +25,7 @@ from tidegate.workspace.tree_walk import tree_entries
 MAX_HOPS = 40
 
 
-@dataclass(frozen=True)
-class TreeLookup:
+class TreeLookup(msgspec.Struct, frozen=True):
     """Where a path of a tree leads after following the tree's own symlinks."""
 
     kind: Literal["file", "missing", "other", "outside"]

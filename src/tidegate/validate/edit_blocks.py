@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.validate.matching import MatchError, locate, reindent, split_lines
 
@@ -32,8 +33,7 @@ class EditBlockError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class EditBlock:
+class EditBlock(msgspec.Struct, frozen=True):
     path: str
     search: str
     replace: str

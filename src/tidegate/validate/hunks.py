@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.text.paths import git_unquoted
 from tidegate.validate.matching import MatchError, locate, reindent, split_lines
@@ -26,12 +27,11 @@ class HunkError(ValueError):
     pass
 
 
-@dataclass
-class TolerantResult:
-    contents: dict[str, bytes | None] = field(default_factory=dict)
+class TolerantResult(msgspec.Struct):
+    contents: dict[str, bytes | None] = msgspec.field(default_factory=dict)
     """New content per path; None deletes the path."""
-    executable: dict[str, bool] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    executable: dict[str, bool] = msgspec.field(default_factory=dict)
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 def parse_diff(diff: str) -> PatchSet:

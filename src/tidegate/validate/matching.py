@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 Norm = Callable[[str], str]
 
@@ -27,8 +28,7 @@ _STEPS: tuple[tuple[str, Norm], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(msgspec.Struct, frozen=True):
     start: int
     """0-based index of the first matched line."""
     relaxed: str | None

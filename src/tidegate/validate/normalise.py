@@ -8,7 +8,7 @@ reproduces exactly the content that VALIDATE judged.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from tidegate.errors import ErrorClass, PhaseError
 from tidegate.records.proposal import FileEdit, Proposal, TreeView

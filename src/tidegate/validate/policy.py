@@ -10,9 +10,10 @@ import os
 import posixpath
 import re
 import stat
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+import msgspec
 
 from tidegate.config.records import ValidationConfig
 from tidegate.git.command import Git
@@ -21,8 +22,7 @@ from tidegate.workspace.changes import PathChange, parse_raw
 from tidegate.workspace.fs import UnsafePathError, check_relative
 
 
-@dataclass(frozen=True)
-class ChangeStats:
+class ChangeStats(msgspec.Struct, frozen=True):
     """Size of a change as git counts it (``--numstat``); binary files have no line counts."""
 
     added: int

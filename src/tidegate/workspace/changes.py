@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.git.command import Git
 from tidegate.git.settings import no_index
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(msgspec.Struct, frozen=True):
     """One side of a path: its git mode (``100644``, ``100755``, ``120000``, ``160000``) and blob."""
 
     mode: str
@@ -24,8 +23,7 @@ class Version:
         return self.mode == "100755"
 
 
-@dataclass(frozen=True)
-class PathChange:
+class PathChange(msgspec.Struct, frozen=True):
     path: str
     before: Version | None
     after: Version | None

@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tidegate.disk.owners import owner_alive, process_start
 from tidegate.workspace.repo import Repository
@@ -27,8 +28,7 @@ CLAIMS_DIR = "claims"
 OWNER_FILE = ".tidegate-owner.json"
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(msgspec.Struct, frozen=True):
     run_id: str
     pid: int
     start: str | None

@@ -26,7 +26,8 @@ import os
 import struct
 import sys
 import weakref
-from dataclasses import dataclass, field
+
+import msgspec
 
 IN_ATTRIB = 0x4
 IN_MOVED_FROM = 0x40
@@ -51,11 +52,10 @@ LOCAL_FILESYSTEMS = {
 _EVENT = struct.Struct("iIII")
 
 
-@dataclass
-class Events:
-    changed: set[int] = field(default_factory=set)
+class Events(msgspec.Struct):
+    changed: set[int] = msgspec.field(default_factory=set)
     """Watches whose directory's entries (or own attributes) changed."""
-    gone: set[int] = field(default_factory=set)
+    gone: set[int] = msgspec.field(default_factory=set)
     """Watches the kernel removed (the directory was deleted or unmounted)."""
     overflowed: bool = False
     """Events were lost: every directory must be checked another way."""

@@ -17,8 +17,9 @@ import os
 import shlex
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 _PROBE = (
     "import json, site, sys\n"
@@ -28,11 +29,10 @@ _PROBE = (
 _PYTHON_NAMES = ("python", "python3")
 
 
-@dataclass
-class Fidelity:
+class Fidelity(msgspec.Struct):
     interpreter: str | None = None
-    main_paths: list[str] = field(default_factory=list)
-    pythonpath: list[str] = field(default_factory=list)
+    main_paths: list[str] = msgspec.field(default_factory=list)
+    pythonpath: list[str] = msgspec.field(default_factory=list)
 
     def note(self) -> str | None:
         if not self.main_paths:

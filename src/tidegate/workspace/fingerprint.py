@@ -39,8 +39,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+import msgspec
 
 from tidegate.git.settings import IDENTITY
 from tidegate.workspace.confine import RootHandle
@@ -124,8 +125,7 @@ def _walk_fingerprint(root: Path, view: ViewChoice) -> WorkspaceFingerprint:
 # -- inventories ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Inventory:
+class Inventory(msgspec.Struct, frozen=True):
     """Typed states of every non-ignored path, and metadata fingerprints of derived dirs.
 
     ``derived`` values look like ``"meta-sha256:<hex>"`` (``"...:partial"`` when the
@@ -138,13 +138,25 @@ class Inventory:
     derived: Mapping[str, str]
     ignored: tuple[str, ...] = ()
     not_descended: tuple[str, ...] = ()
-    root: str = field(default="", compare=False)
-    modes: Mapping[str, int] = field(default_factory=dict)
+    root: str = ""
+    """Where it was taken (not compared: equal inventories of two roots are equal)."""
+    modes: Mapping[str, int] = msgspec.field(default_factory=dict)
     """Permission bits of files and directories (exact inventories only)."""
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Inventory:
+            return NotImplemented
+        mine = (self.entries, self.derived, self.ignored, self.not_descended, self.modes)
+        return mine == (
+            other.entries,
+            other.derived,
+            other.ignored,
+            other.not_descended,
+            other.modes,
+        )
 
-@dataclass(frozen=True)
-class InventoryChange:
+
+class InventoryChange(msgspec.Struct, frozen=True):
     path: str
     before: EntryState
     after: EntryState
@@ -267,8 +279,7 @@ def diff_inventory(before: Inventory, after: Inventory) -> tuple[list[InventoryC
     return changes, derived
 
 
-@dataclass
-class _Scan:
+class _Scan(msgspec.Struct):
     """The traversal filter of one inventory: ``.git`` and ignored paths are skipped;
     directories with a derived name are set aside as candidates (``take_inventory``
     walks the ones that turn out to hold tracked files as ordinary source)."""
@@ -276,7 +287,7 @@ class _Scan:
     ignores: IgnoreRules
     derived_names: frozenset[str]
     exact: bool = False
-    candidates: list[str] = field(default_factory=list)
+    candidates: list[str] = msgspec.field(default_factory=list)
 
     def skip(self, rel: str, is_dir: bool) -> bool:
         name = rel.rpartition("/")[2]

@@ -4,16 +4,16 @@ its fingerprint needs neither a scan nor the inventory machinery of ``fingerprin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from tidegate.workspace.states import sha256_bytes
 
 FORMAT = b"tidegate-workspace-fingerprint/1"
 
 
-@dataclass(frozen=True)
-class WorkspaceFingerprint:
+class WorkspaceFingerprint(msgspec.Struct, frozen=True):
     """A fingerprint and what went into it. ``method`` is "git" (the tree git would
     snapshot, HEAD, what is staged: ``tree:<id>`` or ``stage:<sha256>``) or "walk" (an
     inventory; no git work tree)."""

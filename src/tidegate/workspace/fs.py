@@ -17,9 +17,10 @@ import errno
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
+
+import msgspec
 
 from tidegate.disk.linksafe import fresh_file
 from tidegate.workspace.confine.entries import DIR_FLAGS, FILE_READ_FLAGS
@@ -31,8 +32,7 @@ class UnsafePathError(ValueError):
     """A path that escapes the workspace or passes through a symlink."""
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True):
     """What is at a path right now (never following a final symlink)."""
 
     kind: Kind

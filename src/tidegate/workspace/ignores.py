@@ -10,9 +10,10 @@ are never ignored, as in git. Outside a git work tree only ``.git`` is left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+
+import msgspec
 
 from tidegate.errors import GitError
 from tidegate.git.command import Git
@@ -20,8 +21,7 @@ from tidegate.git.command import Git
 ALWAYS_EXCLUDED = ".git"
 
 
-@dataclass(frozen=True)
-class GitView:
+class GitView(msgspec.Struct, frozen=True):
     """The git work tree a workspace root lies in. ``prefix`` is the root's path below the
     top of the work tree (``""`` at the top); git prints paths relative to the root."""
 
@@ -72,16 +72,16 @@ def chosen_view(root: Path, view: ViewChoice) -> GitView | None:
     return git_view(root) if isinstance(view, Discover) else view
 
 
-@dataclass(frozen=True)
-class IgnoreRules:
+class IgnoreRules(msgspec.Struct, frozen=True):
     """The ignored paths below a root (root-relative; directories without a slash)."""
 
     git: bool
     files: frozenset[str] = frozenset()
     dirs: frozenset[str] = frozenset()
-    _sorted: tuple[str, ...] = field(default=(), repr=False, compare=False)
-
-    _tops: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    _sorted: tuple[str, ...] = ()
+    """``files`` and ``dirs`` as a listing shows them (derived from the two)."""
+    _tops: frozenset[str] = frozenset()
+    """The first component of every path in ``dirs`` (derived)."""
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """True when git ignores ``rel`` itself or a directory above it."""

@@ -23,9 +23,10 @@ import json
 import os
 import shutil
 import signal
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from tidegate.disk.faults import maybe_crash
 
@@ -73,8 +74,7 @@ class ApplyBackWriteError(Exception):
         super().__init__(f"apply-back failed {what}: {why}; {tail}")
 
 
-@dataclass
-class KeptEdit:
+class KeptEdit(msgspec.Struct):
     """A path the user changed after the crash: their bytes stay; ``side_copy`` holds the
     version recovery wanted to write (None when that version is "no file")."""
 
@@ -82,14 +82,13 @@ class KeptEdit:
     side_copy: str | None
 
 
-@dataclass
-class RecoveryReport:
+class RecoveryReport(msgspec.Struct):
     run_id: str
     action: Literal["completed", "rolled back", "discarded"]
-    finished: list[str] = field(default_factory=list)
-    diverged: list[str] = field(default_factory=list)
+    finished: list[str] = msgspec.field(default_factory=list)
+    diverged: list[str] = msgspec.field(default_factory=list)
     """Paths left alone while the journal stays (recovery without ``keep_user_edits``)."""
-    kept: list[KeptEdit] = field(default_factory=list)
+    kept: list[KeptEdit] = msgspec.field(default_factory=list)
 
 
 RECOVERED_DIR = ".tidegate/recovered"

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.errors import GitError
 from tidegate.workspace.loose import write_commit, write_tree
@@ -34,22 +35,20 @@ _TREE = "40000"
 _MODES = {"tree": "40000", "blob": "100644"}
 
 
-@dataclass
-class Kept:
+class Kept(msgspec.Struct):
     """The keep commit and its runs, and the per-run refs, as read at one moment."""
 
     commit: str | None
     runs: dict[str, str]
     """run id -> the tree of what is kept of it."""
-    refs: dict[str, dict[str, tuple[str, str, str]]] = field(default_factory=dict)
+    refs: dict[str, dict[str, tuple[str, str, str]]] = msgspec.field(default_factory=dict)
     """run id -> {name under the run: (the ref's value, the object to keep, its mode)}:
     a commit is kept as its tree."""
 
 
-@dataclass
-class KeepChange:
-    folded: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
+class KeepChange(msgspec.Struct):
+    folded: list[str] = msgspec.field(default_factory=list)
+    dropped: list[str] = msgspec.field(default_factory=list)
     refs_deleted: int = 0
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import msgspec
+from msgspec.structs import replace
 
 from tidegate.git.command import Git
 from tidegate.workspace.changes import PathChange, Version, worktree_forms
@@ -28,8 +30,7 @@ from tidegate.workspace.fs import Entry, UnsafePathError, WorkspaceFS, creation_
 _CREATED = "you created this path since the run started, with different content"
 
 
-@dataclass(frozen=True)
-class PlannedOp:
+class PlannedOp(msgspec.Struct, frozen=True):
     """One write of an apply-back: ``new`` None means delete."""
 
     path: str
@@ -38,19 +39,17 @@ class PlannedOp:
     merged: bool = False
 
 
-@dataclass(frozen=True)
-class Conflict:
+class Conflict(msgspec.Struct, frozen=True):
     path: str
     reason: str
     rejected_diff: str
 
 
-@dataclass
-class MergePlan:
-    ops: list[PlannedOp] = field(default_factory=list)
-    conflicts: list[Conflict] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    forms: dict[tuple[str, str], bytes] = field(default_factory=dict)
+class MergePlan(msgspec.Struct):
+    ops: list[PlannedOp] = msgspec.field(default_factory=list)
+    conflicts: list[Conflict] = msgspec.field(default_factory=list)
+    unchanged: list[str] = msgspec.field(default_factory=list)
+    forms: dict[tuple[str, str], bytes] = msgspec.field(default_factory=dict)
     """Both sides of every change in work-tree form (``worktree_forms``), for the report."""
 
 

@@ -31,9 +31,10 @@ import os
 import shutil
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from tidegate.workspace.states import DIRECTORY, MISSING, EntryState, hash_fd
 
@@ -46,16 +47,14 @@ class UpperUnreadable(Exception):
     """The upper layer holds something this merge cannot interpret; nothing was written."""
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(msgspec.Struct, frozen=True):
     rel: str
     kind: OpKind
     replace: bool = False
     """For ``dir``: remove what is at the real path first (opaque or a type change)."""
 
 
-@dataclass
-class Change:
+class Change(msgspec.Struct):
     """One path's before and after (state, permission bits)."""
 
     before: EntryState
@@ -64,17 +63,16 @@ class Change:
     after_mode: int | None = None
 
 
-@dataclass
-class MergePlan:
+class MergePlan(msgspec.Struct):
     ops: list[Op]
     changes: dict[str, Change]
     """Every path whose state or mode changed, root-relative, in walk order."""
-    derived: set[str] = field(default_factory=set)
+    derived: set[str] = msgspec.field(default_factory=set)
     """Derived directories (``node_modules`` ...) something below changed: summarised by
     their metadata fingerprint, as inventories do, never listed path by path."""
     fallback: str | None = None
     """Why these changes cannot be attested from the upper layer alone (hard links)."""
-    in_place: set[str] = field(default_factory=set)
+    in_place: set[str] = msgspec.field(default_factory=set)
     """Files to write into the real inode rather than replace (see the module doc)."""
 
 
@@ -98,8 +96,7 @@ def plan_merge(
     return plan
 
 
-@dataclass
-class _Reader:
+class _Reader(msgspec.Struct):
     root: Path
     upper: Path
     prefix: str

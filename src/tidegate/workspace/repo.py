@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+
+import msgspec
 
 from tidegate.errors import GitError, NotARepositoryError
 from tidegate.git.command import Git
 from tidegate.git.env import DISCOVERY, discovery_lines
 
 
-@dataclass(frozen=True)
-class Repository:
+class Repository(msgspec.Struct, frozen=True, dict=True):
     """A non-bare git work tree with a born HEAD.
 
     ``git_dir`` is this work tree's own git directory (``.git``, or ``.git/worktrees/X`` for a

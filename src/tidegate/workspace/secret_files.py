@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase, translate
 from pathlib import Path, PurePosixPath
+
+import msgspec
 
 from tidegate.workspace.secret_index import SecretIndex
 
@@ -73,18 +74,23 @@ def secret_shaped(name: str) -> bool:
     return _SECRET_NAME.match(name) is not None
 
 
-@dataclass(frozen=True)
-class SecretFiles:
+class SecretFiles(msgspec.Struct, frozen=True):
     """Which workspace paths the model's tools withhold. ``allowed``: the user's
     ``readable_secrets`` globs."""
 
     allowed: tuple[str, ...] = ()
-    _indexes: dict[str, SecretIndex] = field(
-        default_factory=dict, init=False, repr=False, compare=False, hash=False
-    )
-    _lock: threading.Lock = field(
-        default_factory=threading.Lock, init=False, repr=False, compare=False, hash=False
-    )
+    _indexes: dict[str, SecretIndex] = msgspec.field(default_factory=dict)
+    """A cache (not compared, hashed or shown)."""
+    _lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is SecretFiles and other.allowed == self.allowed
+
+    def __hash__(self) -> int:
+        return hash(self.allowed)
+
+    def __repr__(self) -> str:
+        return f"SecretFiles(allowed={self.allowed!r})"
 
     def withheld(self, rel: str | PurePosixPath) -> bool:
         """Whether the file at root-relative ``rel`` (resolved) is withheld."""

@@ -41,7 +41,8 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.workspace.dir_watch import DirWatch
 
@@ -62,8 +63,7 @@ def _open_dir(path: str) -> int:
     return os.open(path, _OPEN_FLAGS)
 
 
-@dataclass(frozen=True, slots=True)
-class _Dir:
+class _Dir(msgspec.Struct, frozen=True):
     key: tuple[int, int, int]  # st_mtime_ns, st_ctime_ns, st_ino when listed
     racy: bool  # listed too close to its last change: list again next time
     subdirs: tuple[str, ...]  # names

@@ -14,9 +14,10 @@ import os
 import shutil
 import stat
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import msgspec
 
 from tidegate.disk.faults import maybe_crash
 from tidegate.errors import GitError
@@ -35,8 +36,7 @@ def result_ref(run_id: str) -> str:
     return f"{REF_PREFIX}/{run_id}/result"
 
 
-@dataclass(frozen=True)
-class T0Snapshot:
+class T0Snapshot(msgspec.Struct, frozen=True):
     run_id: str
     head: str
     commit: str
@@ -54,8 +54,7 @@ class T0Snapshot:
         return f"{REF_PREFIX}/{self.run_id}/t0"
 
 
-@dataclass(frozen=True)
-class T0Trees:
+class T0Trees(msgspec.Struct, frozen=True):
     """The trees of a T0 snapshot before it is recorded: no commit, no ref yet."""
 
     index_tree: str | None

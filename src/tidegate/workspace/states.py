@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+import msgspec
 
 Kind = Literal["missing", "file", "dir", "symlink", "special"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -38,8 +39,7 @@ def is_sha256(value: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class EntryState:
+class EntryState(msgspec.Struct, frozen=True):
     """The kind of entry at a path and, for files, symlinks and specials, its hash."""
 
     kind: Kind

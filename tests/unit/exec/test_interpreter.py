@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from tidegate.exec.interpreter import POSIX_SH, Interpreter, host_interpreter
@@ -43,5 +41,5 @@ def test_describe_is_computed_from_the_same_value() -> None:
 
 
 def test_the_interpreter_cannot_be_changed_in_place() -> None:
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="immutable"):
         POSIX_SH.executable = "/bin/bash"  # type: ignore[misc]

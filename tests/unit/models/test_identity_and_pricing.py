@@ -3,10 +3,10 @@ guard."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from decimal import Decimal
 
 import pytest
+from msgspec.structs import replace
 
 from tidegate.models import ModelIdentity, Price, Usage
 from tidegate.models.catalog import limits_for

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat
@@ -10,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tidegate.errors import UsageError
@@ -68,7 +68,7 @@ def test_reads_are_copies_and_writes_copy_their_input(key: CheckpointKey) -> Non
 
 
 def _edit(checkpoint: Checkpoint, **changes: object) -> Checkpoint:
-    return dataclasses.replace(checkpoint, **changes)  # type: ignore[arg-type]
+    return msgspec.structs.replace(checkpoint, **changes)  # type: ignore[arg-type]
 
 
 def test_an_edited_byte_is_refused(key: CheckpointKey) -> None:
@@ -120,7 +120,7 @@ def test_a_row_that_disagrees_with_its_signed_document_is_refused(
     """The row's columns are what readers use; the signed document is what was sealed.
     An edit of a column alone (the document, hash and signature untouched) is refused."""
     chain = _chain(key)
-    chain[1] = dataclasses.replace(chain[1], **field)  # type: ignore[arg-type]
+    chain[1] = msgspec.structs.replace(chain[1], **field)  # type: ignore[arg-type]
     with pytest.raises(CheckpointRefused, match="checkpoint 2 "):
         verify_chain("run-1", chain, key)
 
@@ -130,7 +130,7 @@ def test_a_signed_document_that_is_not_canonical_is_refused(key: CheckpointKey) 
     with a valid hash and signature: one document, one spelling."""
     (first,) = _chain(key, 1)
     spelled = json.dumps(json.loads(first.document), indent=1).encode("ascii")
-    other = dataclasses.replace(
+    other = msgspec.structs.replace(
         first,
         document=spelled.decode("ascii"),
         hash=sha256_digest(spelled),

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 from pydantic import ValidationError
 
@@ -69,7 +68,7 @@ def test_unknown_capability_names_are_refused() -> None:
 def test_a_builtin_capability_set_that_differs_from_the_profile_is_refused() -> None:
     specs = list(CATALOG)
     index = next(i for i, s in enumerate(specs) if s.tool_id == "workspace.read")
-    specs[index] = dataclasses.replace(
+    specs[index] = msgspec.structs.replace(
         specs[index], declared=frozenset({"approval", "inspect", "write"})
     )
     with pytest.raises(ProfileIntegrityError, match=r"workspace\.read declares"):

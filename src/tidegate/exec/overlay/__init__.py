@@ -39,9 +39,10 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+import msgspec
 
 from tidegate.disk.faults import maybe_fail
 from tidegate.exec.overlay.host import Host, as_user, namespace_host, nsenter
@@ -50,8 +51,7 @@ from tidegate.exec.trees import remove_tree
 _OPTIONS = "metacopy=off,volatile"
 
 
-@dataclass(frozen=True)
-class OverlaySupport:
+class OverlaySupport(msgspec.Struct, frozen=True):
     """Whether per-command overlays work here, and how (``xattr_prefix``: where overlayfs
     keeps its marks in the upper layer, ``trusted.overlay.`` as root, ``user.overlay.``
     in a user namespace)."""
@@ -62,30 +62,35 @@ class OverlaySupport:
     xattr_prefix: str = "trusted.overlay."
 
 
-@dataclass
 class Overlay:
     """One command's overlay: ``upper`` collects what it writes below ``lower``.
 
     Creating it mounts the overlay (OSError when it cannot); ``prefix(cwd)`` goes in front
     of the command's argv; ``release()`` unmounts it and removes the scratch dirs once the
-    upper layer has been merged. One overlay per ``lower`` at a time.
+    upper layer has been merged. One overlay per ``lower`` at a time. ``faults``: whether
+    the ``overlay.mount`` fault point applies (not to the probe). ``parent``: where its
+    scratch dirs go (a run's claimed scratch dir, swept after a kill); default: this
+    process's own directory under the OS temp dir.
     """
 
-    lower: Path
-    support: OverlaySupport
-    faults: bool = True
-    """Whether the ``overlay.mount`` fault point applies (not to the probe)."""
-    parent: Path | None = None
-    """Where its scratch dirs go (a run's claimed scratch dir, swept after a kill);
-    default: this process's own directory under the OS temp dir."""
-    base: Path = field(init=False)
-    upper: Path = field(init=False)
-    _host: Host | None = field(default=None, init=False)
+    base: Path
+    upper: Path
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        lower: Path,
+        support: OverlaySupport,
+        *,
+        faults: bool = True,
+        parent: Path | None = None,
+    ) -> None:
+        self.support = support
+        self.faults = faults
+        self.parent = parent
+        self._host: Host | None = None
         if not sys.platform.startswith("linux") or nsenter() is None:
             raise OSError("overlay capture needs Linux and nsenter (util-linux)")
-        self.lower = Path(os.path.realpath(self.lower))
+        self.lower = Path(os.path.realpath(lower))
         host = namespace_host(self.support.user_namespace)
         target = str(self.lower)
         with host.lock:

@@ -48,9 +48,9 @@ import select
 import signal
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import pexpect
 
 from tidegate.exec.containment import Launch
@@ -65,8 +65,7 @@ _OUTBOX_CAP = 64 * 1024  # answers to queries a program never reads are dropped 
 _DRAIN_READS = 16  # reads before a send, to move the mark past what is already written
 
 
-@dataclass(frozen=True)
-class TerminalLimits:
+class TerminalLimits(msgspec.Struct, frozen=True):
     step_timeout_s: float = 15.0
     deadline_s: float = 300.0
     tail_chars: int = 256 * 1024

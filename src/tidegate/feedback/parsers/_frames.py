@@ -9,13 +9,13 @@ error[E0425]: cannot find value `totl` in this scope      F401 [*] `os` imported
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 _ARROW = re.compile(r"^\s*--> (?P<path>.+?):(?P<line>\d+)(?::(?P<col>\d+))?\s*$")
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(msgspec.Struct, frozen=True):
     header: str
     path: str
     line: int

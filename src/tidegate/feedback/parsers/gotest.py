@@ -8,7 +8,8 @@ log lines, panics with their goroutine stack, ``FAIL\\tpkg\\t0.01s`` package lin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.errors import ErrorClass
 from tidegate.feedback.diagnostics import Diagnostic, ParseContext
@@ -31,10 +32,9 @@ _GOROOT = re.compile(r"/go(?:-[\d.]+)?/src/|/pkg/mod/")
 _TEST_OUTPUT = re.compile(r"^(?:--- FAIL: |=== RUN |FAIL\t|ok  \t)", re.MULTILINE)
 
 
-@dataclass
-class _Test:
+class _Test(msgspec.Struct):
     name: str
-    messages: list[tuple[str, int, str]] = field(default_factory=list)
+    messages: list[tuple[str, int, str]] = msgspec.field(default_factory=list)
     panic: str | None = None
     panic_at: tuple[str, int] | None = None
 

@@ -6,7 +6,8 @@ lines), collection errors, ``-v`` result lines. Works at default and ``-q`` verb
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.errors import ErrorClass
 from tidegate.feedback.diagnostics import Diagnostic, ParseContext
@@ -46,17 +47,15 @@ def detect(text: str) -> bool:
     return False
 
 
-@dataclass
-class _Section:
+class _Section(msgspec.Struct):
     title: str
     major: str
-    locations: list[tuple[str, int, str | None]] = field(default_factory=list)
-    e_lines: list[str] = field(default_factory=list)
-    line_msgs: list[str] = field(default_factory=list)
+    locations: list[tuple[str, int, str | None]] = msgspec.field(default_factory=list)
+    e_lines: list[str] = msgspec.field(default_factory=list)
+    line_msgs: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class _Entry:
+class _Entry(msgspec.Struct):
     kind: str
     test_id: str
     message: str

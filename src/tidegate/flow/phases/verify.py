@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from tidegate.errors import CapabilityMismatch, ErrorClass, PhaseError
 from tidegate.exec.containment import (

@@ -9,7 +9,8 @@ always say which words the model saw.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from tidegate.prompt.contract import PromptConfiguration
 
@@ -19,8 +20,7 @@ EDIT_TOOLS = frozenset({"workspace.edit", "workspace.write"})
 RESEARCH_TOOLS = frozenset({"research.search", "research.fetch"})
 
 
-@dataclass(frozen=True)
-class ToolLine:
+class ToolLine(msgspec.Struct, frozen=True):
     """An active tool as the prompt lists it: the name the model calls it by, and its
     canonical id (the name policy text uses)."""
 
@@ -29,8 +29,7 @@ class ToolLine:
     description: str
 
 
-@dataclass(frozen=True)
-class ModuleContext:
+class ModuleContext(msgspec.Struct, frozen=True):
     """Everything a module may render from: the configuration and the active tools."""
 
     config: PromptConfiguration
@@ -44,8 +43,7 @@ class ModuleContext:
         return not self.tool_names.isdisjoint(names)
 
 
-@dataclass(frozen=True)
-class PromptModule:
+class PromptModule(msgspec.Struct, frozen=True):
     name: str
     version: str
     render: Callable[[ModuleContext], str | None]

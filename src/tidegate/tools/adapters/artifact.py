@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tidegate.text.sanitize import redact
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
@@ -90,8 +91,7 @@ def store_of(call: Dispatch) -> ArtifactStore:
     return ArtifactStore(directory)
 
 
-@dataclass
-class ArtifactCreate:
+class ArtifactCreate(msgspec.Struct):
     tool_id: str = "artifact.create"
     label: str | None = None
 
@@ -100,8 +100,7 @@ class ArtifactCreate:
         return AdapterResult(self.tool_id, art.CreateOutput(artifact=info), state_changed=True)
 
 
-@dataclass
-class ArtifactList:
+class ArtifactList(msgspec.Struct):
     tool_id: str = "artifact.list"
     label: str | None = None
 
@@ -111,8 +110,7 @@ class ArtifactList:
         return AdapterResult(self.tool_id, output)
 
 
-@dataclass
-class ArtifactRead:
+class ArtifactRead(msgspec.Struct):
     tool_id: str = "artifact.read"
     label: str | None = None
 

@@ -14,10 +14,10 @@ label that the registry shows in ``tools list`` and in the model's tool descript
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
 from pydantic import BaseModel
 
 from tidegate.tools.effects import Effects
@@ -48,19 +48,17 @@ class ToolFailure(Exception):
         self.details = dict(details or {})
 
 
-@dataclass(frozen=True)
-class AdapterResult:
+class AdapterResult(msgspec.Struct, frozen=True):
     tool: str
     """The canonical ID the adapter answered for; must equal the dispatched tool."""
     output: Mapping[str, Any] | BaseModel
-    claims: Effects = field(default_factory=Effects)
+    claims: Effects = msgspec.field(default_factory=Effects)
     state_changed: bool = False
     """The call advanced host state that is not a workspace write (activation, artifact,
     checkpoint, session progress)."""
 
 
-@dataclass
-class Dispatch:
+class Dispatch(msgspec.Struct):
     """What an adapter gets besides its arguments."""
 
     call_id: str

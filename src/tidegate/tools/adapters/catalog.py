@@ -7,14 +7,13 @@ never activated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.tools.adapters.base import AdapterResult, Dispatch
 from tidegate.tools.schemas.catalog import CatalogEntry, SearchInput, SearchOutput
 
 
-@dataclass
-class CatalogSearch:
+class CatalogSearch(msgspec.Struct):
     tool_id: str = "catalog.search"
     label: str | None = None
 

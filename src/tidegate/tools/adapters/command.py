@@ -11,8 +11,10 @@ error. Neither adapter claims writes: the executor inventories the workspace its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
+
+import msgspec
+from msgspec.structs import replace
 
 from tidegate.errors import CapabilityMismatch
 from tidegate.exec.containment import ContainmentPolicy, policy_for
@@ -103,8 +105,7 @@ def run_contained(
         raise ToolFailure("cwd_refused", str(exc)) from exc
 
 
-@dataclass
-class CommandRun:
+class CommandRun(msgspec.Struct):
     tool_id: str = "command.run"
     label: str | None = None
 
@@ -126,8 +127,7 @@ class CommandRun:
         return AdapterResult(self.tool_id, output)
 
 
-@dataclass
-class CommandSession:
+class CommandSession(msgspec.Struct):
     tool_id: str = "command.session"
     label: str | None = None
 

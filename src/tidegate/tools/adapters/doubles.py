@@ -12,7 +12,8 @@ these tools are absent from the registry.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.tools.adapters.artifact import store_of
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
@@ -47,8 +48,7 @@ def _words(text: str) -> set[str]:
     return {w for w in "".join(c.lower() if c.isalnum() else " " for c in text).split() if w}
 
 
-@dataclass
-class ResearchSearchDouble:
+class ResearchSearchDouble(msgspec.Struct):
     tool_id: str = "research.search"
     label: str | None = RESEARCH_LABEL
 
@@ -71,8 +71,7 @@ class ResearchSearchDouble:
         return AdapterResult(self.tool_id, output, claims if sources else Effects())
 
 
-@dataclass
-class ResearchFetchDouble:
+class ResearchFetchDouble(msgspec.Struct):
     tool_id: str = "research.fetch"
     label: str | None = RESEARCH_LABEL
 
@@ -98,12 +97,11 @@ class ResearchFetchDouble:
         return AdapterResult(self.tool_id, output, claims)
 
 
-@dataclass
-class PreviewDouble:
+class PreviewDouble(msgspec.Struct):
     tool_id: str = "preview.manage"
     label: str | None = PREVIEW_LABEL
-    _previews: dict[str, str] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _previews: dict[str, str] = msgspec.field(default_factory=dict)
+    _ids: itertools.count[int] = msgspec.field(default_factory=lambda: itertools.count(1))
 
     def run(self, args: ext.PreviewInput, call: Dispatch) -> AdapterResult:
         if args.action == "start":
@@ -124,8 +122,7 @@ class PreviewDouble:
         return AdapterResult(self.tool_id, output, state_changed=args.action != "status")
 
 
-@dataclass
-class PerceptionDouble:
+class PerceptionDouble(msgspec.Struct):
     tool_id: str = "perception.analyze"
     label: str | None = PERCEPTION_LABEL
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from tidegate.exec.git_sandbox import git_sandbox_prefix
 from tidegate.git.command import Git
@@ -63,12 +64,15 @@ def _is_full_diff(argv: list[str]) -> bool:
     return all(a in _NEUTRAL or a.startswith(_NEUTRAL_VALUED) for a in options)
 
 
-@dataclass
-class GitExec:
+class GitExec(msgspec.Struct):
     tool_id: str = "git.exec"
     label: str | None = None
-    object_paths: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
-    """Per git dir, the object -> path map git.exec's secret check read last."""
+    object_paths: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
+    """Per git dir, the object -> path map git.exec's secret check read last (not in
+    ``repr``)."""
+
+    def __repr__(self) -> str:
+        return f"GitExec(tool_id={self.tool_id!r}, label={self.label!r})"
 
     def run(self, args: GitInput, call: Dispatch) -> AdapterResult:
         verdict = canonical(args.args)

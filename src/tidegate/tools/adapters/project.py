@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.adapters.command import command_status, run_contained
@@ -71,8 +72,7 @@ def _path_word(path: PurePosixPath) -> str:
     return "." if path == PurePosixPath(".") else f"./{path}"
 
 
-@dataclass
-class ProjectDetect:
+class ProjectDetect(msgspec.Struct):
     tool_id: str = "project.detect"
     label: str | None = None
 
@@ -99,8 +99,7 @@ class ProjectDetect:
         return AdapterResult(self.tool_id, output, Effects(inspect=(inspected,)))
 
 
-@dataclass
-class ProjectValidate:
+class ProjectValidate(msgspec.Struct):
     tool_id: str = "project.validate"
     label: str | None = None
 

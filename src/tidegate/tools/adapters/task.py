@@ -9,8 +9,9 @@ a secret a model put into its plan never reaches the disk.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from tidegate.text.jsonparse import parse_json
 from tidegate.text.sanitize import redact_value
@@ -20,8 +21,7 @@ from tidegate.tools.effects import Effects, PlanEffect, sha256_json
 from tidegate.tools.schemas.task import CheckpointInput, CheckpointOutput
 
 
-@dataclass
-class TaskCheckpoint:
+class TaskCheckpoint(msgspec.Struct):
     tool_id: str = "task.checkpoint"
     label: str | None = None
 

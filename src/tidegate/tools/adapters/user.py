@@ -6,14 +6,13 @@ failure, never an assumed "yes"; an answer never waives an acceptance criterion.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
 from tidegate.tools.schemas.user import AskInput, AskOutput
 
 
-@dataclass
-class UserAsk:
+class UserAsk(msgspec.Struct):
     tool_id: str = "user.ask"
     label: str | None = None
 

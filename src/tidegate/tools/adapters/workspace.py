@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from tidegate.errors import UsageError
 from tidegate.tools.adapters.base import AdapterResult, Dispatch, ToolFailure
@@ -55,8 +56,7 @@ def _code(exc: Exception) -> str:
     return "".join(out)
 
 
-@dataclass
-class WorkspaceRead:
+class WorkspaceRead(msgspec.Struct):
     tool_id: str = "workspace.read"
     label: str | None = None
 
@@ -87,8 +87,7 @@ class WorkspaceRead:
         return AdapterResult(self.tool_id, output, Effects(inspect=(inspected,)))
 
 
-@dataclass
-class WorkspaceWrite:
+class WorkspaceWrite(msgspec.Struct):
     tool_id: str = "workspace.write"
     label: str | None = None
 
@@ -107,8 +106,7 @@ class WorkspaceWrite:
         return AdapterResult(self.tool_id, output)
 
 
-@dataclass
-class WorkspaceEdit:
+class WorkspaceEdit(msgspec.Struct):
     tool_id: str = "workspace.edit"
     label: str | None = None
 
@@ -138,8 +136,7 @@ def _listing(got: Any) -> ws.ListingOutput:
     )
 
 
-@dataclass
-class WorkspaceList:
+class WorkspaceList(msgspec.Struct):
     tool_id: str = "workspace.list"
     label: str | None = None
 
@@ -162,8 +159,7 @@ class WorkspaceList:
         return AdapterResult(self.tool_id, output, Effects(inspect=(inspected,)))
 
 
-@dataclass
-class WorkspaceGlob:
+class WorkspaceGlob(msgspec.Struct):
     tool_id: str = "workspace.glob"
     label: str | None = None
 
@@ -185,8 +181,7 @@ class WorkspaceGlob:
         return AdapterResult(self.tool_id, output, Effects(inspect=(inspected,)))
 
 
-@dataclass
-class WorkspaceGrep:
+class WorkspaceGrep(msgspec.Struct):
     tool_id: str = "workspace.grep"
     label: str | None = None
 

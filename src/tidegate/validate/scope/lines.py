@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 
-@dataclass(frozen=True)
-class LineDiff:
+class LineDiff(msgspec.Struct, frozen=True):
     """Line-level difference between two versions of a file (1-based line numbers).
 
     ``changed`` are the lines of the new version that the change added or replaced;

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True, order=True)
-class ScopeProblem:
+class ScopeProblem(msgspec.Struct, frozen=True, order=True):
     line: int
     column: int
     message: str

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import msgspec
 
 from tidegate.validate.scope.python_implicit import PYTHON_IMPLICIT
 
@@ -26,8 +27,7 @@ class _Scope:
         self.first_binding: dict[str, int] = {}
 
 
-@dataclass(frozen=True)
-class Load:
+class Load(msgspec.Struct, frozen=True):
     name: str
     line: int
     column: int

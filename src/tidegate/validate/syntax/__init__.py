@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.git.command import Git
 from tidegate.validate.languages import (
@@ -60,13 +61,12 @@ def _is_text(data: bytes) -> bool:
 # One file, and the whole change
 
 
-@dataclass
-class FileReport:
+class FileReport(msgspec.Struct):
     path: str
     language: str | None
     parsed: bool = False
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 class _Before:
@@ -171,14 +171,13 @@ def _report_scope(report: FileReport, language: str, parsed: Parsed, before: _Be
     report.problems += [f"{path}:{p.line}:{p.column}: {p.message}" for p in problems]
 
 
-@dataclass
-class SyntaxReport:
+class SyntaxReport(msgspec.Struct):
     """What AST_VALIDATE found: ``problems`` reject the change, ``notes`` do not."""
 
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
     checked: int = 0
-    notes: list[str] = field(default_factory=list)
-    parse_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = msgspec.field(default_factory=list)
+    parse_ms: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 def _blob_loader(git: Git, blob: str | None) -> Callable[[], bytes | None]:

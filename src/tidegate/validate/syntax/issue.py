@@ -2,24 +2,46 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 
-@dataclass(frozen=True, order=True)
-class SyntaxIssue:
+class SyntaxIssue(msgspec.Struct, frozen=True):
     """One syntax error: 1-based line and column (in characters) and what is wrong.
 
     ``text`` is the stripped source line, used to recognise the same error on both sides of
     the change. ``doubt`` is empty for a real error, else why it is not counted. An ERROR
     node of tree-sitter covers the lines ``line`` to ``end_line`` (what its recovery skipped).
+    Issues compare and sort by line, column and message alone.
     """
 
     line: int
     column: int
     message: str
-    text: str = field(default="", compare=False)
-    doubt: str = field(default="", compare=False)
-    end_line: int = field(default=0, compare=False)  # last line of the error's extent
+    text: str = ""
+    doubt: str = ""
+    end_line: int = 0  # last line of the error's extent
+
+    @property
+    def _order(self) -> tuple[int, int, str]:
+        return (self.line, self.column, self.message)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is SyntaxIssue and self._order == other._order
+
+    def __hash__(self) -> int:
+        return hash(self._order)
+
+    def __lt__(self, other: SyntaxIssue) -> bool:
+        return self._order < other._order
+
+    def __le__(self, other: SyntaxIssue) -> bool:
+        return self._order <= other._order
+
+    def __gt__(self, other: SyntaxIssue) -> bool:
+        return self._order > other._order
+
+    def __ge__(self, other: SyntaxIssue) -> bool:
+        return self._order >= other._order
 
     @property
     def lines(self) -> range:

@@ -6,8 +6,9 @@ import ast
 import re
 import sys
 import warnings
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from tidegate.validate.languages import JSON, JSONC, PYTHON, TOML, YAML, parser_for
 from tidegate.validate.scope.lines import split_lines
@@ -20,8 +21,7 @@ if TYPE_CHECKING:
 BOM = b"\xef\xbb\xbf"
 
 
-@dataclass
-class Parsed:
+class Parsed(msgspec.Struct):
     issues: list[SyntaxIssue]
     lines: list[bytes]
     module: ast.Module | None = None  # Python, when ast parsed and compiled it
@@ -29,7 +29,7 @@ class Parsed:
     # Python: tree-sitter's errors on other lines than ast's one, consulted only when the
     # ast error is one the file had at T0 (ast stops at the first error, which may mask a
     # new one further down; tree-sitter's recovery may also report knock-on errors).
-    fallback: list[SyntaxIssue] = field(default_factory=list)
+    fallback: list[SyntaxIssue] = msgspec.field(default_factory=list)
 
 
 def _char_column(lines: list[bytes], row: int, byte_column: int) -> int:

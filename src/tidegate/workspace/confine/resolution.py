@@ -7,8 +7,9 @@ import errno
 import os
 import stat
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+import msgspec
 
 from tidegate.workspace.confine.entries import DIR_FLAGS, MAX_RETRIES, is_race
 from tidegate.workspace.confine.refusal import PathRefused, strip_root
@@ -16,8 +17,7 @@ from tidegate.workspace.confine.refusal import PathRefused, strip_root
 MAX_SYMLINK_HOPS = 40
 
 
-@dataclass
-class Resolved:
+class Resolved(msgspec.Struct):
     """Where a path ends up: the open parent directory and the final name in it.
 
     ``name`` is None for the root itself (``dir_fd`` is then the root). ``rel`` is the

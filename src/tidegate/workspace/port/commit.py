@@ -15,8 +15,9 @@ import os
 import stat
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+import msgspec
 
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.entries import FILE_READ_FLAGS, entry_state
@@ -47,8 +48,7 @@ from tidegate.workspace.port.results import (
 from tidegate.workspace.states import MISSING, EntryState, is_sha256, sha256_bytes
 
 
-@dataclass(frozen=True)
-class Committer:
+class Committer(msgspec.Struct, frozen=True):
     """Write, edit and delete beneath one root, each under ``lock`` and each checked
     against the state the caller last saw."""
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+
+import msgspec
 
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.entries import FILE_READ_FLAGS
@@ -26,15 +27,14 @@ def compile_search(pattern: str, regex: bool, case_sensitive: bool) -> re.Patter
         raise BadQuery(f"bad regular expression {pattern!r}: {exc}") from None
 
 
-@dataclass
-class GrepScan:
+class GrepScan(msgspec.Struct):
     handle: RootHandle
     limits: WorkspaceLimits
     search: re.Pattern[str]
     page: int
     excluded: Excluded
     regex: bool
-    matches: list[GrepMatch] = field(default_factory=list)
+    matches: list[GrepMatch] = msgspec.field(default_factory=list)
     files_scanned: int = 0
     bytes_read: int = 0
     position: tuple[tuple[str, ...], int] = ((), 0)

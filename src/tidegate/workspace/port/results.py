@@ -6,7 +6,7 @@ knowing how the port produced them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from tidegate.workspace.states import EntryState, Kind
 
@@ -27,8 +27,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Mutation:
+class Mutation(msgspec.Struct, frozen=True):
     """One committed change. ``path`` is canonical (symlinked directories resolved).
 
     ``created_dirs`` are parent directories the write had to create (each ``missing ->
@@ -47,8 +46,7 @@ class Mutation:
         return self.before != self.after or bool(self.created_dirs)
 
 
-@dataclass(frozen=True)
-class ReadResult:
+class ReadResult(msgspec.Struct, frozen=True):
     """Lines ``start_line..end_line`` of a file; ``sha256`` and ``size`` are the whole
     file's. ``truncated_line`` names a line cut short by the byte limit."""
 
@@ -64,15 +62,13 @@ class ReadResult:
     truncated_line: int | None = None
 
 
-@dataclass(frozen=True)
-class ListEntry:
+class ListEntry(msgspec.Struct, frozen=True):
     path: str
     kind: Kind
     size: int | None
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(msgspec.Struct, frozen=True):
     """Entries in depth-first order, children sorted. ``excluded`` names what the traversal
     skipped (``.git/``, ignored paths, directories past the depth limit); it is capped,
     ``excluded_total`` counts them all."""
@@ -84,15 +80,13 @@ class Listing:
     excluded_total: int = 0
 
 
-@dataclass(frozen=True)
-class GrepMatch:
+class GrepMatch(msgspec.Struct, frozen=True):
     path: str
     line: int
     text: str
 
 
-@dataclass(frozen=True)
-class GrepResult:
+class GrepResult(msgspec.Struct, frozen=True):
     matches: list[GrepMatch]
     files_scanned: int
     truncated: bool
@@ -101,8 +95,7 @@ class GrepResult:
     excluded_total: int = 0
 
 
-@dataclass(frozen=True)
-class WorkspaceLimits:
+class WorkspaceLimits(msgspec.Struct, frozen=True):
     max_read_bytes: int = 256_000
     max_read_lines: int = 2000
     max_entries: int = 1000

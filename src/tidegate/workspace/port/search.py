@@ -12,8 +12,9 @@ import os
 import stat
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+
+import msgspec
 
 from tidegate.workspace.confine import RootHandle
 from tidegate.workspace.confine.refusal import PathRefused
@@ -35,15 +36,14 @@ from tidegate.workspace.secret_files import WITHHELD, SecretFiles
 from tidegate.workspace.states import Kind
 
 
-@dataclass(frozen=True)
-class Search:
+class Search(msgspec.Struct, frozen=True):
     """The traversals of one root under ``limits``; ``git_view`` gives (lazily, pinned by
     the port) the git work tree whose ignore rules apply, or None."""
 
     handle: RootHandle
     limits: WorkspaceLimits
     git_view: Callable[[], GitView | None]
-    secrets: SecretFiles = field(default_factory=SecretFiles)
+    secrets: SecretFiles = msgspec.field(default_factory=SecretFiles)
     """Secret-shaped files: never listed or searched, named in ``excluded`` as withheld."""
 
     def list_dir(

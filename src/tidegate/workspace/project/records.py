@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 ManifestStatus = Literal["ok", "malformed", "unreadable"]
 Purpose = Literal["test", "lint", "typecheck", "build"]
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(msgspec.Struct, frozen=True):
     path: str
     kind: str
     """The manifest's file name (``pyproject.toml``, ``package.json`` ...)."""
     ecosystem: str
     status: ManifestStatus
     error: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -31,8 +31,7 @@ class Manifest:
         }
 
 
-@dataclass(frozen=True)
-class SuggestedCommand:
+class SuggestedCommand(msgspec.Struct, frozen=True):
     command: str
     purpose: Purpose
     cwd: str
@@ -53,8 +52,7 @@ class SuggestedCommand:
         }
 
 
-@dataclass(frozen=True)
-class ProjectReport:
+class ProjectReport(msgspec.Struct, frozen=True):
     root: str
     complete: bool
     incomplete_reasons: list[str]

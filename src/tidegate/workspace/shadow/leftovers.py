@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from tidegate.workspace.claims import Claim, all_claims, claim, release
 from tidegate.workspace.repo import Repository
@@ -20,10 +21,9 @@ from tidegate.workspace.shadow.worktrees import (
 )
 
 
-@dataclass
-class Leftovers:
-    shadows: list[str] = field(default_factory=list)
-    scratch: list[str] = field(default_factory=list)
+class Leftovers(msgspec.Struct):
+    shadows: list[str] = msgspec.field(default_factory=list)
+    scratch: list[str] = msgspec.field(default_factory=list)
 
 
 def remove_stale_shadows(repo: Repository) -> list[str]:

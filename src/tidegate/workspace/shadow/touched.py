@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from tidegate.workspace.lock import pool_name
 from tidegate.workspace.repo import Repository
@@ -27,8 +28,7 @@ Marks = list[tuple[str, int]]
 """The mtimes of the shadow's root directory ("") and of the directories in it."""
 
 
-@dataclass
-class Touched:
+class Touched(msgspec.Struct):
     """Every path tidegate may have written in a shadow's work tree since the work tree
     was last exactly its HEAD: ``tracked``, paths HEAD has (checked out again by the undo),
     and ``untracked``, paths HEAD lacks and the new directories above them (removed with
@@ -39,8 +39,8 @@ class Touched:
     either. Deeper, the pool is trusted to be tidegate's alone (docs/architecture.md)."""
 
     stamp: Stamp | None
-    tracked: set[str] = field(default_factory=set)
-    untracked: set[str] = field(default_factory=set)
+    tracked: set[str] = msgspec.field(default_factory=set)
+    untracked: set[str] = msgspec.field(default_factory=set)
     marks: Marks | None = None
 
     def __len__(self) -> int:

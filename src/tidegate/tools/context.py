@@ -112,9 +112,9 @@ class ToolContext(msgspec.Struct):
     limits: ToolLimits = msgspec.field(default_factory=ToolLimits)
     git_view: GitView | None = None
     """The git work tree the workspace was in when the context was made (None: none; set
-    then, whatever a caller passes), pinned: every git call tidegate makes for these tools goes to that git dir, so a
-    ``.git`` a command plants later is never discovered (its config, hooks and filters
-    never run)."""
+    then, whatever a caller passes), pinned: every git call tidegate makes for these tools
+    goes to that git dir, so a ``.git`` a command plants later is never discovered (its
+    config, hooks and filters never run)."""
 
     def __post_init__(self) -> None:
         # accept the plain strings a configuration file or a caller passes

@@ -120,7 +120,7 @@ class GcSummary(msgspec.Struct):
     errors: list[str] = msgspec.field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
-        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+        return msgspec.structs.asdict(self)
 
 
 def collect(repo_path: Path, store: RunStore, dry_run: bool = False) -> GcSummary:

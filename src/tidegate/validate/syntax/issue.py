@@ -11,7 +11,7 @@ class SyntaxIssue(msgspec.Struct, frozen=True):
     ``text`` is the stripped source line, used to recognise the same error on both sides of
     the change. ``doubt`` is empty for a real error, else why it is not counted. An ERROR
     node of tree-sitter covers the lines ``line`` to ``end_line`` (what its recovery skipped).
-    Issues compare and sort by line, column and message alone.
+    Issues sort by line, column and message alone.
     """
 
     line: int
@@ -21,27 +21,10 @@ class SyntaxIssue(msgspec.Struct, frozen=True):
     doubt: str = ""
     end_line: int = 0  # last line of the error's extent
 
-    @property
-    def _order(self) -> tuple[int, int, str]:
-        return (self.line, self.column, self.message)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is SyntaxIssue and self._order == other._order
-
-    def __hash__(self) -> int:
-        return hash(self._order)
-
     def __lt__(self, other: SyntaxIssue) -> bool:
-        return self._order < other._order
-
-    def __le__(self, other: SyntaxIssue) -> bool:
-        return self._order <= other._order
-
-    def __gt__(self, other: SyntaxIssue) -> bool:
-        return self._order > other._order
-
-    def __ge__(self, other: SyntaxIssue) -> bool:
-        return self._order >= other._order
+        """By line, column and message alone: issues equal on those keep their order in a
+        sort (Python's sort is stable), whatever their text, doubt or extent."""
+        return (self.line, self.column, self.message) < (other.line, other.column, other.message)
 
     @property
     def lines(self) -> range:
